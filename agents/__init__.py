@@ -1,0 +1,1 @@
+"""Agents: policies that turn an environment observation into an action."""

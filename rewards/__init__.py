@@ -1,0 +1,1 @@
+"""Rewards: rubric scores, judges, adaptive mode selection, process metrics, RL reward composition."""

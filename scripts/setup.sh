@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Create or update .venv in the repo root with the project and everything its tests need.
+# Idempotent: a stamp of the dependency files skips pip when nothing changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+stamp=.venv/.vtb-setup-stamp
+want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  # Without a GPU, pin the CPU build of torch (plain `torch` pulls several GB of CUDA packages).
+  if ! command -v nvidia-smi >/dev/null 2>&1; then
+    .venv/bin/python -m pip install -q "torch==2.13.0"
+  fi
+  .venv/bin/python -m pip install -q -e ".[hf,dev]"
+  echo "$want" > "$stamp"
+fi

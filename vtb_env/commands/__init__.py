@@ -1,0 +1,1 @@
+"""Subcommands of the ``vtb`` CLI that have no other natural home."""

@@ -1,0 +1,143 @@
+"""The tool interface: what the environment calls and what a tool returns.
+
+A tool is a name, an OpenAI function schema (exactly the benchmark's, see ``schemas``), and
+``run(arguments, context) -> ToolResult``. ``ToolRegistry.call`` validates the arguments
+against the schema first and turns every failure into an error result: a tool never raises
+into the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+import jsonschema
+from PIL import Image
+
+
+@dataclass(frozen=True)
+class NamedImage:
+    """An image with the file name the model uses to refer to it (``image_1.png``, ``transformed_image_2.png``)."""
+
+    name: str
+    data: bytes  # encoded (PNG/JPEG) bytes
+
+    def open(self) -> Image.Image:
+        from vtb_env.tasks import decode_image
+
+        return decode_image(self.data)
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool may see of the episode: the images visible so far, and nothing secret.
+
+    Never put golden answers, rubrics or keys here: this object reaches the sandbox.
+    """
+
+    task_id: str
+    images: tuple[NamedImage, ...] = ()
+    next_image_index: int = 1  # next free index for transformed_image_<i>.png
+    turn_index: int = 0
+
+
+@dataclass
+class ToolResult:
+    """The outcome of one call. ``text`` is what goes back in the tool message (JSON for text tools)."""
+
+    text: str
+    images: list[NamedImage] = field(default_factory=list)
+    error: str | None = None
+    latency_s: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @classmethod
+    def failure(cls, message: str, **meta: Any) -> "ToolResult":
+        return cls(text=json.dumps({"error": message}), error=message, meta=dict(meta))
+
+
+class Tool(ABC):
+    """Base class: subclasses set ``name`` and ``schema`` and implement ``run``."""
+
+    name: str
+    schema: Mapping[str, Any]  # {"type": "function", "function": {"name", "description", "parameters"}}
+
+    @abstractmethod
+    def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult: ...
+
+    def close(self) -> None:
+        """Release processes or connections; called by the registry's close."""
+
+
+class ToolRegistry:
+    """The tools offered in an episode, by name. Ablations are subsets: ``registry.without("python_image_processing")``."""
+
+    def __init__(self, tools: Iterable[Tool]):
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in self._tools:
+                raise ValueError(f"duplicate tool name {tool.name!r}")
+            self._tools[tool.name] = tool
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._tools)
+
+    @property
+    def schemas(self) -> list[dict[str, Any]]:
+        return [json.loads(json.dumps(tool.schema)) for tool in self._tools.values()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def only(self, *names: str) -> "ToolRegistry":
+        return ToolRegistry(self._tools[name] for name in names if name in self._tools)
+
+    def without(self, *names: str) -> "ToolRegistry":
+        return ToolRegistry(tool for name, tool in self._tools.items() if name not in names)
+
+    def validate(self, name: str, arguments: Any) -> str | None:
+        """The reason a call is invalid, or None. Messages say exactly what was wrong."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return f"unknown tool {name!r}; available tools: {', '.join(self._tools) or 'none'}"
+        if not isinstance(arguments, Mapping):
+            return f"arguments of {name} must be a JSON object, got {type(arguments).__name__}"
+        parameters = tool.schema["function"]["parameters"]
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(parameters).iter_errors(dict(arguments)))
+        if error is None:
+            return None
+        where = ".".join(str(p) for p in error.absolute_path) or "arguments"
+        return f"invalid arguments for {name}: {where}: {_short(error.message)}"
+
+    def call(self, name: str, arguments: Any, context: ToolContext) -> ToolResult:
+        """Validate and run one call; never raises."""
+        start = time.perf_counter()
+        problem = self.validate(name, arguments)
+        if problem is not None:
+            result = ToolResult.failure(problem, kind="invalid_call")
+        else:
+            try:
+                result = self._tools[name].run(arguments, context)
+            except Exception as exc:  # a tool bug must not crash a rollout
+                result = ToolResult.failure(f"{name} failed: {type(exc).__name__}: {exc}", kind="tool_exception")
+        result.latency_s = time.perf_counter() - start
+        return result
+
+    def close(self) -> None:
+        for tool in self._tools.values():
+            tool.close()
+
+
+def _short(message: str, limit: int = 300) -> str:
+    return message if len(message) <= limit else message[:limit] + "..."

@@ -1,0 +1,94 @@
+"""The record of an episode: what the policy did, turn by turn. Rewards and reports read this.
+
+The environment fills it while stepping; ``to_dict`` gives the JSON form stored by ``vtb eval``
+(images as names and sha256 hashes, never pixels).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class ToolCallRecord:
+    """One tool call as parsed from the policy's action, and what came back."""
+
+    call_id: str
+    name: str
+    arguments: Any  # the parsed arguments (whatever the policy sent, even if invalid)
+    output: str = ""  # the tool message text
+    error: str | None = None  # None when the call succeeded
+    error_kind: str | None = None  # "parse_error" | "invalid_call" | "tool_error" | "timeout" | ...
+    latency_s: float = 0.0
+    images: list[dict[str, str]] = field(default_factory=list)  # [{"name", "sha256"}]
+    round_index: int = 0  # calls sent in one action share a round
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class StepRecord:
+    """One ``step()``: the raw action and how it was read."""
+
+    action_text: str
+    reasoning: str = ""  # <think> blocks, kept for process metrics
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    final_answer: str | None = None  # set when this step closed the turn
+    parse_errors: list[str] = field(default_factory=list)
+    parser: str | None = None  # which tool-call format was detected
+    env_overhead_s: float = 0.0
+
+
+@dataclass
+class TurnRecord:
+    index: int
+    steps: list[StepRecord] = field(default_factory=list)
+    final_answer: str | None = None
+    hit_tool_cap: bool = False
+    truncated: bool = False
+
+    @property
+    def tool_calls(self) -> list[ToolCallRecord]:
+        return [call for step in self.steps for call in step.tool_calls]
+
+    @property
+    def reasoning(self) -> str:
+        """Everything the policy wrote in this turn (thoughts and text), in order: input for KCoverage."""
+        return "\n".join(part for step in self.steps for part in (step.reasoning, step.action_text) if part)
+
+
+@dataclass
+class EpisodeRecord:
+    task_id: str
+    turns: list[TurnRecord] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tool_calls(self) -> list[ToolCallRecord]:
+        return [call for turn in self.turns for call in turn.tool_calls]
+
+    @property
+    def used_tools(self) -> bool:
+        """Did the policy invoke any tool (the mode-selection signal)? Malformed attempts count as invocations."""
+        return bool(self.tool_calls)
+
+    @property
+    def final_answers(self) -> list[str | None]:
+        return [turn.final_answer for turn in self.turns]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "EpisodeRecord":
+        turns = []
+        for turn in data.get("turns", []):
+            steps = [
+                StepRecord(**{**step, "tool_calls": [ToolCallRecord(**call) for call in step.get("tool_calls", [])]})
+                for step in turn.get("steps", [])
+            ]
+            turns.append(TurnRecord(**{**turn, "steps": steps}))
+        return cls(task_id=data["task_id"], turns=turns, metadata=dict(data.get("metadata", {})))
