@@ -39,8 +39,8 @@ class ToolContext:
     """
 
     task_id: str
-    images: tuple[NamedImage, ...] = ()
-    next_image_index: int = 1  # next free index for transformed_image_<i>.png
+    images: tuple[NamedImage, ...] = ()  # every image visible so far, named image_<k>.png (k from 1 over the task) and transformed_image_<i>.png
+    next_image_index: int = 0  # next free index i for transformed_image_<i>.png (the paper counts from 0)
     turn_index: int = 0
 
 
@@ -72,6 +72,10 @@ class Tool(ABC):
     @abstractmethod
     def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult: ...
 
+    def schema_for(self, context: ToolContext) -> dict[str, Any]:
+        """The schema shown to the model this turn (a tool may fill in e.g. the image file list)."""
+        return json.loads(json.dumps(self.schema))
+
     def close(self) -> None:
         """Release processes or connections; called by the registry's close."""
 
@@ -90,9 +94,10 @@ class ToolRegistry:
     def names(self) -> tuple[str, ...]:
         return tuple(self._tools)
 
-    @property
-    def schemas(self) -> list[dict[str, Any]]:
-        return [json.loads(json.dumps(tool.schema)) for tool in self._tools.values()]
+    def schemas(self, context: ToolContext | None = None) -> list[dict[str, Any]]:
+        """The function schemas to offer the model (filled in for ``context`` when given)."""
+        context = context or ToolContext(task_id="")
+        return [tool.schema_for(context) for tool in self._tools.values()]
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
