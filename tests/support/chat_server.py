@@ -1,0 +1,104 @@
+"""A real HTTP server on 127.0.0.1 speaking the OpenAI chat-completions API, for tests.
+
+Clients talk to it over real sockets exactly as to vLLM or a hosted API. What it answers is
+decided by ``respond(request_json) -> dict`` supplied by the test: return an assistant message
+(``{"content": ...}`` or ``{"tool_calls": [...]}``), or ``{"status": 500, "body": ...}`` to
+simulate a server error. ``latency_s`` adds a realistic delay per request.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+Responder = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class ChatServer:
+    """Context manager: ``with ChatServer(respond) as server: server.base_url``."""
+
+    def __init__(self, respond: Responder, *, latency_s: float = 0.0, model: str = "test-model"):
+        self.respond = respond
+        self.latency_s = latency_s
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> "ChatServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def _completion(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            self.requests.append(request)
+        answer = self.respond(request)
+        if "status" in answer:
+            return int(answer["status"]), answer.get("body", {"error": {"message": "simulated failure"}})
+        message = {"role": "assistant", "content": answer.get("content")}
+        if answer.get("tool_calls"):
+            message["tool_calls"] = answer["tool_calls"]
+        return 200, {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", self.model),
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": "tool_calls" if answer.get("tool_calls") else "stop"}
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def _send(self, status: int, body: dict[str, Any]) -> None:
+                payload = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+                elif self.path == "/health":
+                    self._send(200, {})
+                else:
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+            def do_POST(self) -> None:
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                length = int(self.headers.get("Content-Length", 0))
+                try:
+                    request = json.loads(self.rfile.read(length))
+                except json.JSONDecodeError:
+                    self._send(400, {"error": {"message": "body is not JSON"}})
+                    return
+                if server.latency_s:
+                    time.sleep(server.latency_s)
+                self._send(*server._completion(request))
+
+        return Handler
