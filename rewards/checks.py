@@ -41,7 +41,9 @@ def numbers_in(text: str) -> list[float]:
 
 
 def _normalize(text: str) -> str:
-    return " " + re.sub(r"[^0-9a-z%.]+", " ", text.lower()).strip() + " "
+    """Lower-case words separated by single spaces; a dot survives only inside a number (3.5)."""
+    words = re.findall(r"\d+(?:\.\d+)?%?|[a-z0-9]+", text.lower())
+    return " " + " ".join(words) + " "
 
 
 def _mentions(answer_norm: str, phrase: str) -> bool:
