@@ -1,0 +1,32 @@
+"""Rubric judging: the paper's judge prompt, lenient verdict parsing, backends, a verdict cache."""
+
+from rewards.judge.backends import BackendError, JudgeBackend, OpenAIChatBackend, TransformersBackend
+from rewards.judge.cache import VerdictCache
+from rewards.judge.judge import Judge, JudgeItem, judge_task
+from rewards.judge.prompt import (
+    KEY_STEP_JUDGE_TEMPLATE,
+    RUBRIC_JUDGE_TEMPLATE,
+    TOOL_CALL_JUDGE_TEMPLATE,
+    template_hash,
+)
+from rewards.judge.verdict import JUDGE_ERROR, MET, NOT_MET, Verdict, parse_verdict
+
+__all__ = [
+    "BackendError",
+    "JUDGE_ERROR",
+    "Judge",
+    "JudgeBackend",
+    "JudgeItem",
+    "KEY_STEP_JUDGE_TEMPLATE",
+    "MET",
+    "NOT_MET",
+    "OpenAIChatBackend",
+    "RUBRIC_JUDGE_TEMPLATE",
+    "TOOL_CALL_JUDGE_TEMPLATE",
+    "TransformersBackend",
+    "Verdict",
+    "VerdictCache",
+    "judge_task",
+    "parse_verdict",
+    "template_hash",
+]

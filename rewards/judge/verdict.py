@@ -1,0 +1,101 @@
+"""Verdicts and lenient parsing of a judge's reply.
+
+A reply counts when a ``judge_result`` of "Met" / "Not Met" can be read from it: a JSON object
+(bare, inside a code fence, or followed by trailing text; case-insensitive keys and values),
+or, failing JSON, an unambiguous ``judge_result: Met`` line. Anything else is ``judge_error``:
+never a silent "Not Met".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+import json_repair
+
+Status = Literal["Met", "Not Met", "judge_error"]
+MET: Status = "Met"
+NOT_MET: Status = "Not Met"
+JUDGE_ERROR: Status = "judge_error"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One judgment. ``source``: "llm", "cache", "check" (exact rule) or "no_answer"."""
+
+    status: Status
+    explanation: str = ""
+    source: str = "llm"
+    error: str | None = None
+
+    @property
+    def met(self) -> bool:
+        return self.status == MET
+
+    @property
+    def is_error(self) -> bool:
+        return self.status == JUDGE_ERROR
+
+    @classmethod
+    def failure(cls, error: str, source: str = "llm") -> "Verdict":
+        return cls(JUDGE_ERROR, source=source, error=error)
+
+
+_RESULT_LINE = re.compile(r"""["']?judge_result["']?\s*[:=]\s*["']?\s*(not\s+met|met)\b""", re.IGNORECASE)
+_OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
+_TEMPLATE_ECHO = re.compile(r"""["']met["']\s+or\s+["']not met["']""", re.IGNORECASE)
+
+
+def _status_of(value: object) -> Status | None:
+    if not isinstance(value, str):
+        return None
+    norm = " ".join(value.replace("_", " ").split()).lower()
+    return {"met": MET, "not met": NOT_MET}.get(norm)
+
+
+def _from_object(obj: object) -> Verdict | None:
+    if not isinstance(obj, dict):
+        return None
+    fields = {str(key).strip().lower(): value for key, value in obj.items()}
+    status = _status_of(fields.get("judge_result"))
+    if status is None:
+        return None
+    return Verdict(status, explanation=str(fields.get("explanation", "")))
+
+
+def _candidates(text: str) -> list[Verdict]:
+    """Verdicts from strict JSON objects; failing that, a repaired object; failing that, key lines."""
+    strict = []
+    for match in _OBJECT.finditer(text):
+        try:
+            strict.append(_from_object(json.loads(match.group())))
+        except json.JSONDecodeError:
+            continue
+    found = [v for v in strict if v is not None]
+    if found:
+        return found
+    start = text.find("{")
+    if start >= 0:
+        try:
+            repaired = _from_object(json_repair.loads(text[start:]))
+        except Exception:  # json_repair gives up in many ways
+            repaired = None
+        if repaired is not None:
+            return [repaired]
+    return [Verdict(status, explanation=text.strip()[:500]) for m in _RESULT_LINE.finditer(text) if (status := _status_of(m.group(1)))]
+
+
+def parse_verdict(text: str | None) -> Verdict:
+    """Read a judge reply; returns a ``judge_error`` verdict (with the reason) when it cannot."""
+    if not text or not text.strip():
+        return Verdict.failure("empty judge reply")
+    if _TEMPLATE_ECHO.search(text):
+        return Verdict.failure(f"reply echoes the output template: {text.strip()[:200]!r}")
+    found = _candidates(text)
+    statuses = {v.status for v in found}
+    if len(statuses) == 1:
+        return found[0]
+    reason = "contradictory judge_result values" if statuses else "no judge_result in reply"
+    return Verdict.failure(f"{reason}: {text.strip()[:200]!r}")
