@@ -2,12 +2,16 @@
 
 The env's messages are OpenAI-format; an image appears as a content part ``{"type": "image"}``
 (a placeholder: the next image of ``observation["images"]``, in order) or as a ready
-``{"type": "image_url", ...}`` part. Placeholders are encoded here under the agent's
-image policy; the observation itself is never mutated.
+``{"type": "image_url", ...}`` part. Placeholders are encoded here under the agent's image
+policy; ready ``data:`` URLs are re-encoded only when they break the policy. The observation
+itself is never mutated.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import io
 from typing import Any, Iterator, Mapping
 
 from PIL import Image
@@ -37,8 +41,26 @@ def to_chat_messages(observation: Observation, policy: ImagePolicy) -> tuple[lis
                     url, size = image_data_url(image, policy)
                     largest = max(largest, *size)
                     parts.append({"type": "image_url", "image_url": {"url": url}})
+                elif isinstance(part, Mapping) and part.get("type") == "image_url":
+                    url, size = _within_policy(str((part.get("image_url") or {}).get("url", "")), policy)
+                    largest = max(largest, *size)
+                    parts.append({**part, "image_url": {**part["image_url"], "url": url}})
                 else:
                     parts.append(dict(part))
             content = parts
         messages.append({**message, "content": content})
     return messages, largest
+
+
+def _within_policy(url: str, policy: ImagePolicy) -> tuple[str, tuple[int, int]]:
+    """A ``data:`` URL kept as is when it fits ``policy``, else re-encoded; other URLs pass (size unknown)."""
+    if not url.startswith("data:") or "," not in url:
+        return url, (0, 0)
+    try:
+        data = base64.b64decode(url.split(",", 1)[1])
+        image = Image.open(io.BytesIO(data))
+        image.load()
+    except (binascii.Error, ValueError, OSError) as exc:
+        raise ObservationError(f"an image_url part holds an undecodable data URL: {exc}") from exc
+    too_big = (policy.max_side and max(image.size) > policy.max_side) or (policy.max_bytes and len(data) > policy.max_bytes)
+    return image_data_url(image, policy) if too_big else (url, image.size)

@@ -119,3 +119,15 @@ def test_act_batch_sends_requests_concurrently():
     assert [a["content"] for a in actions] == ["x"] * 4
     assert elapsed < 1.0  # 4 x 0.3 s sequentially
     assert len(agent.drain_records()) == 4
+
+
+def test_ready_data_urls_are_kept_or_shrunk_to_the_policy():
+    from agents.images import image_data_url
+    from agents.messages import to_chat_messages
+
+    url, _ = image_data_url(Image.new("RGB", (300, 100), "white"), ImagePolicy(format="PNG"))
+    obs = {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]}
+    kept, side = to_chat_messages(obs, ImagePolicy())
+    assert kept[0]["content"][0]["image_url"]["url"] == url and side == 300
+    shrunk, side = to_chat_messages(obs, ImagePolicy(max_side=150))
+    assert side == 150 and sent_image({"messages": [None, shrunk[0]]}).size == (150, 50)
