@@ -1,0 +1,149 @@
+"""Adaptive mode selection (seed 000): labels, TP/FN/TN/FP, MCC, and mode rewards.
+
+A task is Tool-Required for a model if the model's text-only attempt (no tools offered) fails
+it, Tool-Redundant if it passes. An episode is TP (required, used tools), FN (required, no
+tools), TN (redundant, no tools) or FP (redundant, used tools).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Literal, Mapping, Sequence
+
+from vtb_env.tasks import ModeLabel
+
+Outcome = Literal["TP", "FN", "TN", "FP"]
+TOOL_REQUIRED: ModeLabel = "tool_required"
+TOOL_REDUNDANT: ModeLabel = "tool_redundant"
+MCC_EPSILON = 1e-12
+
+
+def label_from_text_only(passed: bool) -> ModeLabel:
+    """The label of a task for a model, from whether its text-only attempt passed."""
+    return TOOL_REDUNDANT if passed else TOOL_REQUIRED
+
+
+def mode_outcome(label: ModeLabel, used_tools: bool) -> Outcome:
+    if label == TOOL_REQUIRED:
+        return "TP" if used_tools else "FN"
+    if label == TOOL_REDUNDANT:
+        return "FP" if used_tools else "TN"
+    raise ValueError(f"unknown mode label {label!r}; expected {TOOL_REQUIRED!r} or {TOOL_REDUNDANT!r}")
+
+
+@dataclass(frozen=True)
+class ConfusionMatrix:
+    tp: int = 0
+    fn: int = 0
+    tn: int = 0
+    fp: int = 0
+
+    @classmethod
+    def from_outcomes(cls, outcomes: Iterable[Outcome]) -> "ConfusionMatrix":
+        counts = {"TP": 0, "FN": 0, "TN": 0, "FP": 0}
+        for outcome in outcomes:
+            counts[outcome] += 1
+        return cls(tp=counts["TP"], fn=counts["FN"], tn=counts["TN"], fp=counts["FP"])
+
+    @property
+    def n(self) -> int:
+        return self.tp + self.fn + self.tn + self.fp
+
+    def mcc(self, epsilon: float = MCC_EPSILON) -> float:
+        """(TP·TN − FP·FN) / (sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)) + ε), exactly as the seed's formula.
+
+        When a margin is empty the numerator is 0 too, so MCC = 0 (chance level), as in sklearn.
+        """
+        numerator = self.tp * self.tn - self.fp * self.fn
+        denominator = math.sqrt(float(self.tp + self.fp) * (self.tp + self.fn) * (self.tn + self.fp) * (self.tn + self.fn))
+        return numerator / (denominator + epsilon)
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {"TP": self.tp, "FN": self.fn, "TN": self.tn, "FP": self.fp, "n": self.n, "mcc": self.mcc()}
+
+
+@dataclass(frozen=True)
+class ModeRewardConfig:
+    """Reward per outcome. Defaults: 1 for the right mode, 0 for the wrong one."""
+
+    tp: float = 1.0
+    tn: float = 1.0
+    fp: float = 0.0
+    fn: float = 0.0
+
+    def reward(self, outcome: Outcome) -> float:
+        return {"TP": self.tp, "TN": self.tn, "FP": self.fp, "FN": self.fn}[outcome]
+
+
+def mode_reward(label: ModeLabel, used_tools: bool, config: ModeRewardConfig = ModeRewardConfig()) -> float:
+    return config.reward(mode_outcome(label, used_tools))
+
+
+def group_label(used_tools: Sequence[bool], passed: Sequence[bool], min_text_only_passes: int = 1) -> ModeLabel:
+    """A label from a GRPO group itself: Tool-Redundant when enough no-tool rollouts passed.
+
+    This is the text-only criterion applied online to the current policy: if the policy solves
+    the task without tools in its own group, tool use was not needed.
+    """
+    text_only_passes = sum(1 for used, ok in zip(used_tools, passed) if ok and not used)
+    return TOOL_REDUNDANT if text_only_passes >= min_text_only_passes else TOOL_REQUIRED
+
+
+def group_relative_mode_rewards(
+    used_tools: Sequence[bool],
+    passed: Sequence[bool] | None = None,
+    *,
+    label: ModeLabel | None = None,
+    config: ModeRewardConfig = ModeRewardConfig(),
+) -> list[float]:
+    """Mode rewards for one group of rollouts of one task, centred on the group mean.
+
+    The label is the task's (static) label when given, else ``group_label`` of the group's own
+    rollouts (then ``passed`` is required). Centring makes the signal relative within the group.
+    """
+    if label is None:
+        if passed is None or len(passed) != len(used_tools):
+            raise ValueError("without a label, give one 'passed' flag per rollout")
+        label = group_label(used_tools, passed)
+    rewards = [mode_reward(label, used, config) for used in used_tools]
+    mean = sum(rewards) / len(rewards) if rewards else 0.0
+    return [r - mean for r in rewards]
+
+
+class ModeLabelStore:
+    """Labels per (model, task) in one JSON file: ``{model: {task_id: label}}``; writes are atomic."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._labels: dict[str, dict[str, ModeLabel]] = {}
+        if self.path.exists():
+            data = json.loads(self.path.read_text())
+            if not isinstance(data, dict):
+                raise ValueError(f"{self.path}: expected a JSON object {{model: {{task_id: label}}}}")
+            self._labels = {str(m): dict(labels) for m, labels in data.items()}
+
+    def labels(self, model: str) -> dict[str, ModeLabel]:
+        return dict(self._labels.get(model, {}))
+
+    def get(self, model: str, task_id: str) -> ModeLabel | None:
+        return self._labels.get(model, {}).get(task_id)
+
+    def record_text_only(self, model: str, results: Mapping[str, bool] | Iterable[tuple[str, bool]]) -> dict[str, ModeLabel]:
+        """Store labels from text-only pass results (``{task_id: passed}``) and save; returns them."""
+        pairs = results.items() if isinstance(results, Mapping) else results
+        new = {task_id: label_from_text_only(passed) for task_id, passed in pairs}
+        self._labels.setdefault(model, {}).update(new)
+        self.save()
+        return new
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=self.path.name, suffix=".tmp")
+        with os.fdopen(fd, "w") as handle:
+            json.dump(self._labels, handle, indent=1, sort_keys=True)
+        os.replace(tmp, self.path)

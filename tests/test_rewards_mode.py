@@ -1,0 +1,108 @@
+"""Adaptive mode selection: outcomes, MCC against sklearn, mode rewards, label storage."""
+
+import numpy as np
+import pytest
+from sklearn.metrics import matthews_corrcoef
+
+from rewards.mode import (
+    ConfusionMatrix,
+    ModeLabelStore,
+    ModeRewardConfig,
+    group_label,
+    group_relative_mode_rewards,
+    label_from_text_only,
+    mode_outcome,
+    mode_reward,
+)
+
+
+def test_outcomes_follow_the_seed_definitions():
+    assert mode_outcome("tool_required", True) == "TP"
+    assert mode_outcome("tool_required", False) == "FN"
+    assert mode_outcome("tool_redundant", False) == "TN"
+    assert mode_outcome("tool_redundant", True) == "FP"
+    with pytest.raises(ValueError):
+        mode_outcome("unknown", True)
+    assert label_from_text_only(True) == "tool_redundant"
+    assert label_from_text_only(False) == "tool_required"
+
+
+def to_label_arrays(matrix):
+    # Positive class = Tool-Required (y_true) / invoked tools (y_pred).
+    y_true = [1] * (matrix.tp + matrix.fn) + [0] * (matrix.tn + matrix.fp)
+    y_pred = [1] * matrix.tp + [0] * matrix.fn + [0] * matrix.tn + [1] * matrix.fp
+    return y_true, y_pred
+
+
+def test_mcc_matches_sklearn_on_random_matrices():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        tp, fn, tn, fp = (int(x) for x in rng.integers(0, 40, size=4))
+        matrix = ConfusionMatrix(tp=tp, fn=fn, tn=tn, fp=fp)
+        if matrix.n == 0:
+            continue
+        assert matrix.mcc() == pytest.approx(matthews_corrcoef(*to_label_arrays(matrix)), abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "matrix, expected",
+    [
+        (ConfusionMatrix(tp=5, tn=5), 1.0),
+        (ConfusionMatrix(fn=5, fp=5), -1.0),
+        (ConfusionMatrix(tp=7), 0.0),  # one class only: empty margins
+        (ConfusionMatrix(tn=3, fp=4), 0.0),  # policy never right on required, no required tasks
+        (ConfusionMatrix(tp=3, fp=4), 0.0),  # always uses tools
+        (ConfusionMatrix(), 0.0),
+    ],
+)
+def test_mcc_degenerate_and_extreme_cases(matrix, expected):
+    assert matrix.mcc() == pytest.approx(expected, abs=1e-9)
+    if matrix.n:
+        assert matrix.mcc() == pytest.approx(matthews_corrcoef(*to_label_arrays(matrix)), abs=1e-9)
+
+
+def test_mcc_epsilon_is_in_the_denominator():
+    matrix = ConfusionMatrix(tp=1, tn=1)
+    assert matrix.mcc(epsilon=1.0) == pytest.approx(1 / (1 + 1.0))
+
+
+def test_confusion_matrix_from_outcomes():
+    matrix = ConfusionMatrix.from_outcomes(["TP", "TP", "FN", "TN", "FP", "FP", "FP"])
+    assert (matrix.tp, matrix.fn, matrix.tn, matrix.fp) == (2, 1, 1, 3)
+    assert matrix.to_dict()["n"] == 7
+
+
+def test_mode_reward_values_are_configurable():
+    config = ModeRewardConfig(tp=1.0, tn=0.5, fp=-0.2, fn=-1.0)
+    assert mode_reward("tool_required", True, config) == 1.0
+    assert mode_reward("tool_required", False, config) == -1.0
+    assert mode_reward("tool_redundant", False, config) == 0.5
+    assert mode_reward("tool_redundant", True, config) == -0.2
+    assert mode_reward("tool_redundant", True) == 0.0
+
+
+def test_group_relative_mode_rewards():
+    used = [True, False, False, True]
+    passed = [True, True, False, False]
+    # A no-tool rollout passed: the group says the task is tool-redundant for this policy.
+    assert group_label(used, passed) == "tool_redundant"
+    assert group_relative_mode_rewards(used, passed) == pytest.approx([-0.5, 0.5, 0.5, -0.5])
+    assert group_label(used, [True, False, False, True]) == "tool_required"
+    assert group_relative_mode_rewards(used, label="tool_required") == pytest.approx([0.5, -0.5, -0.5, 0.5])
+    assert sum(group_relative_mode_rewards([True, True], label="tool_required")) == 0.0
+    with pytest.raises(ValueError):
+        group_relative_mode_rewards(used)
+
+
+def test_label_store_persists_per_model(tmp_path):
+    path = tmp_path / "labels" / "modes.json"
+    store = ModeLabelStore(path)
+    assert store.record_text_only("model-a", {"t1": True, "t2": False}) == {"t1": "tool_redundant", "t2": "tool_required"}
+    store.record_text_only("model-b", [("t1", False)])
+    reopened = ModeLabelStore(path)
+    assert reopened.labels("model-a") == {"t1": "tool_redundant", "t2": "tool_required"}
+    assert reopened.get("model-b", "t1") == "tool_required"
+    assert reopened.get("model-b", "t2") is None
+    path.write_text("[1, 2]")
+    with pytest.raises(ValueError):
+        ModeLabelStore(path)
