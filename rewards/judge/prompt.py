@@ -101,3 +101,29 @@ def render(template: str, *, question: str, golden_answer: str, criterion: str, 
     return template.format(
         question=question, golden_answer=golden_answer, rubric_criteria=criterion, model_answer=answer
     )
+
+# The paper's error analysis (appendix B.6): one category per failed answer.
+ERROR_TYPE_TEMPLATE = """You are an expert evaluator. A model answered a visual question incorrectly. Classify the main cause of its failure into exactly one category:
+
+- "visual_perception": the model failed to perceive, interpret or extract relevant information from the images (misidentified objects, overlooked salient regions, could not extract key visual content).
+- "reasoning": flawed logical inference or problem-solving steps (invalid intermediate steps, contradictions, logically inconsistent conclusions).
+- "calculation": incorrect arithmetic or symbolic computation (basic arithmetic mistakes, misapplied formulas, numerical inaccuracies).
+- "other": anything else (incomplete responses, refusals, hitting the maximum number of tool calls).
+
+### Inputs:
+
+**Question:** {question}
+**Golden Answer:** {golden_answer}
+**Rubrics Not Met:** {rubric_criteria}
+**Model Answer:** {model_answer}
+
+### Output Format:
+
+Return your judgment in the following JSON format:
+
+```
+{{
+    "explanation": "Brief explanation of your judgment",
+    "error_type": "visual_perception" or "reasoning" or "calculation" or "other"
+}}
+```"""
