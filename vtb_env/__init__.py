@@ -1,5 +1,6 @@
 """vtb-gym: VisualToolBench as a gymnasium environment."""
 
+from vtb_env.loaders import DatasetError, LoadReport, iter_tasks, load_tasks, save_tasks
 from vtb_env.tasks import (
     CRITICAL_RULES,
     DOMAINS,
@@ -14,6 +15,11 @@ from vtb_env.tasks import (
 
 __all__ = [
     "CRITICAL_RULES",
+    "DatasetError",
+    "LoadReport",
+    "iter_tasks",
+    "load_tasks",
+    "save_tasks",
     "DOMAINS",
     "TASK_CATEGORIES",
     "ImageDecodeError",

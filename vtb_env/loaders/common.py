@@ -1,0 +1,172 @@
+"""What every source shares: the load report, errors, filters and the candidate pipeline.
+
+A source (parquet, toolkit directory, project JSONL, ``datasets.Dataset``) yields
+``Candidate``s: a label, the cheap fields a filter needs, and a ``build`` callable that makes
+the Task. ``run_pipeline`` filters, builds, validates images and applies the bad-row policy
+once for all sources.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+from vtb_env.tasks import ImageDecodeError, Task, decode_image, normalize_domain
+
+logger = logging.getLogger("vtb_env.loaders")
+
+
+class DatasetError(Exception):
+    """A source cannot be read, or (strict mode) a row is bad. ``task_id``/``reason`` name the row."""
+
+    def __init__(self, message: str, *, task_id: str | None = None, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.task_id = task_id
+        self.reason = reason
+
+
+class BadRow(ValueError):
+    """One row cannot become a Task; the message is the reason shown in the report."""
+
+
+@dataclass
+class LoadReport:
+    """What a load did: the layout it found, how many tasks it produced, which rows it skipped.
+
+    Pass one to ``load_tasks``/``iter_tasks`` (``report=``) to read it afterwards; it is filled
+    as the load streams.
+    """
+
+    source: str = ""
+    kind: str = ""  # parquet | toolkit | project | datasets
+    schema: str = ""  # current | legacy-1191 | legacy-1204 | project (several joined by '+')
+    loaded: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (task id or row label, reason)
+
+    def note_schema(self, schema: str) -> None:
+        if schema not in self.schema.split("+"):
+            self.schema = f"{self.schema}+{schema}" if self.schema else schema
+
+    def summary(self) -> str:
+        text = f"{self.loaded} tasks from {self.source} ({self.kind}, schema {self.schema or 'unknown'})"
+        if self.skipped:
+            text += f"; skipped {len(self.skipped)} bad rows"
+        return text
+
+
+def _as_set(value: str | Iterable[str] | None, normalise: Callable[[str], str] = str) -> frozenset[str] | None:
+    if value is None:
+        return None
+    values = [value] if isinstance(value, str) else list(value)
+    return frozenset(normalise(v) for v in values)
+
+
+def normalize_turncase(value: str) -> str:
+    """'single', 'single-turn', 'single_turn' -> 'single-turn' (same for multi)."""
+    key = str(value).strip().lower().replace("_", "-")
+    if key in ("single", "single-turn"):
+        return "single-turn"
+    if key in ("multi", "multi-turn"):
+        return "multi-turn"
+    raise ValueError(f"unknown turncase {value!r}: use 'single' or 'multi'")
+
+
+@dataclass(frozen=True)
+class TaskFilter:
+    """Selects tasks by id, turncase, normalised domain and eval_focus; None admits everything."""
+
+    ids: frozenset[str] | None = None
+    turncases: frozenset[str] | None = None
+    domains: frozenset[str] | None = None
+    eval_focus: frozenset[str] | None = None
+
+    @classmethod
+    def from_args(cls, ids=None, turncase=None, domain=None, eval_focus=None) -> "TaskFilter":
+        return cls(
+            ids=_as_set(ids),
+            turncases=_as_set(turncase, normalize_turncase),
+            domains=_as_set(domain, lambda d: normalize_domain(d).lower()),
+            eval_focus=_as_set(eval_focus),
+        )
+
+    def admits(self, fields: Mapping[str, Any]) -> bool:
+        """Judge on whichever of id/turncase/prompt_category/eval_focus ``fields`` has (absent = pass)."""
+        checks = (
+            (self.ids, "id", str),
+            (self.turncases, "turncase", normalize_turncase),
+            (self.domains, "prompt_category", lambda c: normalize_domain(c).lower()),
+            (self.eval_focus, "eval_focus", str),
+        )
+        for allowed, key, normalise in checks:
+            value = fields.get(key)
+            if allowed is None or value is None:
+                continue
+            try:
+                if normalise(value) not in allowed:
+                    return False
+            except ValueError:  # an unknown turncase string in the data: judged on the built task
+                continue
+        return True
+
+    def admits_task(self, task: Task) -> bool:
+        return self.admits(
+            {"id": task.id, "turncase": task.turncase, "prompt_category": task.prompt_category, "eval_focus": task.eval_focus}
+        )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One row of a source before it becomes a Task."""
+
+    label: str  # the task id when known, else e.g. 'shard-0.parquet#17'
+    fields: Mapping[str, Any]  # cheap fields for the filter
+    build: Callable[[], Task]  # raises BadRow / ValueError for a bad row
+
+
+def validate_images(task: Task) -> None:
+    """Read and decode every image once (pixel cap applied) so a corrupt one is a bad row now."""
+    for turn_index, turn in enumerate(task.turns, start=1):
+        for image in turn.images:
+            try:
+                decode_image(image.read_bytes())
+            except (ImageDecodeError, OSError) as exc:
+                raise BadRow(f"turn {turn_index} {image.name}: {exc}") from None
+
+
+def run_pipeline(
+    candidates: Iterable[Candidate],
+    *,
+    task_filter: TaskFilter,
+    limit: int | None,
+    strict: bool,
+    report: LoadReport,
+    check_images: bool,
+) -> Iterator[Task]:
+    """Filter -> build -> filter again on the built task -> validate -> yield, with the bad-row policy."""
+    if limit is not None and limit <= 0:
+        return
+    try:
+        for candidate in candidates:
+            if not task_filter.admits(candidate.fields):
+                continue
+            try:
+                task = candidate.build()
+                if not task_filter.admits_task(task):
+                    continue
+                if check_images:
+                    validate_images(task)
+            except (BadRow, ValueError, KeyError, TypeError) as exc:
+                reason = str(exc) if not isinstance(exc, KeyError) else f"missing field {exc}"
+                if strict:
+                    raise DatasetError(f"bad row {candidate.label}: {reason}", task_id=candidate.label, reason=reason) from exc
+                report.skipped.append((candidate.label, reason))
+                logger.warning("skipping bad row %s: %s", candidate.label, reason)
+                continue
+            report.loaded += 1
+            yield task
+            if limit is not None and report.loaded >= limit:
+                return
+    finally:
+        if report.skipped:
+            logger.warning("%s (bad rows: %s)", report.summary(), ", ".join(label for label, _ in report.skipped[:10]))

@@ -1,0 +1,70 @@
+"""Directories written by the official toolkit's ``download_dataset.py``.
+
+Layout: ``data/{single_turn,multi_turn}/dataset.json`` (a JSON list of rows, non-image columns
+verbatim) with ``image_paths`` / ``images_by_turn_paths`` relative to the toolkit root
+(``data/<split>/images/sample_<k>/turn_<t>_image_<j>.png``). Images stay on disk and are read
+lazily by path.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from pathlib import Path
+from typing import Any, Iterator
+
+from vtb_env.loaders.common import Candidate, DatasetError, LoadReport
+from vtb_env.loaders.official import detect_layout, row_to_task
+
+_SPLIT_ORDER = {"single_turn": 0, "multi_turn": 1}
+
+
+def toolkit_files(root: Path) -> list[Path]:
+    """The dataset.json files under a toolkit root, its ``data/`` dir or one split dir."""
+    found = [*root.glob("dataset.json"), *root.glob("*/dataset.json"), *root.glob("data/*/dataset.json")]
+    return sorted(set(found), key=lambda p: (_SPLIT_ORDER.get(p.parent.name, 2), str(p)))
+
+
+def _resolve(relative: str, json_path: Path) -> str:
+    """Paths are relative to the toolkit root (``data/...``); fall back to the split's images dir."""
+    candidates = [json_path.parent.parent.parent / relative, json_path.parent.parent / relative]
+    if "images/" in relative:
+        candidates.append(json_path.parent / "images" / relative.split("images/", 1)[1])
+    return str(next((c for c in candidates if c.is_file()), candidates[0]))
+
+
+def _row_with_images(entry: dict[str, Any], json_path: Path) -> dict[str, Any]:
+    """Rename the toolkit's *_paths columns back to the official image columns, paths resolved."""
+    row = {k: v for k, v in entry.items() if k not in ("image_paths", "images_by_turn_paths")}
+    if entry.get("images_by_turn_paths") is not None:
+        row["images_by_turn"] = [[_resolve(p, json_path) for p in turn or ()] for turn in entry["images_by_turn_paths"]]
+    if entry.get("image_paths") is not None:
+        row["images"] = [_resolve(p, json_path) for p in entry["image_paths"]]
+    return row
+
+
+def toolkit_candidates(root: Path, report: LoadReport) -> Iterator[Candidate]:
+    report.kind = "toolkit"
+    files = [root] if root.is_file() else toolkit_files(root)
+    if not files:
+        raise DatasetError(f"no dataset.json under {root} (expected data/single_turn/dataset.json)")
+    for json_path in files:
+        try:
+            entries = json.loads(json_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise DatasetError(f"cannot read {json_path}: {exc}") from exc
+        if not isinstance(entries, list):
+            raise DatasetError(f"{json_path}: expected a JSON list of rows")
+        for position, entry in enumerate(entries):
+            label = str(entry.get("id") or f"{json_path}#{position}") if isinstance(entry, dict) else f"{json_path}#{position}"
+            if not isinstance(entry, dict):
+                yield Candidate(label, {}, partial(_not_a_row, entry))
+                continue
+            row = _row_with_images(entry, json_path)
+            layout = detect_layout(list(row))
+            report.note_schema(layout.name)
+            yield Candidate(label, row, partial(row_to_task, row, layout, base_dir=json_path.parent))
+
+
+def _not_a_row(entry: Any):
+    raise ValueError(f"expected a JSON object, got {type(entry).__name__}")
