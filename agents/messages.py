@@ -1,10 +1,10 @@
 """Turning an observation's messages into a chat-completions request body.
 
-The env's messages are OpenAI-format; an image appears as a content part ``{"type": "image"}``
-(a placeholder: the next image of ``observation["images"]``, in order) or as a ready
-``{"type": "image_url", ...}`` part. Placeholders are encoded here under the agent's image
-policy; ready ``data:`` URLs are re-encoded only when they break the policy. The observation
-itself is never mutated.
+The env's messages are OpenAI-format; an image appears as a ready ``{"type": "image_url", ...}``
+part or as a placeholder ``{"type": "image", "name": ...}`` (env option ``image_parts="name"``);
+either way ``observation["images"][i]`` is the PIL image of the i-th image part. Placeholders
+are encoded here under the agent's image policy; ready ``data:`` URLs are re-encoded only when
+they break the policy. The observation itself is never mutated.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 from PIL import Image
 
@@ -26,7 +26,8 @@ class ObservationError(ValueError):
 
 def to_chat_messages(observation: Observation, policy: ImagePolicy) -> tuple[list[dict[str, Any]], int]:
     """Request-ready messages and the longest image side sent (0 when there are no images)."""
-    images: Iterator[Image.Image] = iter(observation.get("images") or ())
+    images = list(observation.get("images") or ())
+    index = -1  # of the current image part
     largest = 0
     messages = []
     for message in observation.get("messages") or ():
@@ -34,14 +35,16 @@ def to_chat_messages(observation: Observation, policy: ImagePolicy) -> tuple[lis
         if isinstance(content, list):
             parts = []
             for part in content:
-                if isinstance(part, Mapping) and part.get("type") == "image":
-                    image = next(images, None)
+                kind = part.get("type") if isinstance(part, Mapping) else None
+                index += kind in ("image", "image_url")
+                if kind == "image":
+                    image = images[index] if index < len(images) else None
                     if not isinstance(image, Image.Image):
                         raise ObservationError("an image placeholder has no matching PIL image in observation['images']")
                     url, size = image_data_url(image, policy)
                     largest = max(largest, *size)
                     parts.append({"type": "image_url", "image_url": {"url": url}})
-                elif isinstance(part, Mapping) and part.get("type") == "image_url":
+                elif kind == "image_url":
                     url, size = _within_policy(str((part.get("image_url") or {}).get("url", "")), policy)
                     largest = max(largest, *size)
                     parts.append({**part, "image_url": {**part["image_url"], "url": url}})

@@ -185,7 +185,8 @@ def to_hf_messages(observation: Observation, *, keep_images: bool) -> tuple[list
     content is a plain string, which every text template accepts. Tool-call arguments are
     decoded from JSON strings to objects, as chat templates expect.
     """
-    pending = iter(observation.get("images") or ())
+    available = list(observation.get("images") or ())
+    index = -1  # of the current image part: observation["images"][index] is its image
     images: list[Image.Image] = []
     messages = []
     for message in observation.get("messages") or ():
@@ -194,10 +195,11 @@ def to_hf_messages(observation: Observation, *, keep_images: bool) -> tuple[list
         for part in parts:
             kind = part.get("type")
             if kind in ("image", "image_url"):
+                index += 1
                 if not keep_images:
                     converted.append({"type": "text", "text": "[image]"})
                     continue
-                image = next(pending, None) if kind == "image" else _decode_data_url(part)
+                image = available[index] if index < len(available) else _decode_data_url(part)
                 if not isinstance(image, Image.Image):
                     raise ObservationError("an image placeholder has no matching PIL image in observation['images']")
                 images.append(image.convert("RGB"))
