@@ -107,3 +107,11 @@ def test_scripted_model_can_call_only_until_the_first_result(tmp_path):
 def test_scripted_model_rejects_a_malformed_call(tmp_path):
     with pytest.raises(ValueError, match="tool_call must be"):
         tiny_models.build_scripted_model(tmp_path / "bad", "llama", {"function": "x"})
+
+
+def test_scripted_model_without_a_call_always_answers(tmp_path):
+    verdict = '{"score": 1, "reason": "matches the rubric"}'
+    path = tiny_models.build_scripted_model(tmp_path / "judge", "llama", None, verdict)
+    model, tokenizer = _load(path, "llama")
+    for stage in ("first_turn", "after_result"):
+        assert _reply(model, tokenizer, "llama", _conversation(stage, False), None, 10) == verdict + "<|eot_id|>"

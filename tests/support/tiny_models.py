@@ -202,7 +202,8 @@ def build_scripted_model(
 ) -> Path:
     """A deterministic model: greedy decoding emits ``<tool_call>{tool_call}</tool_call>`` or ``final_answer``.
 
-    ``tool_call`` is ``{"name": ..., "arguments": {...}}``. Which of the two it emits depends on
+    ``tool_call`` is ``{"name": ..., "arguments": {...}}``, or None for a model that always
+    answers (a scripted judge, say). Which of the two it emits depends on
     the conversation: with ``call_each_turn`` it calls the tool while the prompt has more ``user``
     messages than ``tool`` results (so: one call per user turn, then the answer once the result is
     in); otherwise it calls only until the first tool result. Either way the reply ends with EOS.
@@ -220,12 +221,12 @@ def build_scripted_model(
     Limitation: the words ``user``/``ipython`` written in message text right after a newline or
     punctuation (not after a space) tokenize like role headers and shift the count.
     """
-    tool_call = tool_call or {"name": "calculator", "arguments": {"expression": "6 * 7"}}
-    if set(tool_call) != {"name", "arguments"}:
-        raise ValueError("tool_call must be {'name': ..., 'arguments': {...}}")
-    call_text = json.dumps(tool_call)
+    if tool_call is not None and set(tool_call) != {"name", "arguments"}:
+        raise ValueError("tool_call must be {'name': ..., 'arguments': {...}} or None")
+    # Without a call, the call chain is never entered (its first token gets no logit).
+    call_text = json.dumps(tool_call) if tool_call is not None else None
     tokenizer = build_tokenizer()
-    tokenizer.add_tokens([call_text, final_answer])
+    tokenizer.add_tokens([text for text in (call_text, final_answer) if text is not None])
     ids = _scripted_token_ids(tokenizer, call_text, final_answer)
     hidden = -(-(len(tokenizer) + 1) // _HEAD_DIM) * _HEAD_DIM
     text = _llama_config(tokenizer, hidden_size=hidden, layers=1, heads=1)
@@ -234,7 +235,7 @@ def build_scripted_model(
     return _save(model, processor, path)
 
 
-def _scripted_token_ids(tokenizer: PreTrainedTokenizerFast, call_text: str, answer: str) -> dict[str, int]:
+def _scripted_token_ids(tokenizer: PreTrainedTokenizerFast, call_text: str | None, answer: str) -> dict[str, int]:
     def single(text: str) -> int:
         encoded = tokenizer.encode(text, add_special_tokens=False)
         if len(encoded) != 1:
@@ -242,11 +243,13 @@ def _scripted_token_ids(tokenizer: PreTrainedTokenizerFast, call_text: str, answ
         return encoded[0]
 
     prompt_end = tokenizer.encode("<|start_header_id|>assistant<|end_header_id|>\n\n", add_special_tokens=False)[-1]
-    return {
+    ids = {
         "bos": tokenizer.bos_token_id, "eos": tokenizer.eos_token_id, "prompt_end": prompt_end,
-        "user": single(USER_ROLE), "tool": single(TOOL_ROLE), "open": single(TOOL_CALL_OPEN),
-        "call": single(call_text), "close": single(TOOL_CALL_CLOSE), "answer": single(answer),
+        "user": single(USER_ROLE), "tool": single(TOOL_ROLE), "answer": single(answer),
     }
+    if call_text is not None:
+        ids.update(open=single(TOOL_CALL_OPEN), call=single(call_text), close=single(TOOL_CALL_CLOSE))
+    return ids
 
 
 @torch.no_grad()
@@ -275,8 +278,11 @@ def _script_weights(model: torch.nn.Module, ids: dict[str, int], *, u_dim: int, 
     # it has none yet (not call_each_turn), negative after results. Threshold between the cases:
     threshold = 0.02 if call_each_turn else -0.02
     gain, base = 100.0, 50.0
-    lm_head.weight[ids["open"], ids["prompt_end"]] = base
-    lm_head.weight[ids["open"], u_dim] = gain
     lm_head.weight[ids["answer"], ids["prompt_end"]] = base + gain * threshold
-    for token, successor in [("open", "call"), ("call", "close"), ("close", "eos"), ("answer", "eos")]:
+    chain = [("answer", "eos")]
+    if "call" in ids:
+        lm_head.weight[ids["open"], ids["prompt_end"]] = base
+        lm_head.weight[ids["open"], u_dim] = gain
+        chain += [("open", "call"), ("call", "close"), ("close", "eos")]
+    for token, successor in chain:
         lm_head.weight[ids[successor], ids[token]] = gain
