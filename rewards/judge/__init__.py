@@ -2,6 +2,7 @@
 
 from rewards.judge.backends import BackendError, JudgeBackend, OpenAIChatBackend, TransformersBackend
 from rewards.judge.cache import VerdictCache
+from rewards.judge.factory import judge_from_env, make_judge
 from rewards.judge.judge import Judge, JudgeItem, judge_task
 from rewards.judge.prompt import (
     KEY_STEP_JUDGE_TEMPLATE,
@@ -26,7 +27,9 @@ __all__ = [
     "TransformersBackend",
     "Verdict",
     "VerdictCache",
+    "judge_from_env",
     "judge_task",
+    "make_judge",
     "parse_verdict",
     "template_hash",
 ]

@@ -1,0 +1,125 @@
+"""One per-episode reward from the components, for RL. The environment calls it at episode end.
+
+    reward = sum(w_c * v_c) / sum(w_c)   over the components c that apply to the episode
+
+Components (each in [0, 1] except the mode reward, which takes the configured outcome values):
+
+- ``rubric_score``: weighted rubric score (paper eq. 1; multi-turn pooled by default)
+- ``passed``: 1 if every critical rubric is Met (critical rule configurable)
+- ``mode``: adaptive mode-selection reward from TP/FN/TN/FP; applies when the task has a mode
+  label (``Task.mode_label`` or the ``mode_labels`` given to the reward)
+- ``format``: share of steps whose action parsed cleanly, 0 if a turn ended without an answer
+- ``tool_success``: share of tool calls without an error; applies when tools were called
+- ``kcoverage``, ``tool_effectiveness``: judged process metrics (one judge call per key step /
+  tool call); applied when their weight is above 0 and the episode has key steps / tool calls
+
+Components that do not apply are left out of both sums (and of ``info``), so an episode without
+tool calls is neither rewarded nor punished by ``tool_success``; the mode reward judges that.
+Default weights: rubric_score 1.0, passed 1.0, mode 0.25, format 0.1, tool_success 0.1,
+kcoverage 0, tool_effectiveness 0 (the judged process metrics cost calls: opt in).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Mapping
+
+from rewards.judge.judge import Judge, judge_task
+from rewards.mode import ModeRewardConfig, mode_outcome
+from rewards.process import judge_kcoverage, judge_tool_effectiveness, tool_success_rate
+from rewards.scoring import MultiTurnMode, score_task
+
+if TYPE_CHECKING:
+    from vtb_env.tasks import CriticalRule, ModeLabel, Task
+    from vtb_env.trajectory import EpisodeRecord
+
+RewardFn = Callable[["Task", "EpisodeRecord"], tuple[float, dict[str, float]]]
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    rubric_score: float = 1.0
+    passed: float = 1.0
+    mode: float = 0.25
+    format: float = 0.1
+    tool_success: float = 0.1
+    kcoverage: float = 0.0
+    tool_effectiveness: float = 0.0
+    critical_rule: "CriticalRule" = "weight>=4"
+    multi_turn: MultiTurnMode = "pooled"
+    mode_values: ModeRewardConfig = field(default_factory=ModeRewardConfig)
+
+    def weights(self) -> dict[str, float]:
+        names = ("rubric_score", "passed", "mode", "format", "tool_success", "kcoverage", "tool_effectiveness")
+        return {name: getattr(self, name) for name in names}
+
+
+def format_validity(task: "Task", record: "EpisodeRecord") -> float:
+    """Share of steps without parse errors; 0 when some turn of the task got no final answer."""
+    answered = len(record.turns) >= len(task.turns) and all(t.final_answer is not None for t in record.turns[: len(task.turns)])
+    steps = [step for turn in record.turns for step in turn.steps]
+    if not answered or not steps:
+        return 0.0
+    return sum(not step.parse_errors for step in steps) / len(steps)
+
+
+class EpisodeReward:
+    """``reward(task, record) -> (scalar, components)``; judge failures never raise (see ``info``).
+
+    Diagnostics in the components dict (not rewarded): ``used_tools``, ``n_tool_calls``,
+    ``judge_errors`` (rubric verdicts that failed; those rubrics count as not Met) and
+    ``judge_incomplete`` (1 when any did).
+    """
+
+    def __init__(self, config: RewardConfig | None = None, judge: Judge | None = None, mode_labels: Mapping[str, "ModeLabel"] | None = None):
+        self.config = config or RewardConfig()
+        self.judge = judge if judge is not None else Judge(backend=None)
+        self.mode_labels = dict(mode_labels or {})
+
+    def components(self, task: "Task", record: "EpisodeRecord") -> dict[str, float]:
+        cfg = self.config
+        answers = [turn.final_answer for turn in record.turns]
+        scored = score_task(task, judge_task(self.judge, task, answers), cfg.critical_rule, cfg.multi_turn)
+        values: dict[str, float] = {
+            "rubric_score": scored.score,
+            "passed": float(scored.passed),
+            "format": format_validity(task, record),
+        }
+        label = self.mode_labels.get(task.id) or task.mode_label
+        if label is not None:
+            values["mode"] = cfg.mode_values.reward(mode_outcome(label, record.used_tools))
+        success = tool_success_rate(record)
+        if success is not None:
+            values["tool_success"] = success
+        judge_errors = scored.n_judge_errors
+        for name, metric in (("kcoverage", judge_kcoverage), ("tool_effectiveness", judge_tool_effectiveness)):
+            if getattr(cfg, name) > 0:
+                measured = metric(self.judge, task, record)
+                if measured.value is not None:
+                    values[name] = measured.value
+                judge_errors += measured.n_judge_errors
+        values.update(
+            used_tools=float(record.used_tools),
+            n_tool_calls=float(len(record.tool_calls)),
+            judge_errors=float(judge_errors),
+            judge_incomplete=float(judge_errors > 0),
+        )
+        return values
+
+    def __call__(self, task: "Task", record: "EpisodeRecord") -> tuple[float, dict[str, float]]:
+        values = self.components(task, record)
+        weights = {name: w for name, w in self.config.weights().items() if w > 0 and name in values}
+        total = sum(weights.values())
+        reward = sum(w * values[name] for name, w in weights.items()) / total if total else 0.0
+        return reward, {**values, "reward": reward}
+
+
+def default_reward(
+    config: RewardConfig | None = None, judge: Judge | None = None, mode_labels: Mapping[str, "ModeLabel"] | None = None
+) -> EpisodeReward:
+    """The environment's reward: default weights, and the judge from ``VTB_JUDGE_*`` variables when not given."""
+    if judge is None:
+        from rewards.judge.factory import judge_from_env
+
+        judge = judge_from_env()
+    return EpisodeReward(config, judge, mode_labels)
