@@ -29,3 +29,8 @@ __all__ = [
     "Turn",
     "normalize_domain",
 ]
+
+import gymnasium as _gym
+
+if "VisualToolBench-v0" not in _gym.registry:
+    _gym.register(id="VisualToolBench-v0", entry_point="vtb_env.env:VisualToolBenchEnv")

@@ -23,6 +23,7 @@ class ToolCallRecord:
     latency_s: float = 0.0
     images: list[dict[str, str]] = field(default_factory=list)  # [{"name", "sha256"}]
     round_index: int = 0  # calls sent in one action share a round
+    repaired: bool = False  # the call's JSON was near-miss and had to be repaired
 
     @property
     def ok(self) -> bool:

@@ -1,0 +1,88 @@
+"""Environment configuration and its two named presets.
+
+``EnvConfig.preset("default")`` is the corrected protocol; ``EnvConfig.preset("official")``
+reproduces the public toolkit's deliberate rules. Every field on which they differ:
+
+| field | default | official | why |
+|---|---|---|---|
+| ``cap_unit`` | ``"calls"`` | ``"rounds"`` | the paper caps tool *calls*; the toolkit counts rounds of parallel calls |
+| ``at_cap`` | ``"ask_final"`` | ``"placeholder"`` | default: tools are withdrawn and the model is asked once for its answer; official: the turn's answer becomes ``CAP_PLACEHOLDER_ANSWER`` |
+| ``history`` | ``"model"`` | ``"golden"`` | later turns see the model's own earlier dialogue vs. the golden answers (toolkit flag ``--use_GT_answer``) |
+| ``image_encoding`` | ``"original"`` | ``"jpeg"`` | default sends the image bytes as they are (PNG/JPEG/WebP/GIF, others as PNG); the toolkit re-encodes as JPEG quality 85 |
+
+The toolkit's defects (one image per turn, earlier turns' images dropped, the image message
+placed between the tool messages of a round, a malformed call aborting the task) are not
+reproduced by either preset: see docs/environment.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any, Literal
+
+from vtb_env.parsers import FORMATS
+
+CAP_PLACEHOLDER_ANSWER = "Model hit the maximum number of tool calls"
+TOOL_SETS: tuple[str, ...] = ("all", "no_vision", "none")
+VISION_TOOL = "python_image_processing"
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """How episodes run. Build one with ``EnvConfig.preset(name, **overrides)`` or directly."""
+
+    preset_name: str = "default"
+    system_prompt: str | None = "strong"  # "strong" | "weak" | any text | None (no system message)
+    tool_set: Literal["all", "no_vision", "none"] = "all"  # the paper's ablations
+    max_tool_calls: int = 20  # per turn; each turn starts a fresh budget
+    cap_unit: Literal["calls", "rounds"] = "calls"
+    at_cap: Literal["ask_final", "placeholder"] = "ask_final"
+    history: Literal["model", "golden"] = "model"
+    tool_format: str = "auto"  # a name in vtb_env.parsers.FORMATS
+    image_parts: Literal["data_url", "name"] = "data_url"  # "name": parts carry the file name only, no base64 is ever made
+    image_encoding: Literal["original", "jpeg"] = "original"
+    jpeg_quality: int = 85
+
+    def __post_init__(self) -> None:
+        checks = {
+            "tool_set": self.tool_set in TOOL_SETS,
+            "cap_unit": self.cap_unit in ("calls", "rounds"),
+            "at_cap": self.at_cap in ("ask_final", "placeholder"),
+            "history": self.history in ("model", "golden"),
+            "tool_format": self.tool_format in FORMATS,
+            "image_parts": self.image_parts in ("data_url", "name"),
+            "image_encoding": self.image_encoding in ("original", "jpeg"),
+            "max_tool_calls": isinstance(self.max_tool_calls, int) and self.max_tool_calls >= 1,
+            "jpeg_quality": 1 <= self.jpeg_quality <= 95,
+        }
+        bad = [name for name, ok in checks.items() if not ok]
+        if bad:
+            raise ValueError("invalid EnvConfig " + ", ".join(f"{name}={getattr(self, name)!r}" for name in bad))
+
+    @classmethod
+    def preset(cls, name: str = "default", **overrides: Any) -> "EnvConfig":
+        """The named preset with ``overrides`` applied."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+        return replace(PRESETS[name], **overrides)
+
+    def differences(self, other: "EnvConfig") -> dict[str, tuple[Any, Any]]:
+        """Fields that differ from ``other``: {name: (self's, other's)}."""
+        return {f.name: (getattr(self, f.name), getattr(other, f.name)) for f in fields(self) if getattr(self, f.name) != getattr(other, f.name)}
+
+
+PRESETS: dict[str, EnvConfig] = {
+    "default": EnvConfig(),
+    "official": EnvConfig(preset_name="official", cap_unit="rounds", at_cap="placeholder", history="golden", image_encoding="jpeg"),
+}
+
+
+def resolve_config(config: EnvConfig | str | None) -> EnvConfig:
+    """An EnvConfig from a config, a preset name, or None (the default preset)."""
+    if config is None:
+        return PRESETS["default"]
+    if isinstance(config, str):
+        return EnvConfig.preset(config)
+    if isinstance(config, EnvConfig):
+        return config
+    raise TypeError(f"config must be an EnvConfig or a preset name, got {type(config).__name__}")

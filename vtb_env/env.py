@@ -1,0 +1,479 @@
+"""``VisualToolBenchEnv``: VisualToolBench tasks as a gymnasium environment (``VisualToolBench-v0``)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import gymnasium as gym
+
+from vtb_env.config import CAP_PLACEHOLDER_ANSWER, VISION_TOOL, EnvConfig, resolve_config
+from vtb_env.observation import Dialogue, ImageAsset, reingestion_message, user_message
+from vtb_env.parsers import ParsedAction, ParsedCall, parse_action
+from vtb_env.prompts import resolve_system_prompt
+from vtb_env.render import render_ansi, render_html
+from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
+from vtb_env.tasks import ImageDecodeError, Task
+from vtb_env.tools.base import ToolContext, ToolRegistry, ToolResult
+from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
+
+logger = logging.getLogger(__name__)
+
+RewardFn = Callable[[Task, EpisodeRecord], "tuple[float, dict[str, float]]"]
+CAP_PROMPT = "You have reached the limit of {limit} tool {unit} for this turn. Tools are no longer available: reply now with your final answer."
+_TASK_IMAGE_CACHE_SIZE = 32
+
+
+class VisualToolBenchEnv(gym.Env):
+    """VisualToolBench ("think with images"): answer multi-turn visual questions with tools.
+
+    ## Description
+    An episode is one task of 1-5 turns. Each turn brings a user prompt and images; the policy
+    calls tools (``python_image_processing``, ``python_interpreter``, ``web_search``,
+    ``browser_get_page_text``, ``historical_weather``, ``calculator``, or an ablation subset)
+    and ends the turn with a final answer, which rubrics grade when the episode ends.
+
+    ## Action Space
+    ``AssistantActionSpace``: the raw assistant text in any common tool-call format (hermes
+    ``<tool_call>``, Llama 3 JSON, Llama 4 pythonic, ``<function=...>``) or an OpenAI assistant
+    message dict with ``tool_calls``. Text without a call is the turn's final answer; ``<think>``
+    blocks are kept in the record and removed from the answer. Malformed calls get an error tool
+    message; the env never raises on policy output.
+
+    ## Observation Space
+    ``DialogueObservationSpace``: ``{"messages", "images", "image_names", "tools"}`` -- the
+    dialogue in OpenAI chat format (usable as ``messages`` for a chat-completions request), the
+    images as PIL images in the order of the image parts, their file names, and the function
+    schemas offered this step (empty when tools are withdrawn).
+
+    ## Rewards
+    0.0 on every step but the last; at the end (terminated or truncated) ``reward(task, record)``
+    gives the reward and ``info["reward_components"]``. Default: ``rewards.default_reward()``
+    when available, else ``check_reward`` (the interim weighted share of Met programmatic checks).
+
+    ## Starting State
+    A task drawn with the env's RNG (or ``options={"task_id": ...}`` / ``{"index": ...}``); the
+    dialogue holds the system prompt and the first turn's prompt and images.
+
+    ## Episode End
+    Terminated after the last turn's final answer. Truncated when the policy still calls tools
+    after the cap withdrew them (``at_cap="ask_final"``) or, with ``at_cap="placeholder"``,
+    when the last turn hits the cap.
+
+    ## Arguments
+    ``tasks`` (list of Task, a path or any ``load_tasks`` source; default: the demo set),
+    ``tools`` (a ToolRegistry; default: ``vtb_env.tools.default_tools()``), ``reward``,
+    ``config`` (EnvConfig or preset name ``"default"``/``"official"``), ``render_mode``
+    (``"ansi"`` or ``"html"``).
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    metadata = {"render_modes": ["ansi", "html"], "render_fps": 1}
+
+    def __init__(
+        self,
+        tasks: Sequence[Task] | str | Path | Any | None = None,
+        tools: ToolRegistry | None = None,
+        reward: RewardFn | None = None,
+        config: EnvConfig | str | None = None,
+        render_mode: str | None = None,
+    ):
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.config = resolve_config(config)
+        self.tasks: tuple[Task, ...] = resolve_tasks(tasks)
+        self._index_of = {task.id: i for i, task in enumerate(self.tasks)}
+        self._owns_tools = tools is None
+        self.tools = ablate(tools if tools is not None else _default_tools(), self.config.tool_set)
+        self.reward_fn: RewardFn = reward if reward is not None else _default_reward()
+        self.system_prompt = resolve_system_prompt(self.config.system_prompt)
+        self.render_mode = render_mode
+        self.action_space = AssistantActionSpace()
+        self.observation_space = DialogueObservationSpace()
+        self._task_assets: OrderedDict[tuple[str, int], ImageAsset] = OrderedDict()
+        self._episode: _Episode | None = None
+
+    # ---- gymnasium API -------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        super().reset(seed=seed)
+        task = self.tasks[self._pick(options or {})]
+        info = task_info(task)
+        record = EpisodeRecord(task_id=task.id, metadata={**copy.deepcopy(info), "config": self.config.preset_name, "tools": list(self.tools.names), "images": []})
+        self._episode = episode = _Episode(task=task, record=record, info=info)
+        if self.system_prompt is not None:
+            episode.dialogue.append({"role": "system", "content": self.system_prompt})
+        self._open_turn(0)
+        return self._observation(), self._info()
+
+    def step(self, action: str | Mapping[str, Any]) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        pending = self.begin_step(action)
+        pending.execute()
+        return self.end_step(pending)
+
+    def render(self) -> str | None:
+        if self.render_mode is None or self._episode is None:
+            return None
+        messages = self._episode.dialogue.observation([], "data_url", self.config.image_encoding, self.config.jpeg_quality)["messages"]
+        return render_ansi(messages) if self.render_mode == "ansi" else render_html(messages, title=f"VisualToolBench task {self._episode.task.id}")
+
+    def close(self) -> None:
+        if self._owns_tools:
+            self.tools.close()
+
+    # ---- a step in three parts, so that a batch can run the tool calls of many envs at once ---
+
+    def begin_step(self, action: str | Mapping[str, Any]) -> "PendingStep":
+        """Parse the action and plan its tool calls (fast, no tool runs)."""
+        episode = self._require_episode()
+        start = time.perf_counter()
+        try:
+            parsed = parse_action(action, self.config.tool_format)
+        except Exception as exc:  # a parser bug must not end a rollout
+            parsed = ParsedAction(content="", calls=[ParsedCall(name="", arguments="", error=f"could not parse the action: {type(exc).__name__}: {exc}")])
+        action_text = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False, default=str)
+        step = StepRecord(action_text=action_text, reasoning=parsed.reasoning, parser=parsed.parser, parse_errors=[c.error for c in parsed.calls if c.error])
+        pending = PendingStep(env=self, parsed=parsed, record=step)
+        for call in parsed.calls:
+            call_id = self._call_id(episode, call.call_id)
+            record = ToolCallRecord(call_id=call_id, name=call.name, arguments=call.arguments, round_index=episode.rounds_in_turn, repaired=call.repaired)
+            blocked = self._blocked_reason(episode, len(pending.calls))
+            if call.error is not None:
+                record.error, record.error_kind = call.error, "parse_error"
+            elif blocked is not None:
+                record.error, record.error_kind = blocked
+            pending.calls.append(record)
+            step.tool_calls.append(record)
+        pending.overhead_s = time.perf_counter() - start
+        return pending
+
+    def end_step(self, pending: "PendingStep") -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """Apply the results of ``pending`` and return gymnasium's step tuple."""
+        episode = self._require_episode()
+        start = time.perf_counter()
+        step = pending.record
+        episode.turn_record.steps.append(step)
+        terminated = truncated = False
+        if not pending.calls:
+            terminated = self._close_turn(pending.parsed.content, step)
+        else:
+            self._append_round(episode, pending)
+            if episode.awaiting_final:  # tools were withdrawn and the policy still called them
+                episode.turn_record.truncated = truncated = True
+            else:
+                terminated, truncated = self._after_round(episode, step)
+        episode.done = terminated or truncated
+        reward, components, reward_error = 0.0, None, None
+        if episode.done:
+            reward, components, reward_error = self._reward(episode)
+        observation, info = self._observation(), self._info()
+        if components is not None:
+            info["reward_components"] = components
+        if reward_error is not None:
+            info["reward_error"] = reward_error
+        step.env_overhead_s = pending.overhead_s + time.perf_counter() - start
+        return observation, reward, terminated, truncated, info
+
+    # ---- turns and rounds ----------------------------------------------------------------
+
+    def _open_turn(self, index: int) -> None:
+        episode = self._require_episode()
+        turn = episode.task.turns[index]
+        first = sum(len(t.images) for t in episode.task.turns[:index]) + 1
+        assets = [self._task_asset(episode.task, first + j, ref) for j, ref in enumerate(turn.images)]
+        episode.record.metadata["images"].extend({"name": a.name, "sha256": a.sha256, "turn": index} for a in assets)
+        episode.turn_index, episode.calls_in_turn, episode.rounds_in_turn, episode.awaiting_final = index, 0, 0, False
+        episode.turn_record = TurnRecord(index=index)
+        episode.record.turns.append(episode.turn_record)
+        episode.turn_start = len(episode.dialogue)
+        episode.dialogue.append(user_message(turn.prompt, assets))
+
+    def _close_turn(self, answer: str, step: StepRecord) -> bool:
+        """Record the final answer, move the dialogue on; True when the episode is over."""
+        episode = self._require_episode()
+        step.final_answer = answer
+        episode.turn_record.final_answer = answer
+        if self.config.history == "golden":
+            episode.dialogue.truncate(episode.turn_start + 1)  # keep the turn's prompt, drop its tool exchange
+            episode.dialogue.append({"role": "assistant", "content": episode.task.turns[episode.turn_index].golden_answer})
+        else:
+            episode.dialogue.append({"role": "assistant", "content": answer})
+        if episode.turn_index + 1 >= len(episode.task.turns):
+            return True
+        self._open_turn(episode.turn_index + 1)
+        return False
+
+    def _append_round(self, episode: "_Episode", pending: "PendingStep") -> None:
+        """The assistant message, one tool message per call, then one user message with the new images."""
+        episode.dialogue.append(
+            {
+                "role": "assistant",
+                "content": pending.parsed.content,
+                "tool_calls": [
+                    {"id": call.call_id, "type": "function", "function": {"name": call.name or "invalid_tool_call", "arguments": _arguments_text(call.arguments)}}
+                    for call in pending.calls
+                ],
+            }
+        )
+        for call in pending.calls:
+            episode.dialogue.append({"role": "tool", "tool_call_id": call.call_id, "content": call.output or json.dumps({"error": call.error})})
+        if pending.new_images:
+            episode.dialogue.append(reingestion_message(pending.new_images))
+        episode.calls_in_turn += len(pending.calls)
+        episode.rounds_in_turn += 1
+
+    def _after_round(self, episode: "_Episode", step: StepRecord) -> tuple[bool, bool]:
+        """Apply the cap after a round: (terminated, truncated)."""
+        used = episode.calls_in_turn if self.config.cap_unit == "calls" else episode.rounds_in_turn
+        if used < self.config.max_tool_calls:
+            return False, False
+        episode.turn_record.hit_tool_cap = True
+        if self.config.at_cap == "ask_final":
+            episode.awaiting_final = True
+            episode.dialogue.append({"role": "user", "content": CAP_PROMPT.format(limit=self.config.max_tool_calls, unit=self.config.cap_unit)})
+            return False, False
+        last_turn = episode.turn_index + 1 >= len(episode.task.turns)
+        self._close_turn(CAP_PLACEHOLDER_ANSWER, step)
+        if last_turn:
+            episode.turn_record.truncated = True
+        return False, last_turn
+
+    def _blocked_reason(self, episode: "_Episode", position: int) -> tuple[str, str] | None:
+        """Why the call at ``position`` of this round is not run, as (error, kind), or None."""
+        if episode.awaiting_final:
+            return "tools are no longer available in this turn: the tool-call limit was reached; give your final answer", "tools_withdrawn"
+        if self.config.cap_unit == "calls" and episode.calls_in_turn + position >= self.config.max_tool_calls:
+            return f"not executed: the limit of {self.config.max_tool_calls} tool calls per turn was reached", "over_cap"
+        return None
+
+    # ---- tools ---------------------------------------------------------------------------
+
+    def tool_context(self, extra_images: Iterable[ImageAsset] = ()) -> ToolContext:
+        """What tools may see now: the visible images and the next free transformed-image index. Never answers or rubrics."""
+        episode = self._require_episode()
+        images = tuple(asset.named() for asset in [*episode.dialogue.assets, *extra_images])
+        return ToolContext(task_id=episode.task.id, images=images, next_image_index=episode.next_image_index, turn_index=episode.turn_index)
+
+    def _run_calls(self, pending: "PendingStep") -> None:
+        """Run the round's valid calls in order; each sees the images of the calls before it."""
+        episode = self._require_episode()
+        for call in pending.calls:
+            if call.error is not None:
+                call.output = json.dumps({"error": call.error})
+                continue
+            result = self.tools.call(call.name, call.arguments, self.tool_context(pending.new_images))
+            call.output, call.latency_s = result.text, result.latency_s
+            if result.error is not None:
+                call.error, call.error_kind = result.error, str(result.meta.get("kind", "tool_error"))
+            for note in self._ingest_images(episode, pending, call, result):
+                call.output += f"\n[{note}]"
+
+    def _ingest_images(self, episode: "_Episode", pending: "PendingStep", call: ToolCallRecord, result: ToolResult) -> list[str]:
+        """Name the tool's images transformed_image_<i>.png in order, validate them; returns notes on rejected ones."""
+        notes = []
+        for image in result.images:
+            name = f"transformed_image_{episode.next_image_index}.png"
+            try:
+                asset = ImageAsset.validated(name, image.data)
+            except ImageDecodeError as exc:
+                notes.append(f"image {image.name} was not shown: {exc}")
+                continue
+            episode.next_image_index += 1
+            pending.new_images.append(asset)
+            call.images.append({"name": name, "sha256": asset.sha256})
+        return notes
+
+    # ---- helpers -------------------------------------------------------------------------
+
+    def _pick(self, options: Mapping[str, Any]) -> int:
+        if "task_id" in options:
+            if options["task_id"] not in self._index_of:
+                raise KeyError(f"unknown task_id {options['task_id']!r}")
+            return self._index_of[options["task_id"]]
+        if "index" in options:
+            index = int(options["index"])
+            if not 0 <= index < len(self.tasks):
+                raise IndexError(f"task index {index} outside 0..{len(self.tasks) - 1}")
+            return index
+        return int(self.np_random.integers(len(self.tasks)))
+
+    def _task_asset(self, task: Task, k: int, ref: Any) -> ImageAsset:
+        """Task image k as ``image_<k>.png``, cached across episodes so repeated tasks are not re-read or re-encoded."""
+        key = (task.id, k)
+        asset = self._task_assets.get(key)
+        if asset is None:
+            asset = self._task_assets[key] = ImageAsset(f"image_{k}.png", ref.read_bytes)
+            if len(self._task_assets) > _TASK_IMAGE_CACHE_SIZE:
+                self._task_assets.popitem(last=False)
+        else:
+            self._task_assets.move_to_end(key)
+        return asset
+
+    def _call_id(self, episode: "_Episode", given: str | None) -> str:
+        episode.call_counter += 1
+        if given and given not in episode.call_ids:
+            episode.call_ids.add(given)
+            return given
+        call_id = f"call_{episode.call_counter}"
+        episode.call_ids.add(call_id)
+        return call_id
+
+    def _reward(self, episode: "_Episode") -> tuple[float, dict[str, float] | None, str | None]:
+        try:
+            reward, components = self.reward_fn(episode.task, episode.record)
+            return float(reward), dict(components), None
+        except Exception as exc:  # a judge outage must not crash the rollout; it is reported
+            logger.warning("reward failed for task %s: %s: %s", episode.task.id, type(exc).__name__, exc)
+            return 0.0, None, f"{type(exc).__name__}: {exc}"
+
+    def _observation(self) -> dict[str, Any]:
+        episode = self._require_episode()
+        tools = [] if episode.awaiting_final or episode.done else self.tools.schemas(self.tool_context())
+        return episode.dialogue.observation(tools, self.config.image_parts, self.config.image_encoding, self.config.jpeg_quality)
+
+    def _info(self) -> dict[str, Any]:
+        episode = self._require_episode()
+        last = episode.record.turns[-1].steps[-1] if episode.record.turns[-1].steps else None
+        return {
+            "task": copy.deepcopy(episode.info),
+            "turn": episode.turn_index,
+            "tool_calls_in_turn": episode.calls_in_turn,
+            "tools_available": not episode.awaiting_final,
+            "parse_errors": list(last.parse_errors) if last else [],
+            "record": episode.record,
+        }
+
+    def _require_episode(self) -> "_Episode":
+        if self._episode is None:
+            raise RuntimeError("call reset() before step()")
+        return self._episode
+
+
+@dataclass
+class PendingStep:
+    """A parsed action whose tool calls have not run yet (see ``VisualToolBenchEnv.begin_step``)."""
+
+    env: VisualToolBenchEnv
+    parsed: ParsedAction
+    record: StepRecord
+    calls: list[ToolCallRecord] = field(default_factory=list)
+    new_images: list[ImageAsset] = field(default_factory=list)
+    overhead_s: float = 0.0
+
+    def execute(self) -> "PendingStep":
+        """Run the tool calls (the slow part; safe to call from a worker thread, one per env)."""
+        if self.calls:
+            self.env._run_calls(self)
+        return self
+
+
+@dataclass
+class _Episode:
+    task: Task
+    record: EpisodeRecord
+    info: dict[str, Any]
+    dialogue: Dialogue = field(default_factory=Dialogue)
+    turn_record: TurnRecord = field(default_factory=lambda: TurnRecord(index=0))
+    turn_index: int = 0
+    turn_start: int = 0
+    calls_in_turn: int = 0
+    rounds_in_turn: int = 0
+    awaiting_final: bool = False
+    next_image_index: int = 0
+    call_counter: int = 0
+    call_ids: set[str] = field(default_factory=set)
+    done: bool = False
+
+
+def task_info(task: Task) -> dict[str, Any]:
+    """What ``info["task"]`` shows: identification and labels, never golden answers or rubrics."""
+    return {
+        "id": task.id,
+        "turncase": task.turncase,
+        "num_turns": len(task.turns),
+        "domain": task.domain,
+        "prompt_category": task.prompt_category,
+        "eval_focus": task.eval_focus,
+        "mode_label": task.mode_label,
+        "metadata": copy.deepcopy(dict(task.metadata)),
+    }
+
+
+def ablate(registry: ToolRegistry, tool_set: str) -> ToolRegistry:
+    """The paper's ablations: all tools, no vision tool, no tools."""
+    if tool_set == "all":
+        return registry
+    if tool_set == "no_vision":
+        return registry.without(VISION_TOOL)
+    return registry.only()
+
+
+def resolve_tasks(tasks: Any) -> tuple[Task, ...]:
+    """Tasks from a list of Task, or from any source ``load_tasks`` reads (default: the demo set)."""
+    if isinstance(tasks, (list, tuple)) and all(isinstance(task, Task) for task in tasks):
+        loaded = tuple(tasks)
+    else:
+        try:
+            from vtb_env.loaders import load_tasks
+        except ImportError as exc:
+            raise ValueError(f"cannot load tasks from {tasks!r}: the loaders are unavailable ({exc}); pass a list of Task") from exc
+        loaded = tuple(load_tasks("demo" if tasks is None else tasks))
+    if not loaded:
+        raise ValueError(f"no tasks in {tasks if tasks is not None else 'the demo set'!r}")
+    ids = [task.id for task in loaded]
+    if len(set(ids)) != len(ids):
+        raise ValueError("task ids must be unique")
+    return loaded
+
+
+def _default_tools() -> ToolRegistry:
+    try:
+        from vtb_env.tools import default_tools
+    except ImportError:
+        logger.warning("vtb_env.tools.default_tools is unavailable: the environment offers no tools")
+        return ToolRegistry([])
+    return default_tools()
+
+
+def _default_reward() -> RewardFn:
+    try:
+        from rewards import default_reward
+    except ImportError:
+        return check_reward
+    return default_reward()
+
+
+def check_reward(task: Task, record: EpisodeRecord) -> tuple[float, dict[str, float]]:
+    """Interim default reward: the weighted share of Met programmatic checks (``rewards.checks``),
+    over the rubrics of all turns that carry one, each judged on its turn's final answer.
+
+    Rubrics without a check are ignored; a task without checks scores 0.0.
+    """
+    from rewards.checks import CheckSpecError, run_check
+
+    met = total = errors = 0.0
+    for turn, answer in zip(task.turns, record.final_answers + [None] * len(task.turns)):
+        for rubric in turn.rubrics:
+            if rubric.check is None:
+                continue
+            try:
+                passed = run_check(rubric.check, answer or "")
+            except CheckSpecError:
+                errors += 1
+                continue
+            total += rubric.weight
+            met += rubric.weight * passed
+    score = met / total if total else 0.0
+    return score, {"check_score": score, "checked_weight": total, "check_spec_errors": errors}
+
+
+def _arguments_text(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False, default=str)
