@@ -13,9 +13,10 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Sequence
 
-from vtb_env.tasks import ModeLabel
+if TYPE_CHECKING:
+    from vtb_env.tasks import ModeLabel
 
 Outcome = Literal["TP", "FN", "TN", "FP"]
 TOOL_REQUIRED: ModeLabel = "tool_required"
