@@ -74,6 +74,8 @@ def test_openai_message_without_calls_falls_back_to_text_formats():
         ('<tool_call>{"name": "calculator", "arguments": [1, 2]}</tool_call>', "must be a JSON object, got list"),
         ('<tool_call>{"name": "calculator", "arguments": "not json at all"}</tool_call>', "not valid JSON"),
         ("<|python_tag|>", "not followed by a tool call"),
+        ("<tool_call></tool_call>", "empty <tool_call> block"),
+        ({"role": "assistant", "tool_calls": "nope"}, "tool_calls must be a list"),
         ('<|python_tag|>{"name": "calculator", "parameters": 5}', "must be a JSON object, got int"),
         ("[calculator(expression=foo)]", "is not a literal value"),
         ('[calculator("2+2")]', "positional arguments are not allowed"),

@@ -19,7 +19,8 @@ class HermesParser(ToolCallParser):
         calls = []
         for match in _BLOCK.finditer(text):
             body = match.group(1).strip()
-            if not match.group(0).endswith("</tool_call>") and not body:
+            if not body:
+                calls.append(ParsedCall(name="", arguments="", raw=match.group(0), error="empty <tool_call> block"))
                 continue
             try:
                 value, repaired = load_json_lenient(body)

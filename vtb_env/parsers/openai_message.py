@@ -19,7 +19,10 @@ def parse_message(message: Mapping[str, Any]) -> tuple[str, str, list[ParsedCall
     if isinstance(content, list):  # content parts: keep the text ones
         content = "".join(part.get("text", "") for part in content if isinstance(part, Mapping))
     reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
-    calls = [_call(item) for item in message.get("tool_calls") or ()]
+    items = message.get("tool_calls") or []
+    if not isinstance(items, list):
+        return str(content), str(reasoning), [ParsedCall(name="", arguments=repr(items)[:200], error=f"tool_calls must be a list, got {type(items).__name__}")]
+    calls = [_call(item) for item in items]
     return str(content), str(reasoning), calls
 
 

@@ -1,0 +1,325 @@
+"""The environment's episode semantics: a scripted episode, every action format, malformed calls,
+history modes, the cap in both presets, image re-ingestion, seeding, caching and rendering."""
+
+from __future__ import annotations
+
+import json
+
+import gymnasium
+import pytest
+
+import vtb_env  # noqa: F401  (registers VisualToolBench-v0)
+from tests.support.env_tools import ImageMakerTool, hermes, make_task, png, small_tools
+from vtb_env.config import CAP_PLACEHOLDER_ANSWER, EnvConfig
+from vtb_env.env import VisualToolBenchEnv, check_reward
+from vtb_env.observation import ImageAsset, to_hf_messages
+from vtb_env.prompts import STRONG_SYSTEM_PROMPT, WEAK_SYSTEM_PROMPT
+from vtb_env.tasks import Task, Turn
+from vtb_env.tools.base import ToolRegistry
+
+
+def make_env(tasks=None, config="default", **kwargs) -> VisualToolBenchEnv:
+    return VisualToolBenchEnv(tasks=tasks or [make_task("a", turns=2)], tools=small_tools(), reward=check_reward, config=config, **kwargs)
+
+
+def roles(observation):
+    return [message["role"] for message in observation["messages"]]
+
+
+def test_scripted_two_turn_episode_produces_the_expected_trajectory():
+    env = make_env(render_mode="ansi")
+    obs, info = env.reset(seed=0)
+    assert roles(obs) == ["system", "user"] and obs["messages"][0]["content"] == STRONG_SYSTEM_PROMPT
+    assert obs["image_names"] == ["image_1.png"] and [t["function"]["name"] for t in obs["tools"]] == ["python_image_processing", "calculator", "web_search"]
+    assert info["task"]["id"] == "a" and "golden_answer" not in json.dumps(info["task"])
+    assert obs in env.observation_space
+
+    # Turn 1, round 1: two parallel calls; the vision call saves two images.
+    obs, reward, terminated, truncated, info = env.step("<think>zoom first</think>" + hermes("python_image_processing", code="save; save") + hermes("calculator", expression="13+3"))
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert roles(obs) == ["system", "user", "assistant", "tool", "tool", "user"]
+    assistant = obs["messages"][2]
+    assert [call["id"] for call in assistant["tool_calls"]] == ["call_1", "call_2"]
+    assert [m["tool_call_id"] for m in obs["messages"][3:5]] == ["call_1", "call_2"]
+    assert json.loads(obs["messages"][3]["content"]) == {"saved": ["transformed_image_0.png", "transformed_image_1.png"], "visible": ["image_1.png"]}
+    assert obs["image_names"] == ["image_1.png", "transformed_image_0.png", "transformed_image_1.png"]
+    assert [p["text"] for p in obs["messages"][5]["content"] if p["type"] == "text"][1:] == ["[transformed_image_0.png]", "[transformed_image_1.png]"]
+    assert obs in env.observation_space
+
+    # Final answer of turn 1 (reasoning removed); turn 2 arrives with image_2.png.
+    obs, reward, terminated, truncated, info = env.step("<think>16?</think>It is 10.")
+    assert (reward, terminated, truncated, info["turn"]) == (0.0, False, False, 1)
+    assert roles(obs)[-2:] == ["assistant", "user"] and obs["messages"][-2]["content"] == "It is 10."
+    assert obs["image_names"] == ["image_1.png", "transformed_image_0.png", "transformed_image_1.png", "image_2.png"]
+
+    # Turn 2: a pythonic call (the vision tool now sees every image so far), then the answer.
+    obs, *_ = env.step('[python_image_processing(code="save")]')
+    assert json.loads(obs["messages"][-2]["content"])["visible"] == ["image_1.png", "transformed_image_0.png", "transformed_image_1.png", "image_2.png"]
+    assert obs["image_names"][-1] == "transformed_image_2.png"
+    obs, reward, terminated, truncated, info = env.step("The answer is 20.")
+    assert (terminated, truncated, reward) == (True, False, 1.0)
+    assert info["reward_components"]["check_score"] == 1.0 and obs["tools"] == []
+
+    record = info["record"]
+    assert record.final_answers == ["It is 10.", "The answer is 20."]
+    assert [[c.name for c in turn.tool_calls] for turn in record.turns] == [["python_image_processing", "calculator"], ["python_image_processing"]]
+    assert record.turns[0].steps[0].reasoning == "zoom first" and record.turns[0].steps[0].parser == "hermes"
+    assert record.turns[1].steps[0].parser == "pythonic"
+    assert [image["name"] for image in record.tool_calls[0].images] == ["transformed_image_0.png", "transformed_image_1.png"]
+    assert [image["name"] for image in record.metadata["images"]] == ["image_1.png", "image_2.png"]
+    assert all(len(image["sha256"]) == 64 for call in record.tool_calls for image in call.images)
+    assert all(step.env_overhead_s > 0 for turn in record.turns for step in turn.steps)
+    assert "== tool (call_1)" in env.render()
+
+
+def test_every_action_format_drives_a_call():
+    message = {"role": "assistant", "content": None, "tool_calls": [{"id": "abc", "type": "function", "function": {"name": "calculator", "arguments": '{"expression": "2"}'}}]}
+    actions = [
+        hermes("calculator", expression="2"),
+        '<|python_tag|>{"name": "calculator", "parameters": {"expression": "2"}}',
+        '{"name": "calculator", "parameters": {"expression": "2"}}',
+        '[calculator(expression="2")]',
+        '<function=calculator>{"expression": "2"}</function>',
+        message,
+    ]
+    for action in actions:
+        env = make_env()
+        env.reset(seed=0)
+        obs, *_, info = env.step(action)
+        assert json.loads(obs["messages"][-1]["content"]) == {"result": "2"}, action
+        assert info["parse_errors"] == []
+    assert obs["messages"][-1]["tool_call_id"] == "abc"  # the policy's own call id is kept
+
+
+@pytest.mark.parametrize(
+    ("action", "kind", "fragment"),
+    [
+        ("<tool_call>{bad json</tool_call>", "parse_error", "not valid JSON"),
+        (hermes("crop_tool", code="x"), "invalid_call", "unknown tool 'crop_tool'"),
+        (hermes("calculator"), "invalid_call", "'expression' is a required property"),
+        (hermes("calculator", expression=7), "invalid_call", "7 is not of type 'string'"),
+        (hermes("python_image_processing", code="x" * 5001), "invalid_call", "5001 characters, must be at most 5000"),
+        (hermes("calculator", expression="fail"), "tool_error", "cannot evaluate"),
+    ],
+)
+def test_malformed_and_failing_calls_become_error_tool_messages(action, kind, fragment):
+    env = make_env()
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert not terminated and not truncated and roles(obs)[-1] == "tool"
+    assert fragment in json.loads(obs["messages"][-1]["content"])["error"]
+    call = info["record"].tool_calls[0]
+    assert call.error_kind == kind and fragment in call.error
+    assert info["tool_calls_in_turn"] == 1  # malformed calls count
+    assert (kind == "parse_error") == bool(info["parse_errors"])
+    obs, *_ = env.step("It is 10.")  # the episode goes on
+    assert info["turn"] == 0 and env._episode.turn_index == 1
+
+
+def test_env_never_raises_on_strange_actions():
+    env = make_env()
+    env.reset(seed=0)
+    for action in [None, 3.5, {"role": "assistant", "tool_calls": "nope"}, {"role": "assistant", "tool_calls": [None]}, "[calc(", "<tool_call>", "<|python_tag|>"]:
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert obs in env.observation_space and not terminated
+
+
+def test_history_model_keeps_the_exchange_and_golden_replaces_it():
+    actions = [hermes("python_image_processing", code="save"), "It is 10."]
+    for history, expected in [
+        ("model", ["system", "user", "assistant", "tool", "user", "assistant", "user"]),
+        ("golden", ["system", "user", "assistant", "user"]),
+    ]:
+        env = make_env(config=EnvConfig.preset("default", history=history))
+        env.reset(seed=0)
+        for action in actions:
+            obs, *_ = env.step(action)
+        assert roles(obs) == expected
+        answer = obs["messages"][-2]["content"]
+        assert answer == ("It is 10." if history == "model" else "Golden 10")
+        # Earlier turns' task images stay; the tool images vanish with the golden history.
+        assert obs["image_names"] == (["image_1.png", "transformed_image_0.png", "image_2.png"] if history == "model" else ["image_1.png", "image_2.png"])
+        obs, *_ = env.step(hermes("python_image_processing", code="save"))
+        assert obs["image_names"][-1] == "transformed_image_1.png"  # indices are per episode
+
+
+def test_default_cap_counts_calls_then_asks_once_for_the_answer():
+    env = make_env(tasks=[make_task("a")], config=EnvConfig.preset("default", max_tool_calls=3))
+    env.reset(seed=0)
+    two_calls = hermes("calculator", expression="1") + hermes("calculator", expression="2")
+    obs, *_, info = env.step(two_calls)
+    assert obs["tools"] and info["tools_available"]
+    obs, reward, terminated, truncated, info = env.step(two_calls)
+    calls = info["record"].tool_calls
+    assert [c.error_kind for c in calls] == [None, None, None, "over_cap"] and "limit of 3" in calls[3].error
+    assert obs["tools"] == [] and not info["tools_available"] and not truncated
+    assert "reached the limit of 3 tool calls" in obs["messages"][-1]["content"] and roles(obs)[-1] == "user"
+    assert info["record"].turns[0].hit_tool_cap
+
+    obs, reward, terminated, truncated, info = env.step(hermes("calculator", expression="3"))
+    assert truncated and not terminated and "reward_components" in info
+    assert info["record"].tool_calls[-1].error_kind == "tools_withdrawn" and info["record"].turns[0].truncated
+
+
+def test_default_cap_answer_after_withdrawal_continues():
+    env = make_env(config=EnvConfig.preset("default", max_tool_calls=1))
+    env.reset(seed=0)
+    env.step(hermes("calculator", expression="1"))
+    obs, reward, terminated, truncated, info = env.step("It is 10.")
+    assert not truncated and info["turn"] == 1 and obs["tools"]  # a fresh budget for turn 2
+
+
+def test_official_cap_counts_rounds_and_uses_the_placeholder():
+    env = make_env(config=EnvConfig.preset("official", max_tool_calls=2))
+    env.reset(seed=0)
+    three_calls = "".join(hermes("calculator", expression=str(i)) for i in range(3))
+    obs, *_, info = env.step(three_calls)
+    assert info["tool_calls_in_turn"] == 3 and info["turn"] == 0  # rounds, not calls
+    obs, reward, terminated, truncated, info = env.step(three_calls)
+    assert info["turn"] == 1 and not truncated and all(c.ok for c in info["record"].tool_calls)
+    assert info["record"].final_answers[0] == CAP_PLACEHOLDER_ANSWER
+    assert roles(obs)[-3:] == ["user", "assistant", "user"] and obs["messages"][-2]["content"] == "Golden 10"
+    env.step(three_calls)
+    obs, reward, terminated, truncated, info = env.step(three_calls)
+    assert truncated and not terminated and info["record"].final_answers == [CAP_PLACEHOLDER_ANSWER, CAP_PLACEHOLDER_ANSWER]
+    assert obs["messages"][-1]["content"] == "Golden 20"
+
+
+def test_official_preset_sends_jpeg_and_default_passes_bytes_through():
+    for preset, prefix in [("default", "data:image/png;base64,"), ("official", "data:image/jpeg;base64,")]:
+        env = make_env(config=preset)
+        obs, _ = env.reset(seed=0)
+        part = obs["messages"][1]["content"][2]
+        assert part["type"] == "image_url" and part["image_url"]["url"].startswith(prefix)
+
+
+def test_reingestion_message_follows_all_tool_messages_in_call_order():
+    env = make_env()
+    env.reset(seed=0)
+    action = hermes("python_image_processing", code="save") + hermes("calculator", expression="1") + hermes("python_image_processing", code="save save")
+    obs, *_, info = env.step(action)
+    assert roles(obs)[-5:] == ["assistant", "tool", "tool", "tool", "user"]
+    second = json.loads(obs["messages"][-2]["content"])
+    assert second["saved"] == ["transformed_image_1.png", "transformed_image_2.png"]
+    assert "transformed_image_0.png" in second["visible"]  # calls of a round run in order
+    labels = [p["text"] for p in obs["messages"][-1]["content"] if p["type"] == "text"][1:]
+    assert labels == ["[transformed_image_0.png]", "[transformed_image_1.png]", "[transformed_image_2.png]"]
+    assert obs["image_names"][1:] == ["transformed_image_0.png", "transformed_image_1.png", "transformed_image_2.png"]
+    assert [obs["images"][i].size for i in range(1, 4)] == [(32, 24)] * 3
+
+
+def test_undecodable_tool_image_is_reported_not_shown():
+    class Broken(ImageMakerTool):
+        def run(self, arguments, context):
+            result = super().run(arguments, context)
+            result.images[0] = type(result.images[0])(result.images[0].name, b"\x89PNG\r\n\x1a\ngarbage")
+            return result
+
+    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([Broken()]), reward=check_reward)
+    env.reset(seed=0)
+    obs, *_ = env.step(hermes("python_image_processing", code="save save"))
+    assert obs["image_names"] == ["image_1.png", "transformed_image_0.png"]
+    assert "was not shown" in obs["messages"][-2]["content"]
+
+
+def test_seeding_is_reproducible():
+    tasks = [make_task(f"t{i}") for i in range(8)]
+    env = make_env(tasks=tasks)
+    first = [env.reset(seed=s)[1]["task"]["id"] for s in range(6)]
+    again = [env.reset(seed=s)[1]["task"]["id"] for s in range(6)]
+    assert first == again and len(set(first)) > 1
+    env.reset(seed=7)
+    unseeded = [env.reset()[1]["task"]["id"] for _ in range(5)]
+    env.reset(seed=7)
+    assert unseeded == [env.reset()[1]["task"]["id"] for _ in range(5)]
+    assert env.reset(options={"task_id": "t5"})[1]["task"]["id"] == "t5"
+    assert env.reset(options={"index": 2})[1]["task"]["id"] == "t2"
+    with pytest.raises(KeyError):
+        env.reset(options={"task_id": "nope"})
+
+
+def test_data_urls_are_encoded_once_per_image(monkeypatch):
+    calls = []
+    original = ImageAsset._encode
+    monkeypatch.setattr(ImageAsset, "_encode", lambda self, *a: calls.append(self.name) or original(self, *a))
+    env = make_env(tasks=[make_task("a")], config="official")
+    for _ in range(2):  # a repeated task reuses the cached task image
+        env.reset(options={"index": 0})
+        for _ in range(4):
+            obs, *_ = env.step(hermes("python_image_processing", code="save"))
+    assert sorted(calls) == sorted(["image_1.png"] + [f"transformed_image_{i}.png" for i in range(4)] * 2)
+
+
+def test_name_parts_never_encode_and_convert_for_local_processors(monkeypatch):
+    monkeypatch.setattr(ImageAsset, "_encode", lambda *a: pytest.fail("encoded"))
+    env = make_env(config=EnvConfig.preset("default", image_parts="name"))
+    obs, _ = env.reset(seed=0)
+    obs, *_ = env.step(hermes("python_image_processing", code="save"))
+    assert obs in env.observation_space
+    parts = [p for m in obs["messages"] if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image"]
+    assert [p["name"] for p in parts] == obs["image_names"]
+    hf = to_hf_messages(obs)
+    images = [p["image"] for m in hf if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image"]
+    assert images == obs["images"] and images[1].size == (32, 24)
+
+
+def test_prompts_tool_sets_and_configuration_errors():
+    weak = make_env(config=EnvConfig.preset("default", system_prompt="weak"))
+    assert weak.reset(seed=0)[0]["messages"][0]["content"] == WEAK_SYSTEM_PROMPT
+    assert roles(make_env(config=EnvConfig(system_prompt=None)).reset(seed=0)[0]) == ["user"]
+    no_vision = make_env(config=EnvConfig(tool_set="no_vision")).reset(seed=0)[0]["tools"]
+    assert [t["function"]["name"] for t in no_vision] == ["calculator", "web_search"]
+    env = make_env(config=EnvConfig(tool_set="none"))
+    obs, _ = env.reset(seed=0)
+    assert obs["tools"] == []
+    obs, *_ = env.step(hermes("calculator", expression="1"))
+    assert "available tools: none" in obs["messages"][-1]["content"]
+    assert EnvConfig.preset("official").differences(EnvConfig.preset("default")) == {
+        "preset_name": ("official", "default"), "cap_unit": ("rounds", "calls"), "at_cap": ("placeholder", "ask_final"),
+        "history": ("golden", "model"), "image_encoding": ("jpeg", "original"),
+    }
+    with pytest.raises(ValueError, match="history"):
+        EnvConfig(history="oracle")
+    with pytest.raises(ValueError, match="unknown preset"):
+        EnvConfig.preset("fast")
+    with pytest.raises(RuntimeError, match="reset"):
+        make_env().step("hi")
+
+
+def test_reward_failure_is_reported_not_raised():
+    def broken(task, record):
+        raise ConnectionError("judge down")
+
+    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=small_tools(), reward=broken)
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step("10")
+    assert terminated and reward == 0.0 and "judge down" in info["reward_error"]
+
+
+def test_check_reward_pools_turns_and_skips_unchecked_rubrics():
+    env = make_env()
+    env.reset(seed=0)
+    env.step("It is 10.")
+    _, reward, _, _, info = env.step("It is 99.")
+    assert reward == 0.5 and info["reward_components"] == {"check_score": 0.5, "checked_weight": 10.0, "check_spec_errors": 0.0}
+    plain = Task(id="p", turns=(Turn(prompt="hi"),))
+    env = VisualToolBenchEnv(tasks=[plain], tools=small_tools(), reward=check_reward)
+    obs, _ = env.reset()
+    assert obs["messages"][-1] == {"role": "user", "content": "hi"} and obs["images"] == []
+    assert env.step("hello")[1] == 0.0
+
+
+def test_gymnasium_make_and_html_render():
+    env = gymnasium.make("VisualToolBench-v0", tasks=[make_task("a")], tools=small_tools(), reward=check_reward, render_mode="html")
+    env.reset(seed=1)
+    env.step(hermes("python_image_processing", code="save"))
+    page = env.render()
+    assert page.startswith("<!doctype html>") and page.count("<img src=\"data:image/png;base64,") == 2
+    env.close()
+
+
+def test_large_image_step_observation_contains_it():
+    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([ImageMakerTool(size=(2000, 1500))]), reward=check_reward)
+    env.reset(seed=0)
+    obs, *_ = env.step(hermes("python_image_processing", code="save"))
+    assert obs["images"][-1].size == (2000, 1500) and len(png()) > 0

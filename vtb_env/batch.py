@@ -1,0 +1,88 @@
+"""Step many episodes at once for LLM rollouts: the tool calls of all episodes run concurrently.
+
+``EnvPool`` holds N environments. ``step(actions)`` parses every action in the calling thread,
+runs each episode's tool calls in a thread pool (one task per episode: an episode's calls stay
+in order, so image names are deterministic) and returns when all are done -- the batch takes
+as long as its slowest episode, not the sum. ``submit(i, action)`` returns a Future instead, so
+a loop can re-query the policy for fast episodes while a slow tool call is still running::
+
+    pool = EnvPool.make(8, tasks="demo")
+    observations = [obs for obs, _ in pool.reset(seed=0)]
+    futures = {pool.submit(i, policy(obs)): i for i, obs in enumerate(observations)}
+    while futures:
+        done = next(as_completed(futures))
+        i = futures.pop(done)
+        result = done.result()
+        if not (result.terminated or result.truncated):
+            futures[pool.submit(i, policy(result.observation))] = i
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Mapping, NamedTuple, Sequence
+
+from vtb_env.env import VisualToolBenchEnv
+
+
+class StepResult(NamedTuple):
+    observation: dict[str, Any]
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+
+
+class EnvPool:
+    """N ``VisualToolBenchEnv`` stepped together; at most one step in flight per environment."""
+
+    def __init__(self, envs: Sequence[VisualToolBenchEnv], max_workers: int | None = None):
+        if not envs:
+            raise ValueError("EnvPool needs at least one environment")
+        self.envs = list(envs)
+        self._executor = ThreadPoolExecutor(max_workers=max_workers or len(self.envs), thread_name_prefix="vtb-tools")
+        self._in_flight: dict[int, Future[StepResult]] = {}
+
+    @classmethod
+    def make(cls, n: int, max_workers: int | None = None, **env_kwargs: Any) -> "EnvPool":
+        """``n`` environments built with the same keyword arguments (tasks, tools, reward, config)."""
+        return cls([VisualToolBenchEnv(**env_kwargs) for _ in range(n)], max_workers=max_workers)
+
+    def __len__(self) -> int:
+        return len(self.envs)
+
+    def reset(self, seed: int | None = None, options: Sequence[Mapping[str, Any] | None] | None = None, indices: Sequence[int] | None = None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Reset the environments ``indices`` (default: all); environment i gets ``seed + i``."""
+        indices = list(range(len(self.envs))) if indices is None else list(indices)
+        self._require_idle(indices)
+        return [
+            self.envs[i].reset(seed=None if seed is None else seed + i, options=None if options is None else options[position])
+            for position, i in enumerate(indices)
+        ]
+
+    def submit(self, index: int, action: str | Mapping[str, Any]) -> Future[StepResult]:
+        """Parse ``action`` now and run its tool calls in the pool; the Future gives the step's result."""
+        self._require_idle([index])
+        env = self.envs[index]
+        pending = env.begin_step(action)
+        future = self._executor.submit(lambda: StepResult(*env.end_step(pending.execute())))
+        self._in_flight[index] = future
+        return future
+
+    def step(self, actions: Sequence[str | Mapping[str, Any] | None]) -> list[StepResult | None]:
+        """One action per environment (None: leave that one alone); waits for all of them."""
+        if len(actions) != len(self.envs):
+            raise ValueError(f"expected {len(self.envs)} actions, got {len(actions)}")
+        futures = [None if action is None else self.submit(i, action) for i, action in enumerate(actions)]
+        return [None if future is None else future.result() for future in futures]
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+        for env in self.envs:
+            env.close()
+
+    def _require_idle(self, indices: Sequence[int]) -> None:
+        for i in indices:
+            future = self._in_flight.get(i)
+            if future is not None and not future.done():
+                raise RuntimeError(f"environment {i} still has a step in flight")
