@@ -13,6 +13,7 @@ import sys
 # One line per subcommand module, in the order ``vtb --help`` lists them.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "vtb_env.commands.info",
+    "vtb_env.evaluation.commands",
 )
 
 

@@ -1,0 +1,164 @@
+"""``vtb eval``, ``vtb judge`` and ``vtb report`` (registered in ``vtb_env.cli``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from vtb_env.evaluation.records import RECORDS_FILE, RunLog, done_keys, latest_records, read_config, write_config
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    ev = subparsers.add_parser("eval", help="run an agent on tasks, judge and record every episode (resumable)")
+    ev.add_argument("--data", default="demo", help="demo | parquet file/dir | toolkit dir | tasks.jsonl | synth:N:SEED")
+    ev.add_argument("--agent", default="ocr-baseline", help="ocr-baseline | openai:MODEL@URL | openai-text:MODEL@URL | hf:PATH")
+    ev.add_argument("--judge", default="exact", help="exact | openai:MODEL@URL | hf:PATH")
+    ev.add_argument("--preset", default="default", choices=("default", "official"), help="env preset")
+    ev.add_argument("--ablation", default="strong", choices=("strong", "weak", "no_vision", "no_tools"), help="figure-7 setting")
+    ev.add_argument("--samples", type=int, default=1, help="episodes per task")
+    ev.add_argument("--concurrency", type=int, default=1, help="episodes in flight (one env each)")
+    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--temperature", type=float, default=0.0)
+    ev.add_argument("--max-tokens", type=int, default=2048)
+    ev.add_argument("--limit", type=int, default=None, help="first N tasks only")
+    ev.add_argument("--critical-rule", default="weight>=4", choices=("weight>=4", "flag", "either"))
+    ev.add_argument("--multi-turn", default="pooled", choices=("pooled", "per_turn"))
+    ev.add_argument("--name", default=None, help="run name in reports (default: the output dir's name)")
+    ev.add_argument("--out", required=True, help="run directory (records.jsonl, config.json, images/)")
+    ev.add_argument("--resume", action="store_true", help="continue a run in --out: skip done tasks, retry errors")
+    ev.add_argument("--no-progress", action="store_true")
+    ev.set_defaults(func=run_eval)
+
+    jd = subparsers.add_parser("judge", help="re-score a run's saved answers with another judge (cached)")
+    jd.add_argument("run", help="a `vtb eval` run directory")
+    jd.add_argument("--judge", required=True, help="exact | openai:MODEL@URL | hf:PATH")
+    jd.add_argument("--data", default=None, help="where the tasks' rubrics come from (default: the run's --data)")
+    jd.add_argument("--critical-rule", default=None, choices=("weight>=4", "flag", "either"))
+    jd.add_argument("--multi-turn", default=None, choices=("pooled", "per_turn"))
+    jd.add_argument("--out", required=True, help="new run directory for the re-scored records (resumable)")
+    jd.set_defaults(func=run_judge)
+
+    rp = subparsers.add_parser("report", help="tables, plots and an HTML report from one or more runs")
+    rp.add_argument("runs", nargs="+", help="run directories (NAME=DIR to rename a run)")
+    rp.add_argument("--out", required=True, help="report directory")
+    rp.add_argument("--max-trajectories", type=int, default=None, help="per run, in the HTML")
+    rp.set_defaults(func=run_report)
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from agents.ablations import ablate_agent, env_overrides
+    from rewards.compose import EpisodeReward
+    from vtb_env.config import EnvConfig
+    from vtb_env.env import VisualToolBenchEnv
+    from vtb_env.evaluation.runner import Scoring, evaluate
+    from vtb_env.evaluation.specs import load_eval_tasks, make_agent, make_judge
+
+    out = Path(args.out)
+    tasks = load_eval_tasks(args.data, limit=args.limit)
+    if not tasks:
+        print(f"error: no tasks loaded from {args.data!r}", file=sys.stderr)
+        return 2
+    agent = ablate_agent(make_agent(args.agent, seed=args.seed, temperature=args.temperature, max_tokens=args.max_tokens), args.ablation)
+    judge = make_judge(args.judge, cache_path=out / "judge_cache.sqlite" if args.judge != "exact" else None)
+    env_config = EnvConfig.preset(args.preset, **env_overrides(args.ablation))
+    scoring = Scoring(args.critical_rule, args.multi_turn)
+    config = {
+        "name": args.name or out.name,
+        "data": args.data,
+        "limit": args.limit,
+        "tasks": len(tasks),
+        "agent": agent.describe() if hasattr(agent, "describe") else {"name": agent.name},
+        "judge": judge.judge_id,
+        "judge_spec": args.judge,
+        "preset": args.preset,
+        "ablation": args.ablation,
+        "samples": args.samples,
+        "seed": args.seed,
+        "scoring": vars(scoring),
+    }
+    digest = write_config(out, config)
+    reward = EpisodeReward(judge=judge)
+    identity = {"agent": agent.name, "judge": judge.judge_id, "ablation": args.ablation, "preset": args.preset}
+    try:
+        result = evaluate(
+            tasks, agent, lambda ts: VisualToolBenchEnv(ts, reward=reward, config=env_config), judge, out,
+            config_hash=digest, samples=args.samples, concurrency=args.concurrency, seed=args.seed,
+            resume=args.resume, scoring=scoring, progress=not args.no_progress, identity=identity,
+        )
+    finally:
+        if hasattr(agent, "close"):
+            agent.close()
+    print(f"{result.succeeded} done, {result.failed} errors, {result.skipped} already done; records in {out / RECORDS_FILE}")
+    _print_tables([out])
+    return 1 if result.failed else 0
+
+
+def run_judge(args: argparse.Namespace) -> int:
+    from vtb_env.evaluation.runner import Scoring, judge_episode
+    from vtb_env.evaluation.specs import load_eval_tasks, make_judge
+
+    source, out = Path(args.run), Path(args.out)
+    config = read_config(source)
+    if not config:
+        print(f"error: {source} has no config.json (not a `vtb eval` run)", file=sys.stderr)
+        return 2
+    tasks = {task.id: task for task in load_eval_tasks(args.data or config["data"], limit=config.get("limit"))}
+    judge = make_judge(args.judge, cache_path=out / "judge_cache.sqlite" if args.judge != "exact" else None)
+    scoring_config = {**config.get("scoring", {})}
+    scoring_config.update({k: v for k, v in (("critical_rule", args.critical_rule), ("multi_turn", args.multi_turn)) if v})
+    scoring = Scoring(**scoring_config)
+    new_config = {**{k: v for k, v in config.items() if k != "config_hash"}, "judge": judge.judge_id, "judge_spec": args.judge,
+                  "scoring": vars(scoring), "rejudged_from": str(source.resolve()), "name": out.name}
+    digest = write_config(out, new_config)
+    done = done_keys(out / RECORDS_FILE)
+    records = [r for r in latest_records(source / RECORDS_FILE).values() if r.get("status") == "ok" and r["key"] not in done]
+    missing = sorted({r["task_id"] for r in records if r["task_id"] not in tasks})
+    if missing:
+        print(f"error: {len(missing)} tasks of the run are not in the data (e.g. {missing[0]}); pass --data", file=sys.stderr)
+        return 2
+    with RunLog(out / RECORDS_FILE) as log:
+        for record in records:
+            for relpath in record.get("image_files", {}).values():
+                target = out / relpath
+                if not target.exists():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(source / relpath, target)
+            judged = judge_episode(tasks[record["task_id"]], record["answers"], judge, scoring)
+            log.append({**record, **judged, "config_hash": digest, "judge": judge.judge_id})
+    stats = judge.stats
+    print(f"re-judged {len(records)} records ({len(done)} already done) with {judge.judge_id}: "
+          f"{stats.checks} exact checks, {stats.cache_hits} cache hits, {stats.backend_calls} judge calls, {stats.errors} errors")
+    _print_tables([out])
+    return 0
+
+
+def _parse_run_arg(value: str) -> tuple[str | None, Path]:
+    if "=" in value and not Path(value).exists():
+        name, path = value.split("=", 1)
+        return name, Path(path)
+    return None, Path(value)
+
+
+def _print_tables(paths: list[Path]) -> list[dict[str, Any]]:
+    from vtb_env.evaluation.metrics import Run, pick_labels, summarize
+    from vtb_env.evaluation.tables import comparison_table, render_text
+
+    runs = [Run.load(path) for path in paths]
+    labels = pick_labels(runs)
+    summaries = [summarize(run, labels) for run in runs]
+    print(render_text(comparison_table(summaries)))
+    return summaries
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from vtb_env.evaluation.report import write_report
+
+    runs = [_parse_run_arg(value) for value in args.runs]
+    paths = write_report(runs, Path(args.out), max_trajectories=args.max_trajectories)
+    print(paths["text"].read_text())
+    print(f"HTML report: {paths['html'].resolve()}")
+    return 0

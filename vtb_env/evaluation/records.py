@@ -1,0 +1,125 @@
+"""The run file: one JSON line per finished (task, sample), appended atomically, safe to resume.
+
+A run directory holds ``config.json`` (what was evaluated, with its hash) and
+``records.jsonl``. Each line is a complete record written with a single ``write`` on an
+``O_APPEND`` descriptor and fsynced, so a crash or Ctrl-C leaves at most one torn last line;
+``RunLog`` cuts it off when reopened. A record's ``status`` is ``ok`` (the episode ran and was
+judged) or ``error`` (recorded with its message, retried on resume, never counted as done).
+When a key has several records the last ``ok`` one wins (re-judging appends, never rewrites).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+RECORDS_FILE = "records.jsonl"
+CONFIG_FILE = "config.json"
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    """A short stable hash of a run's configuration (key order does not matter)."""
+    canonical = json.dumps(config, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def record_key(task_id: str, sample: int) -> str:
+    return f"{task_id}#{sample}"
+
+
+class RunLog:
+    """Append-only JSONL of records, thread-safe; reads tolerate a torn last line."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._repair()
+        self._lock = threading.Lock()
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def _repair(self) -> None:
+        """Cut a torn last line (a crash mid-write) so the next append starts on a fresh line."""
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return
+        with open(self.path, "rb+") as handle:
+            data = handle.read()
+            if data.endswith(b"\n"):
+                return
+            handle.truncate(data.rfind(b"\n") + 1)
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+        with self._lock:
+            written = os.write(self._fd, line)
+            if written != len(line):  # never for regular files, but a torn line must not go unnoticed
+                raise OSError(f"short write to {self.path}: {written} of {len(line)} bytes")
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    def __enter__(self) -> "RunLog":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Every readable record in file order; a torn or corrupt line is skipped (its task reruns)."""
+    path = Path(path)
+    if not path.exists():
+        return
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.endswith("\n"):
+                break
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and "key" in record:
+                yield record
+
+
+def latest_records(path: str | Path) -> dict[str, dict[str, Any]]:
+    """The record that counts for each key: the last ``ok`` one, else the last error."""
+    chosen: dict[str, dict[str, Any]] = {}
+    for record in iter_records(path):
+        previous = chosen.get(record["key"])
+        if previous is None or record.get("status") == "ok" or previous.get("status") != "ok":
+            chosen[record["key"]] = record
+    return chosen
+
+
+def done_keys(path: str | Path) -> set[str]:
+    """Keys with an ``ok`` record: what ``--resume`` skips."""
+    return {key for key, record in latest_records(path).items() if record.get("status") == "ok"}
+
+
+def write_config(run_dir: Path, config: Mapping[str, Any]) -> str:
+    """Write ``config.json`` (with its hash); on resume the stored hash must match."""
+    digest = config_hash(config)
+    path = run_dir / CONFIG_FILE
+    if path.exists():
+        stored = json.loads(path.read_text())
+        if stored.get("config_hash") != digest:
+            raise ValueError(
+                f"{run_dir} holds a run with a different configuration (hash {stored.get('config_hash')} != {digest}); "
+                "use another --out directory, or the same options as that run"
+            )
+        return digest
+    run_dir.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({**config, "config_hash": digest}, indent=2, sort_keys=True, default=str))
+    os.replace(tmp, path)
+    return digest
+
+
+def read_config(run_dir: str | Path) -> dict[str, Any]:
+    path = Path(run_dir) / CONFIG_FILE
+    return json.loads(path.read_text()) if path.exists() else {}

@@ -1,0 +1,272 @@
+"""``evaluate``: run an agent on tasks through the env, judge each episode, append one record each.
+
+Work items are (task, sample) pairs. Worker threads each own one env (its tools and sandbox)
+and share the agent and the judge. A finished item is judged and appended to
+``records.jsonl`` at once (see ``records``), so a crash loses at most the items in flight;
+``resume=True`` skips the keys that already have an ``ok`` record and retries the errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import sys
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence, TextIO
+
+from agents.base import Agent, summarize_calls
+from rewards.judge.judge import Judge, judge_task
+from rewards.scoring import score_task
+from vtb_env.evaluation.metrics import episode_calls
+from vtb_env.evaluation.records import RECORDS_FILE, RunLog, done_keys, record_key
+from vtb_env.tasks import Task
+from vtb_env.trajectory import EpisodeRecord
+
+EnvFactory = Callable[[Sequence[Task]], Any]  # tasks -> a VisualToolBenchEnv
+MAX_STEPS_PER_TURN = 64  # a policy that never answers and never hits the cap cannot hang a run
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """How verdicts become a task score: the critical rule and the multi-turn mode (rewards.scoring)."""
+
+    critical_rule: str = "weight>=4"
+    multi_turn: str = "pooled"
+
+
+def judge_episode(task: Task, answers: Sequence[str | None], judge: Judge, scoring: Scoring) -> dict[str, Any]:
+    """Verdicts (per turn, with rubric text and weight, for reports) and the task score."""
+    verdicts = judge_task(judge, task, list(answers))
+    score = score_task(task, verdicts, scoring.critical_rule, scoring.multi_turn)  # type: ignore[arg-type]
+    return {
+        "verdicts": [
+            [
+                {
+                    "rubric_id": rubric.id,
+                    "description": rubric.description,
+                    "weight": rubric.weight,
+                    "critical": rubric.is_critical(scoring.critical_rule),  # type: ignore[arg-type]
+                    "status": turn_verdicts[rubric.id].status,
+                    "explanation": turn_verdicts[rubric.id].explanation,
+                    "source": turn_verdicts[rubric.id].source,
+                    "error": turn_verdicts[rubric.id].error,
+                }
+                for rubric in turn.rubrics
+            ]
+            for turn, turn_verdicts in zip(task.turns, verdicts)
+        ],
+        "score": {"score": score.score, "passed": score.passed, "complete": score.complete, "n_judge_errors": score.n_judge_errors},
+        "judge": judge.judge_id,
+    }
+
+
+def task_summary(task: Task) -> dict[str, Any]:
+    """What reports need of a task (prompts, golden answers and image names for the HTML view)."""
+    return {
+        "id": task.id,
+        "turncase": task.turncase,
+        "domain": task.domain,
+        "eval_focus": task.eval_focus,
+        "mode_label": task.mode_label,
+        "turns": [
+            {"prompt": turn.prompt, "golden_answer": turn.golden_answer, "images": [image.name for image in turn.images]}
+            for turn in task.turns
+        ],
+    }
+
+
+class _ImageStore:
+    """Images the model saw or made, stored once per content hash under ``run_dir/images``."""
+
+    def __init__(self, run_dir: Path):
+        self.dir = run_dir / "images"
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def save(self, observation: Mapping[str, Any], hashes: Mapping[str, str], files: dict[str, str]) -> None:
+        for name, image in zip(observation.get("image_names") or (), observation.get("images") or ()):
+            if name in files:
+                continue
+            digest = hashes.get(name) or hashlib.sha256(name.encode()).hexdigest()
+            relpath = f"images/{digest[:32]}.png"
+            target = self.dir.parent / relpath
+            if not target.exists():
+                buffer = io.BytesIO()
+                image.save(buffer, format="PNG")
+                tmp = target.with_suffix(f".{threading.get_ident()}.tmp")
+                tmp.write_bytes(buffer.getvalue())
+                tmp.replace(target)
+            files[name] = relpath
+
+
+def _image_hashes(record: EpisodeRecord) -> dict[str, str]:
+    hashes = {image["name"]: image["sha256"] for image in record.metadata.get("images", [])}
+    for call in record.tool_calls:
+        hashes.update({image["name"]: image["sha256"] for image in call.images})
+    return hashes
+
+
+def run_episode(env: Any, agent: Agent, task: Task, store: _ImageStore | None = None, seed: int | None = None) -> tuple[EpisodeRecord, dict[str, str], bool]:
+    """One episode: (the record, image name -> stored file, truncated)."""
+    observation, info = env.reset(seed=seed, options={"task_id": task.id})
+    files: dict[str, str] = {}
+    steps = 0
+    while True:
+        if store is not None:
+            store.save(observation, _image_hashes(info["record"]), files)
+        action = agent.act(observation)
+        observation, _, terminated, truncated, info = env.step(action)
+        steps += 1
+        if terminated or truncated:
+            break
+        if steps >= MAX_STEPS_PER_TURN * len(task.turns):
+            raise RuntimeError(f"episode exceeded {steps} steps without ending")
+    if store is not None:
+        store.save(observation, _image_hashes(info["record"]), files)
+    return info["record"], files, bool(truncated)
+
+
+class Progress:
+    """A one-line progress bar: done/total, rate, ETA, live pass rate, errors."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, enabled: bool = True):
+        self.total, self.done, self.passed, self.errors = total, 0, 0, 0
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.start = time.perf_counter()
+        self._lock = threading.Lock()
+
+    def update(self, record: Mapping[str, Any]) -> None:
+        with self._lock:
+            self.done += 1
+            if record.get("status") == "ok":
+                self.passed += bool(record["score"]["passed"])
+            else:
+                self.errors += 1
+            self._draw()
+
+    def _draw(self) -> None:
+        if not self.enabled:
+            return
+        elapsed = time.perf_counter() - self.start
+        eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
+        judged = self.done - self.errors
+        pass_rate = f"{100 * self.passed / judged:.1f}%" if judged else "n/a"
+        width = 24
+        filled = int(width * self.done / max(1, self.total))
+        line = (
+            f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+            f"{elapsed:.0f}s ETA {eta:.0f}s pass {pass_rate} errors {self.errors}"
+        )
+        self.stream.write(line)
+        if self.done >= self.total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+@dataclass
+class EvalResult:
+    run_dir: Path
+    attempted: int
+    succeeded: int
+    failed: int
+    skipped: int
+
+
+def evaluate(
+    tasks: Sequence[Task],
+    agent: Agent,
+    make_env: EnvFactory,
+    judge: Judge,
+    run_dir: str | Path,
+    *,
+    config_hash: str = "",
+    samples: int = 1,
+    concurrency: int = 1,
+    seed: int = 0,
+    resume: bool = False,
+    scoring: Scoring = Scoring(),
+    save_images: bool = True,
+    progress: bool = True,
+    identity: Mapping[str, Any] | None = None,
+) -> EvalResult:
+    """Run every (task, sample) not yet done and append its record; see the module docstring."""
+    run_dir = Path(run_dir)
+    path = run_dir / RECORDS_FILE
+    if path.exists() and path.stat().st_size and not resume:
+        raise FileExistsError(f"{path} already has records: pass --resume to continue that run, or choose another --out")
+    finished = done_keys(path) if resume else set()
+    items = [(task, sample) for task in tasks for sample in range(samples) if record_key(task.id, sample) not in finished]
+    store = _ImageStore(run_dir) if save_images else None
+    local = threading.local()
+    envs: list[Any] = []
+    envs_lock = threading.Lock()
+
+    def env_for_thread() -> Any:
+        if not hasattr(local, "env"):
+            local.env = make_env(tasks)
+            with envs_lock:
+                envs.append(local.env)
+        return local.env
+
+    def run_item(task: Task, sample: int) -> dict[str, Any]:
+        key = record_key(task.id, sample)
+        base = {"key": key, "task_id": task.id, "sample": sample, "config_hash": config_hash, **(identity or {}), "task": task_summary(task)}
+        start = time.time()
+        agent.drain_records()
+        try:
+            episode, files, truncated = run_episode(env_for_thread(), agent, task, store, seed=seed + sample)
+            episode_s = time.time() - start
+            judged = judge_episode(task, episode.final_answers, judge, scoring)
+        except Exception as exc:  # recorded and retried on resume; never counted as done
+            return {
+                **base,
+                "status": "error",
+                "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc(limit=8),
+                "usage": summarize_calls(agent.drain_records()),
+                "timings": {"wall_s": time.time() - start},
+            }
+        episode_dict = episode.to_dict()
+        return {
+            **base,
+            "status": "ok",
+            "error": None,
+            "episode": episode_dict,
+            "answers": episode.final_answers,
+            "truncated": truncated,
+            **judged,
+            "tool_use": {
+                "calls": len(episode.tool_calls),
+                "failed_calls": sum(1 for call in episode.tool_calls if not call.ok),
+                "used_tools": episode.used_tools,
+            },
+            "image_files": files,
+            "usage": summarize_calls(agent.drain_records()),
+            "timings": {"wall_s": time.time() - start, "episode_s": episode_s, "judge_s": time.time() - start - episode_s},
+            "started_at": start,
+        }
+
+    bar = Progress(len(items), enabled=progress)
+    succeeded = failed = 0
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
+    with RunLog(path) as log:
+        try:
+            futures = [pool.submit(run_item, task, sample) for task, sample in items]
+            for future in as_completed(futures):
+                record = future.result()
+                log.append(record)
+                bar.update(record)
+                succeeded += record["status"] == "ok"
+                failed += record["status"] != "ok"
+        finally:
+            # On Ctrl-C: drop queued items (they rerun on resume); items in flight finish unrecorded.
+            pool.shutdown(wait=True, cancel_futures=True)
+            for env in envs:
+                env.close()
+    return EvalResult(run_dir, len(items), succeeded, failed, len(finished))
+

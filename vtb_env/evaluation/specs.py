@@ -1,0 +1,84 @@
+"""Command-line specs for data, agents and judges.
+
+- data: ``demo``, an official parquet file/dir, a toolkit dir, a project ``tasks.jsonl``/dir
+  (everything ``vtb_env.loaders.load_tasks`` reads), or ``synth:N:SEED`` (generated tasks);
+- agent: ``ocr-baseline``, ``openai:MODEL@BASE_URL`` (native tool calls; ``openai-text:`` for
+  raw text parsed by the env), ``hf:PATH`` (a local checkpoint);
+- judge: ``exact`` (programmatic rubric checks only), ``openai:MODEL@BASE_URL``, ``hf:PATH``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from agents.base import Agent
+from rewards.judge.judge import Judge
+from vtb_env.tasks import Task
+
+
+class SpecError(ValueError):
+    """A spec string could not be understood; the message says what is accepted."""
+
+
+def _model_at_url(spec: str, prefix: str) -> tuple[str, str]:
+    rest = spec[len(prefix) :]
+    if "@" not in rest:
+        raise SpecError(f"{spec!r}: expected {prefix}MODEL@BASE_URL, e.g. {prefix}my-model@http://127.0.0.1:8000/v1")
+    model, url = rest.rsplit("@", 1)
+    if not model or not url.startswith(("http://", "https://")):
+        raise SpecError(f"{spec!r}: expected {prefix}MODEL@http(s)://HOST:PORT/v1")
+    return model, url
+
+
+def make_agent(spec: str, *, seed: int | None = None, temperature: float = 0.0, max_tokens: int = 2048) -> Agent:
+    if spec == "ocr-baseline":
+        from agents.ocr_baseline import OcrBaselineAgent
+
+        return OcrBaselineAgent()
+    for prefix, mode in (("openai:", "native"), ("openai-text:", "text")):
+        if spec.startswith(prefix):
+            from agents.openai_chat import OpenAIChatAgent, Sampling
+
+            model, url = _model_at_url(spec, prefix)
+            sampling = Sampling(temperature=temperature, seed=seed, max_tokens=max_tokens)
+            return OpenAIChatAgent(model, url, api_key=os.environ.get("OPENAI_API_KEY"), tool_mode=mode, sampling=sampling)  # type: ignore[arg-type]
+    if spec.startswith("hf:"):
+        from agents.transformers_agent import TransformersAgent
+
+        return TransformersAgent(spec[3:], seed=seed, temperature=temperature, max_new_tokens=max_tokens)
+    raise SpecError(f"unknown agent {spec!r}; use ocr-baseline, openai:MODEL@URL, openai-text:MODEL@URL or hf:PATH")
+
+
+def make_judge(spec: str, cache_path: str | Path | None = None) -> Judge:
+    from rewards.judge.cache import VerdictCache
+
+    if spec == "exact":
+        return Judge(backend=None)
+    cache = VerdictCache(cache_path) if cache_path else None
+    if spec.startswith("openai:"):
+        from rewards.judge.backends import OpenAIChatBackend
+
+        model, url = _model_at_url(spec, "openai:")
+        key = os.environ.get("VTB_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        return Judge(OpenAIChatBackend(model, url, key), cache=cache)
+    if spec.startswith("hf:"):
+        from rewards.judge.backends import TransformersBackend
+
+        return Judge(TransformersBackend.from_pretrained(spec[3:]), cache=cache)
+    raise SpecError(f"unknown judge {spec!r}; use exact, openai:MODEL@URL or hf:PATH")
+
+
+def load_eval_tasks(spec: str, *, limit: int | None = None, ids: Any = None) -> list[Task]:
+    if spec.startswith("synth:"):
+        parts = spec.split(":")
+        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].lstrip("-").isdigit():
+            raise SpecError(f"{spec!r}: expected synth:N:SEED, e.g. synth:50:0")
+        from vtb_env.synth import generate_tasks
+
+        tasks = list(generate_tasks(int(parts[1]), seed=int(parts[2])))
+        return tasks[:limit] if limit else tasks
+    from vtb_env.loaders import load_tasks
+
+    return load_tasks(spec, limit=limit, ids=ids)
