@@ -20,7 +20,7 @@ class ToolCallRecord:
     output: str = ""  # the tool message text
     error: str | None = None  # None when the call succeeded
     error_kind: str | None = None  # "parse_error" | "invalid_call" | "tool_error" | "timeout" | ...
-    latency_s: float = 0.0
+    latency_s: float = field(default=0.0, compare=False)  # timings are not part of what happened
     images: list[dict[str, str]] = field(default_factory=list)  # [{"name", "sha256"}]
     round_index: int = 0  # calls sent in one action share a round
     repaired: bool = False  # the call's JSON was near-miss and had to be repaired
@@ -40,7 +40,7 @@ class StepRecord:
     final_answer: str | None = None  # set when this step closed the turn
     parse_errors: list[str] = field(default_factory=list)
     parser: str | None = None  # which tool-call format was detected
-    env_overhead_s: float = 0.0
+    env_overhead_s: float = field(default=0.0, compare=False)
 
 
 @dataclass

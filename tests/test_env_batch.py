@@ -1,0 +1,64 @@
+"""EnvPool: tool calls of all episodes run concurrently; a slow call does not stall the others."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import as_completed
+
+import pytest
+
+from tests.support.env_tools import hermes, make_task, small_tools
+from vtb_env.batch import EnvPool
+from vtb_env.env import VisualToolBenchEnv, check_reward
+
+
+def make_pool(n: int) -> EnvPool:
+    return EnvPool.make(n, tasks=[make_task(f"t{i}") for i in range(4)], tools=small_tools(), reward=check_reward)
+
+
+def test_batched_step_runs_tool_calls_concurrently():
+    pool = make_pool(4)
+    resets = pool.reset(seed=0)
+    assert [info["task"]["id"] for _, info in resets] == [info["task"]["id"] for _, info in make_pool(4).reset(seed=0)]
+    start = time.perf_counter()
+    results = pool.step([hermes("web_search", query="sleep 0.4")] * 4)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 1.2, f"4 calls of 0.4 s took {elapsed:.2f} s: not concurrent"
+    assert all(r.observation["messages"][-1]["role"] == "tool" and r.reward == 0.0 for r in results)
+    finals = pool.step(["It is 10.", None, "It is 10.", "nothing"])
+    assert finals[1] is None and finals[0].terminated and finals[0].reward == 1.0 and finals[3].reward == 0.0
+    pool.close()
+
+
+def test_fast_episodes_complete_while_a_slow_call_runs():
+    pool = make_pool(3)
+    pool.reset(seed=1)
+    slow = pool.submit(0, hermes("web_search", query="sleep 0.6"))
+    fast = [pool.submit(i, hermes("calculator", expression="1")) for i in (1, 2)]
+    first_two = []
+    for future in as_completed([slow, *fast]):
+        first_two.append(future)
+        if len(first_two) == 2:
+            break
+    assert slow not in first_two and not slow.done()
+    with pytest.raises(RuntimeError, match="in flight"):
+        pool.submit(0, "x")
+    again = pool.submit(1, "It is 10.").result()  # a fast episode moves on
+    assert again.terminated
+    assert slow.result().observation["messages"][-1]["role"] == "tool"
+    pool.close()
+
+
+def test_batched_results_match_sequential_stepping():
+    actions = [[hermes("python_image_processing", code="save save"), "It is 10."], [hermes("calculator", expression="9"), "It is 9."]]
+    pool = make_pool(2)
+    pool.reset(seed=5)
+    batched = [pool.step([a[k] for a in actions]) for k in range(2)][-1]
+    for i, env_actions in enumerate(actions):
+        env = VisualToolBenchEnv(tasks=[make_task(f"t{j}") for j in range(4)], tools=small_tools(), reward=check_reward)
+        env.reset(seed=5 + i)
+        for action in env_actions:
+            obs, reward, terminated, truncated, info = env.step(action)
+        assert obs["messages"] == batched[i].observation["messages"] and reward == batched[i].reward
+        assert info["record"] == batched[i].info["record"]
+    pool.close()
