@@ -1,0 +1,91 @@
+"""Is "tool-required" really required? An OCR probe over generated tasks.
+
+For a tool-required task the probe reads each key fact (``metadata["key_facts"]``) in the
+original image, then runs the turn's reference ``python_image_processing`` code in a temporary
+working directory (in-process) and reads the images it saved. For a tool-redundant twin it
+reads the original images only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from PIL import Image
+
+from vtb_env import ocr
+from vtb_env.tasks import Task
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    task_id: str
+    mode_label: str
+    facts: int
+    read_before: int  # key facts the OCR reads in the original images
+    read_after: int  # key facts it reads in the reference code's output (tool-required only)
+
+    @property
+    def needs_tools(self) -> bool:
+        """Some key fact is unreadable as shown and all are readable after the reference code."""
+        return self.read_before < self.facts and self.read_after == self.facts
+
+    @property
+    def readable_directly(self) -> bool:
+        return self.read_before == self.facts
+
+
+def run_reference_code(task: Task, workdir: Path) -> dict[int, list[Path]]:
+    """Execute every turn's ``python_image_processing`` code; returns the images each turn saved."""
+    for image in task.images:
+        (workdir / image.name).write_bytes(image.read_bytes())
+    saved: dict[int, list[Path]] = {}
+    with contextlib.chdir(workdir):
+        for t, turn in enumerate(task.turns):
+            before = set(workdir.glob("transformed_image_*.png"))
+            for call in json.loads(turn.tool_trajectory_raw or "[]"):
+                if call["tool"] == "python_image_processing":
+                    exec(compile(call["arguments"]["code"], f"<{task.id} turn {t + 1}>", "exec"), {"__name__": "__main__"})
+            saved[t] = sorted(set(workdir.glob("transformed_image_*.png")) - before)
+    return saved
+
+
+def probe_task(task: Task, engine: ocr.OcrEngine | None = None) -> ProbeResult:
+    facts = task.metadata.get("key_facts", [])
+    images = {image.name: image for image in task.images}
+    seen: dict[str, str] = {}
+
+    def read(name: str, path: Path | None = None) -> str:
+        if name not in seen:
+            seen[name] = ocr.text_of(Image.open(path) if path else images[name].open(), engine)
+        return seen[name]
+
+    before = sum(ocr.contains(read(f["image"]), f["text"]) for f in facts)
+    after = 0
+    if task.mode_label == "tool_required":
+        with tempfile.TemporaryDirectory(prefix="vtb-probe-") as tmp:
+            outputs = run_reference_code(task, Path(tmp))
+            for fact in facts:
+                texts = [read(f"{task.id}/{p.name}", p) for p in outputs.get(fact["turn"], [])]
+                after += any(ocr.contains(text, fact["text"]) for text in texts)
+    return ProbeResult(task.id, task.mode_label or "", len(facts), before, after)
+
+
+def summarize(results: Iterable[ProbeResult]) -> dict[str, float]:
+    """The headline shares: tool-required tasks that need the tools, twins read directly."""
+    results = list(results)
+    required = [r for r in results if r.mode_label == "tool_required"]
+    redundant = [r for r in results if r.mode_label == "tool_redundant"]
+    share = lambda flags: round(sum(flags) / len(flags), 3) if flags else float("nan")  # noqa: E731
+    return {
+        "tool_required": len(required),
+        "required_unreadable_before": share([r.read_before < r.facts for r in required]),
+        "required_readable_after": share([r.read_after == r.facts for r in required]),
+        "required_needs_tools": share([r.needs_tools for r in required]),
+        "tool_redundant": len(redundant),
+        "redundant_readable_directly": share([r.readable_directly for r in redundant]),
+    }

@@ -1,0 +1,104 @@
+"""Task generation: one seeded task (and its twin) per index, a finite batch, an endless stream.
+
+Every task is a pure function of ``(seed, index, difficulty)``: facts, wording and images come
+from ``numpy`` generators seeded with ``[seed, index, purpose]``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from itertools import count
+from typing import Callable, Iterator, Mapping, Union
+
+import numpy as np
+
+from vtb_env.synth.categories import BUILDERS
+from vtb_env.synth.twins import TOOL_REDUNDANT, TOOL_REQUIRED, assemble
+from vtb_env.tasks import DOMAINS, TASK_CATEGORIES, Task
+
+Difficulty = Union[float, Callable[[int], float]]
+_FACTS, _CHOICE, _RENDER_REQUIRED, _RENDER_REDUNDANT = 1, 0, 2, 3
+
+
+def _task_id(seed: int, index: int, label: str) -> str:
+    return hashlib.sha1(f"vtb-synth:{seed}:{index}:{label}".encode()).hexdigest()[:24]
+
+
+def _weights(names: tuple[str, ...], mix: Mapping[str, float] | None, what: str) -> np.ndarray:
+    if not mix:
+        return np.full(len(names), 1.0 / len(names))
+    unknown = set(mix) - set(names)
+    if unknown:
+        raise ValueError(f"unknown {what} in mix: {sorted(unknown)}; choose from {list(names)}")
+    weights = np.array([float(mix.get(name, 0.0)) for name in names])
+    if (weights < 0).any() or weights.sum() <= 0:
+        raise ValueError(f"{what} weights must be non-negative and not all zero: {dict(mix)}")
+    return weights / weights.sum()
+
+
+def generate_pair(seed: int, index: int, *, domain: str | None = None, category: str | None = None,
+                  difficulty: float = 0.5, twins: bool = True) -> list[Task]:
+    """The tool-required task at ``index`` and, when the task admits one, its tool-redundant twin.
+
+    Tasks whose answer needs a corpus or weather lookup have no twin (no rendering makes the
+    lookup redundant).
+    """
+    if not 0.0 <= difficulty <= 1.0:
+        raise ValueError(f"difficulty must be in [0, 1], got {difficulty}")
+    choice = np.random.default_rng([seed, index, _CHOICE])
+    domain = domain or str(choice.choice(DOMAINS))
+    category = category or str(choice.choice(TASK_CATEGORIES))
+    if domain not in DOMAINS or category not in BUILDERS:
+        raise ValueError(f"unknown domain {domain!r} or category {category!r}")
+    blueprint = BUILDERS[category](np.random.default_rng([seed, index, _FACTS]), domain, difficulty)
+    required_id, redundant_id = _task_id(seed, index, TOOL_REQUIRED), _task_id(seed, index, TOOL_REDUNDANT)
+    with_twin = twins and not blueprint.needs_lookup
+    base = {"generator": "vtb_env.synth", "seed": seed, "index": index,
+            "pair_id": hashlib.sha1(f"vtb-synth:{seed}:{index}".encode()).hexdigest()[:24]}
+    tasks = [assemble(blueprint, TOOL_REQUIRED, task_id=required_id, difficulty=difficulty,
+                      rng=np.random.default_rng([seed, index, _RENDER_REQUIRED]),
+                      metadata={**base, "twin_id": redundant_id if with_twin else None})]
+    if with_twin:
+        tasks.append(assemble(blueprint, TOOL_REDUNDANT, task_id=redundant_id, difficulty=difficulty,
+                              rng=np.random.default_rng([seed, index, _RENDER_REDUNDANT]),
+                              metadata={**base, "twin_id": required_id}))
+    return tasks
+
+
+def stream(seed: int = 0, mix: Mapping[str, float] | None = None, *, domains: Mapping[str, float] | None = None,
+           difficulty: Difficulty = 0.5, twins: bool = True, start: int = 0) -> Iterator[Task]:
+    """Yield tasks forever: each index gives a tool-required task, then its twin when it has one.
+
+    ``mix`` weights the categories (``TASK_CATEGORIES`` names), ``domains`` the domains;
+    ``difficulty`` is a number in [0, 1] or a function of the index (a curriculum).
+    """
+    category_p, domain_p = _weights(TASK_CATEGORIES, mix, "category"), _weights(DOMAINS, domains, "domain")
+    for index in count(start):
+        pick = np.random.default_rng([seed, index, _CHOICE])
+        category = TASK_CATEGORIES[int(pick.choice(len(TASK_CATEGORIES), p=category_p))]
+        domain = DOMAINS[int(pick.choice(len(DOMAINS), p=domain_p))]
+        level = difficulty(index) if callable(difficulty) else difficulty
+        yield from generate_pair(seed, index, domain=domain, category=category, difficulty=float(level), twins=twins)
+
+
+def generate(n: int, seed: int = 0, mix: Mapping[str, float] | None = None, **options) -> list[Task]:
+    """The first ``n`` tasks of ``stream(seed, mix, **options)``."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    tasks = []
+    for task in stream(seed, mix, **options):
+        if len(tasks) >= n:
+            break
+        tasks.append(task)
+    return tasks
+
+
+DEMO_SEED = 2024
+
+
+def demo_tasks() -> list[Task]:
+    """The bundled demo set: every domain x category once (tool-required) plus the twins."""
+    tasks = []
+    for index, (domain, category) in enumerate((d, c) for c in TASK_CATEGORIES for d in DOMAINS):
+        tasks += generate_pair(DEMO_SEED, index, domain=domain, category=category, difficulty=0.5)
+    return tasks
