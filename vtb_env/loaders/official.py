@@ -194,8 +194,9 @@ def _check_counts(row: Mapping[str, Any], n_turns: int, n_images: int) -> None:
 def _metadata(row: Mapping[str, Any], layout: Layout) -> dict[str, Any]:
     """Columns the model does not consume, kept verbatim when JSON-serialisable (num_turns, ...)."""
     extra: dict[str, Any] = {"source_schema": layout.name}
+    consumed = layout.consumed()
     for key, value in row.items():
-        if key in layout.consumed() or key.endswith("_paths"):
+        if key in consumed:
             continue
         try:
             json.dumps(value)

@@ -20,6 +20,8 @@ from vtb_env.loaders.official import FILTER_COLUMNS, detect_layout, read_columns
 
 # Rows per record batch: a row holds 1-5 encoded images (~1-10 MB), so keep batches small.
 BATCH_ROWS = 8
+# Read column chunks through a small buffer instead of pre-buffering a whole row group at once.
+READ_BUFFER_BYTES = 1 << 20
 
 
 def parquet_files(source: str | Path) -> list[Path]:
@@ -54,7 +56,7 @@ def parquet_candidates(source: str | Path, task_filter: TaskFilter, report: Load
     report.kind = "parquet"
     for path in parquet_files(source):
         try:
-            file = pq.ParquetFile(path)
+            file = pq.ParquetFile(path, pre_buffer=False, buffer_size=READ_BUFFER_BYTES)
         except Exception as exc:  # not parquet, truncated footer...
             raise DatasetError(f"cannot read parquet file {path}: {exc}") from exc
         with file:

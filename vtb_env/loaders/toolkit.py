@@ -56,10 +56,11 @@ def toolkit_candidates(root: Path, report: LoadReport) -> Iterator[Candidate]:
         if not isinstance(entries, list):
             raise DatasetError(f"{json_path}: expected a JSON list of rows")
         for position, entry in enumerate(entries):
-            label = str(entry.get("id") or f"{json_path}#{position}") if isinstance(entry, dict) else f"{json_path}#{position}"
+            fallback = f"{json_path}#{position}"
             if not isinstance(entry, dict):
-                yield Candidate(label, {}, partial(_not_a_row, entry))
+                yield Candidate(fallback, {}, partial(_not_a_row, entry))
                 continue
+            label = str(entry.get("id") or fallback)
             row = _row_with_images(entry, json_path)
             layout = detect_layout(list(row))
             report.note_schema(layout.name)
