@@ -32,14 +32,14 @@ def items(n: int, tag: str) -> list[JudgeItem]:
     return [JudgeItem(f"Question {tag}", "The price is $16.", f"Rubric {tag}-{i}: reports $16", "It costs $16.") for i in range(n)]
 
 
-def throughput(server: ChatServer, concurrency: int, n: int, cache: VerdictCache | None = None, tag: str = "") -> tuple[float, int]:
-    backend = OpenAIChatBackend("bench-judge", server.base_url, max_concurrency=concurrency, timeout_s=30, retries=0)
+def throughput(server: ChatServer, concurrency: int, n: int, cache: VerdictCache | None = None, tag: str = "") -> tuple[float, int, int]:
+    """(rubrics/s, requests the server answered, judge errors). Connection errors are retried."""
+    backend = OpenAIChatBackend("bench-judge", server.base_url, max_concurrency=concurrency, timeout_s=30, retries=3, backoff_s=0.05)
     before = len(server.requests)
     started = time.perf_counter()
     verdicts = Judge(backend, cache=cache).judge(items(n, tag or f"c{concurrency}"))
     elapsed = time.perf_counter() - started
-    assert all(v.met for v in verdicts), [v for v in verdicts if not v.met][:1]
-    return n / elapsed, len(server.requests) - before
+    return n / elapsed, len(server.requests) - before, sum(not v.met for v in verdicts)
 
 
 def bench_episode() -> tuple[Task, EpisodeRecord]:
@@ -72,12 +72,12 @@ def main() -> None:
         baseline = None
         for concurrency in (1, 8, 32):
             n = 8 if concurrency == 1 else 4 * concurrency
-            rate, requests = throughput(server, concurrency, n)
+            rate, requests, errors = throughput(server, concurrency, n)
             baseline = baseline or rate
-            print(f"  concurrency {concurrency:>2}: {rate:7.1f} rubrics/s  ({requests} requests, x{rate / baseline:.1f} vs concurrency 1, ideal x{concurrency})")
+            print(f"  concurrency {concurrency:>2}: {rate:7.1f} rubrics/s  ({n} rubrics, {requests} answered, {errors} judge errors; x{rate / baseline:.1f} vs concurrency 1, ideal x{concurrency})")
         cache = VerdictCache(Path(tmp) / "verdicts.sqlite")
         throughput(server, 32, 512, cache, tag="cached")
-        rate, requests = throughput(server, 32, 512, cache, tag="cached")
+        rate, requests, _ = throughput(server, 32, 512, cache, tag="cached")
         print(f"  cache hits   : {rate:7.0f} rubrics/s  ({requests} requests for 512 rubrics, x{rate / baseline:.0f} vs concurrency 1)")
 
         backend = OpenAIChatBackend("bench-judge", server.base_url, max_concurrency=8, retries=0)
