@@ -91,6 +91,12 @@ def test_strict_mode_raises_naming_task_and_reason(tmp_path, reason):
     assert row["id"] in str(info.value)
 
 
+def test_metadata_scan_without_image_validation(parquet_path):
+    report = LoadReport()
+    tasks = load_tasks(parquet_path, validate_images=False, report=report)
+    assert "bad-image" in [t.id for t in tasks] and len(report.skipped) == 3  # only the image check is off
+
+
 def test_filters_and_limit(parquet_path):
     assert [t.id for t in load_tasks(parquet_path, ids=[IDS[2], "absent"])] == [IDS[2]]
     assert [t.id for t in load_tasks(parquet_path, turncase="multi")] == [IDS[1], IDS[3]]
