@@ -18,6 +18,11 @@ from typing import Any, Callable
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # the default backlog of 5 refuses bursts of concurrent judge calls
+
+
 class ChatServer:
     """Context manager: ``with ChatServer(respond) as server: server.base_url``."""
 
@@ -27,8 +32,7 @@ class ChatServer:
         self.model = model
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._httpd.daemon_threads = True
+        self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property
