@@ -3,6 +3,12 @@
 # Idempotent: a stamp of the dependency files skips pip when nothing changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Headless Chromium renders the HTML evaluation report in tests (Debian package).
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+fi
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 stamp=.venv/.vtb-setup-stamp
@@ -13,6 +19,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   if ! command -v nvidia-smi >/dev/null 2>&1; then
     .venv/bin/python -m pip install -q "torch==2.13.0"
   fi
-  .venv/bin/python -m pip install -q -e ".[hf,dev]"
+  .venv/bin/python -m pip install -q -e ".[hf,dev,eval]"
   echo "$want" > "$stamp"
 fi

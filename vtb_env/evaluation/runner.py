@@ -66,7 +66,8 @@ def judge_episode(task: Task, answers: Sequence[str | None], judge: Judge, scori
 
 
 def task_summary(task: Task) -> dict[str, Any]:
-    """What reports need of a task (prompts, golden answers and image names for the HTML view)."""
+    """What reports need of a task (prompts, golden answers, and image names as the env shows them: image_<k>.png)."""
+    first = [sum(len(t.images) for t in task.turns[:i]) + 1 for i in range(len(task.turns))]
     return {
         "id": task.id,
         "turncase": task.turncase,
@@ -74,8 +75,8 @@ def task_summary(task: Task) -> dict[str, Any]:
         "eval_focus": task.eval_focus,
         "mode_label": task.mode_label,
         "turns": [
-            {"prompt": turn.prompt, "golden_answer": turn.golden_answer, "images": [image.name for image in turn.images]}
-            for turn in task.turns
+            {"prompt": turn.prompt, "golden_answer": turn.golden_answer, "images": [f"image_{first[i] + j}.png" for j in range(len(turn.images))]}
+            for i, turn in enumerate(task.turns)
         ],
     }
 

@@ -1,0 +1,69 @@
+"""`vtb report`: tables, plots, and the HTML report rendered in real headless Chromium."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from tests.support.chat_server import ChatServer
+from tests.test_eval import ROOT, write_menu_tasks
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]
+
+
+def vtb(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "vtb_env.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("report")
+    data = write_menu_tasks(root / "data", n=3)
+    call = {"id": "c1", "type": "function", "function": {"name": "calculator", "arguments": '{"expression": "6+7"}'}}
+
+    def respond(request):  # one tool call, then the answer
+        return {"content": "The answer is 13."} if request["messages"][-1]["role"] == "tool" else {"tool_calls": [call]}
+
+    with ChatServer(respond) as server:
+        for name in ("tools", "no_tools"):
+            ablation = "strong" if name == "tools" else "no_tools"
+            result = vtb("eval", "--data", str(data), "--agent", f"openai:m@{server.base_url}", "--ablation", ablation,
+                         "--out", str(root / name), "--no-progress")
+            assert result.returncode == 0, result.stderr
+    result = vtb("report", f"with tools={root / 'tools'}", f"no tools={root / 'no_tools'}", "--out", str(root / "report"))
+    assert result.returncode == 0, result.stderr
+    assert "APR by turn case and domain (table 3)" in result.stdout and "HTML report:" in result.stdout
+    return root / "report"
+
+
+@pytest.mark.slow
+def test_report_writes_tables_and_real_pngs(report):
+    for name in ("apr_by_category", "apr_vs_tool_use", "image_operations"):
+        with Image.open(report / f"{name}.png") as image:
+            assert image.format == "PNG" and image.width > 300
+    tables = (report / "tables.md").read_text()
+    assert "| with tools" in tables and "| no tools" in tables and "Tool use (table 7)" in tables
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs it)")
+def test_html_report_renders_in_headless_chromium(report, tmp_path):
+    page = (report / "report.html").resolve().as_uri()
+    common = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([*common, "--dump-dom", page], capture_output=True, text=True, timeout=90).stdout
+    assert dom.count('class="trajectory"') == 6  # 3 tasks x 2 runs
+    assert dom.count('class="verdicts"') == 6 and dom.count('class="seen"') == 6
+    assert dom.count('<img class="plot"') == 3 and "calculator" in dom and "The answer is 13." in dom
+    shot = tmp_path / "shot.png"
+    subprocess.run([*common, f"--screenshot={shot}", "--window-size=1200,900", page], capture_output=True, timeout=90)
+    with Image.open(shot) as image:
+        assert image.size == (1200, 900)
+        colors = image.convert("RGB").getcolors(maxcolors=1 << 20)
+        assert colors is not None and len(colors) > 50  # text, tables and plots drew, not a blank page
