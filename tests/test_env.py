@@ -323,3 +323,21 @@ def test_large_image_step_observation_contains_it():
     env.reset(seed=0)
     obs, *_ = env.step(hermes("python_image_processing", code="save"))
     assert obs["images"][-1].size == (2000, 1500) and len(png()) > 0
+
+
+def test_full_episode_through_the_real_vision_tool():
+    python_tools = pytest.importorskip("vtb_env.tools.python_tools")
+    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([python_tools.PythonImageProcessing()]), reward=check_reward)
+    obs, _ = env.reset(seed=0)
+    assert "image_1.png" in obs["tools"][0]["function"]["description"]  # the schema lists the visible files
+    code = "from PIL import Image\nimg = Image.open('image_1.png')\nprint(img.size)\nimg.crop((0, 0, 20, 10)).save('transformed_image_0.png')\nimg.resize((5, 5)).save('other.png')"
+    obs, *_ , info = env.step(hermes("python_image_processing", code=code))
+    assert roles(obs)[-3:] == ["assistant", "tool", "user"]
+    output = obs["messages"][-2]["content"]
+    assert json.loads(output.split("\n[")[0])["stdout"] == "(41, 30)\n" and "other.png is shown as transformed_image_1.png" in output
+    assert obs["image_names"] == ["image_1.png", "transformed_image_0.png", "transformed_image_1.png"]
+    assert [image.size for image in obs["images"]] == [(41, 30), (20, 10), (5, 5)]
+    obs, *_ = env.step(hermes("python_image_processing", code="from PIL import Image\nprint(Image.open('transformed_image_1.png').size)"))
+    assert json.loads(obs["messages"][-1]["content"].split("\n[")[0])["stdout"] == "(5, 5)\n"  # the renamed file is visible next round
+    obs, reward, terminated, truncated, info = env.step("It is 10.")
+    assert terminated and reward == 1.0 and info["record"].tool_calls[0].ok

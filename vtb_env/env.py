@@ -287,6 +287,8 @@ class VisualToolBenchEnv(gym.Env):
                 notes.append(f"image {image.name} was not shown: {exc}")
                 continue
             episode.next_image_index += 1
+            if image.name != name:  # names stay unique per episode; say where the tool's file went
+                notes.append(f"{image.name} is shown as {name}")
             pending.new_images.append(asset)
             call.images.append({"name": name, "sha256": asset.sha256})
         return notes
