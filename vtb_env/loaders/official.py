@@ -164,22 +164,6 @@ def _turn_images(row: Mapping[str, Any], layout: Layout, n_turns: int, base_dir:
     raise BadRow(f"missing field {layout.images_by_turn or layout.flat_images[0]!r}")
 
 
-def _rubrics_per_turn(row: Mapping[str, Any], layout: Layout, n_turns: int) -> list[Any]:
-    value = _require(row, layout.rubrics)
-    if isinstance(value, str) and n_turns > 1:
-        try:
-            decoded = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise BadRow(f"invalid rubric JSON: {exc}") from None
-        if isinstance(decoded, list) and len(decoded) == n_turns:
-            value = decoded
-    if isinstance(value, (str, Mapping)):
-        value = [value]
-    if len(value) != n_turns:
-        raise BadRow(f"turn lists of different lengths: {layout.prompts} has {n_turns}, {layout.rubrics} has {len(value)}")
-    return list(value)
-
-
 def _check_counts(row: Mapping[str, Any], n_turns: int, n_images: int) -> None:
     """The row's own count columns must agree with its lists (a truncated row would not)."""
     if row.get("num_turns") is not None and int(row["num_turns"]) != n_turns:
@@ -227,7 +211,7 @@ def row_to_task(row: Mapping[str, Any], layout: Layout, *, base_dir: Path | None
     optional_answers = "" if layout is LEGACY_1191 and layout.golden_answers not in row else None
     answers = _per_turn(row, layout.golden_answers, n_turns, prompts_key=layout.prompts, default=optional_answers)
     trajectories = _per_turn(row, layout.trajectories, n_turns, prompts_key=layout.prompts, default="")
-    rubric_values = _rubrics_per_turn(row, layout, n_turns)
+    rubric_values = _per_turn(row, layout.rubrics, n_turns, prompts_key=layout.prompts)
     turn_images = _turn_images(row, layout, n_turns, base_dir)
     _check_counts(row, n_turns, sum(len(images) for images in turn_images))
 
