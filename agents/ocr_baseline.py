@@ -15,6 +15,7 @@ offered); it never sees answers, rubrics or reference trajectories. Per turn:
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -94,7 +95,7 @@ def find_answer(question: str, lines: Sequence[Line]) -> str | None:
     for line in lines:
         if not line.numbers or not line.words:
             continue
-        overlap = len(wanted & set(line.words))
+        overlap = sum(1 for word in set(line.words) if difflib.get_close_matches(word, wanted, n=1, cutoff=0.8))
         if overlap:
             scored.append((overlap / len(set(line.words)), overlap, line))
     if not scored:

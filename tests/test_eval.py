@@ -17,7 +17,7 @@ from tests.support.chat_server import ChatServer
 from vtb_env.evaluation.records import RunLog, done_keys, iter_records, latest_records
 
 ROOT = Path(__file__).resolve().parent.parent
-ITEMS = [("Margherita Pizza", 13), ("Garden Salad", 9), ("Lemon Soda", 4)]
+ITEMS = [("Garden Salad", 9), ("Margherita Pizza", 13), ("Lemon Soda", 4)]
 
 
 def draw_menu(path: Path, px: int = 40, shrink: int = 1) -> None:
@@ -37,7 +37,7 @@ def draw_menu(path: Path, px: int = 40, shrink: int = 1) -> None:
 def write_menu_tasks(root: Path, n: int = 2) -> Path:
     """``n`` project-format tasks: even ones show a large menu (readable), odd ones a tiny one."""
     draw_menu(root / "images" / "big.png")
-    draw_menu(root / "images" / "tiny.png", shrink=7)
+    draw_menu(root / "images" / "tiny.png", shrink=5)  # OCR reads it only after upscaling
     with open(root / "tasks.jsonl", "w") as handle:
         for i in range(n):
             label, price = ITEMS[i % len(ITEMS)]
@@ -110,7 +110,7 @@ def test_eval_survives_a_kill_resumes_without_loss_or_duplicates_and_retries_err
     assert all("content policy" in r["error"] for r in errors)
     assert len(records) == len(ok_keys) + len(errors)
     by_key = latest_records(out / "records.jsonl")
-    assert [by_key[f"menu-{i}#0"]["score"]["passed"] for i in range(6)] == [True, False, False, True, False, False]
+    assert [by_key[f"menu-{i}#0"]["score"]["passed"] for i in range(6)] == [False, True, False, False, True, False]
     assert "Overall" in stdout and "33.3%" in stdout  # 2 of 6 tasks ask for 13
 
 
@@ -127,7 +127,7 @@ def test_judge_rescores_saved_answers_with_another_rule(tmp_path):
     assert rejudge.returncode == 0, stderr
     assert "re-judged 2 records" in stdout and "4 exact checks" in stdout
     records = latest_records(tmp_path / "rejudged" / "records.jsonl")
-    assert {r["key"]: r["score"]["passed"] for r in records.values()} == {"menu-0#0": True, "menu-1#0": False}
+    assert {r["key"]: r["score"]["passed"] for r in records.values()} == {"menu-0#0": False, "menu-1#0": True}
     assert all(r["episode"] and r["answers"] == ["13"] for r in records.values())
     again = vtb("judge", str(tmp_path / "run"), "--judge", "exact", "--out", str(tmp_path / "rejudged"), "--critical-rule", "either")
     assert "re-judged 0 records (2 already done)" in again.communicate(timeout=60)[0]

@@ -75,9 +75,9 @@ def load_eval_tasks(spec: str, *, limit: int | None = None, ids: Any = None) -> 
         parts = spec.split(":")
         if len(parts) != 3 or not parts[1].isdigit() or not parts[2].lstrip("-").isdigit():
             raise SpecError(f"{spec!r}: expected synth:N:SEED, e.g. synth:50:0")
-        from vtb_env.synth import generate_tasks
+        from vtb_env.synth.stream import generate
 
-        tasks = list(generate_tasks(int(parts[1]), seed=int(parts[2])))
+        tasks = generate(int(parts[1]), seed=int(parts[2]))
         return tasks[:limit] if limit else tasks
     from vtb_env.loaders import load_tasks
 
