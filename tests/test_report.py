@@ -37,7 +37,7 @@ def report(tmp_path_factory) -> Path:
             result = vtb("eval", "--data", str(data), "--agent", f"openai:m@{server.base_url}", "--ablation", ablation,
                          "--out", str(root / name), "--no-progress")
             assert result.returncode == 0, result.stderr
-    result = vtb("report", f"with tools={root / 'tools'}", f"no tools={root / 'no_tools'}", "--out", str(root / "report"))
+    result = vtb("report", f"with tools={root / 'tools'}", f"no tools={root / 'no_tools'}", "--out", str(root / "report"), "--all-tables")
     assert result.returncode == 0, result.stderr
     assert "APR by turn case and domain (table 3)" in result.stdout and "HTML report:" in result.stdout
     return root / "report"

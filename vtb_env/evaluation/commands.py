@@ -46,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rp.add_argument("runs", nargs="+", help="run directories (NAME=DIR to rename a run)")
     rp.add_argument("--out", required=True, help="report directory")
     rp.add_argument("--max-trajectories", type=int, default=None, help="per run, in the HTML")
+    rp.add_argument("--all-tables", action="store_true", help="print every table, not only the overall comparison")
     rp.set_defaults(func=run_report)
 
 
@@ -159,6 +160,7 @@ def run_report(args: argparse.Namespace) -> int:
 
     runs = [_parse_run_arg(value) for value in args.runs]
     paths = write_report(runs, Path(args.out), max_trajectories=args.max_trajectories)
-    print(paths["text"].read_text())
-    print(f"HTML report: {paths['html'].resolve()}")
+    tables = paths["text"].read_text()
+    print(tables if args.all_tables else tables.split("\n\n")[0])
+    print(f"\nAll tables: {paths['text'].resolve()}\nHTML report: {paths['html'].resolve()}")
     return 0
