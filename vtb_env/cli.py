@@ -14,6 +14,7 @@ import sys
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "vtb_env.commands.info",
     "vtb_env.evaluation.commands",
+    "vtb_env.synth.command",
 )
 
 

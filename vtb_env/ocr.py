@@ -111,20 +111,22 @@ def text_of(image: ImageLike, engine: OcrEngine | None = None) -> str:
 
 
 def normalize(text: str) -> str:
-    """Lower case, no spaces, no currency signs: OCR spacing around digits is unreliable."""
-    return re.sub(r"[\s$€£]+", "", text.lower())
+    """Lower case, single spaces, no currency signs."""
+    return " ".join(re.sub(r"[$€£]", " ", text.lower()).split())
 
 
 def contains(read: str, needle: str) -> bool:
-    """Does the already-read text ``read`` contain ``needle`` (normalised)?
+    """Does the already-read text ``read`` contain ``needle``?
 
-    A needle that starts or ends with a digit must not continue a longer number
-    (``5.4`` is not found in ``15.4`` or ``5.45``).
+    Both are normalised; spaces inside the needle are optional (OCR spacing is unreliable), and
+    a needle that starts or ends with a digit must not continue a longer number (``5.4`` is not
+    found in ``15.4`` or ``5.45``).
     """
     target = normalize(needle)
     if not target:
         return False
-    pattern = r"(?<![0-9.])" * target[0].isdigit() + re.escape(target) + r"(?![0-9])" * target[-1].isdigit()
+    body = r"\s*".join(re.escape(token) for token in target.split())
+    pattern = r"(?<![0-9.])" * target[0].isdigit() + body + r"(?![0-9])" * target[-1].isdigit()
     return re.search(pattern, normalize(read)) is not None
 
 

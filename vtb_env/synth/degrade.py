@@ -53,13 +53,15 @@ def choose(rng: np.random.Generator, difficulty: float) -> Degradation:
     if "rotate" in extras:
         rotation = float(rng.choice([90, 180, 270])) if rng.random() < 0.6 else float(rng.integers(12, 20 + int(50 * d)))
         rotation = rotation if rotation in (90, 180, 270) or rng.random() < 0.5 else 360.0 - rotation
+    arbitrary = rotation not in (0.0, 90.0, 180.0, 270.0)
     return Degradation(
-        px=px,
+        px=px + 2 * arbitrary,  # resampling a tilted frame twice costs legibility
+
         rotation=rotation,
         mirror="mirror" in extras,
         exposure=round(float(0.5 - 0.2 * d), 2) if "dark" in extras else 1.0,
-        blur=0.6 if "noise" in extras else 0.0,
-        noise=round(3.0 + 4.0 * d, 1) if "noise" in extras else 0.0,
+        blur=0.4 if "noise" in extras and not arbitrary else 0.0,
+        noise=round(2.0 + 3.0 * d, 1) if "noise" in extras else 0.0,
         screen="screen" in extras,
     )
 
@@ -136,15 +138,18 @@ def compose(panels: Sequence[Panel], degradation: Degradation, rng: np.random.Ge
     frame = Image.fromarray(np.clip(array, 0, 255).astype(np.uint8), "RGB")
     if degradation.blur:
         frame = frame.filter(ImageFilter.GaussianBlur(degradation.blur))
-    if degradation.noise:
-        luminance = rng.normal(0.0, degradation.noise, size=(CANVAS[1], CANVAS[0], 1))
-        frame = Image.fromarray(np.clip(np.asarray(frame).astype(np.float32) + luminance, 0, 255).astype(np.uint8), "RGB")
+    if degradation.noise:  # sensor noise on the documents (kept off the backdrop: smaller PNGs)
+        array = np.asarray(frame).astype(np.float32)
+        for placement in placements:
+            x0, y0, x1, y1 = placement.box
+            array[y0:y1, x0:x1] += rng.normal(0.0, degradation.noise, size=(y1 - y0, x1 - x0, 1))
+        frame = Image.fromarray(np.clip(array, 0, 255).astype(np.uint8), "RGB")
     return frame, placements
 
 
 def upscale_factor(px: int) -> int:
     """How much to enlarge text of ``px`` pixels so that it reads comfortably (~36 px)."""
-    return max(2, math.ceil(36 / px))
+    return max(2, math.ceil(40 / px))
 
 
 def reference_code(image_name: str, placement: Placement, degradation: Degradation, labels: Sequence[str], first_index: int) -> str:
@@ -180,9 +185,10 @@ def reference_code(image_name: str, placement: Placement, degradation: Degradati
         box = ((x0 + b) * k - margin, (y0 + b) * k - margin, (x1 + b) * k + margin, (y1 + b) * k + margin)
         lines.append(f"row = panel.crop({box})  # {label}")
         if degradation.noise:
-            lines.append("row = row.filter(ImageFilter.MedianFilter(5))  # remove sensor noise")
+            lines.append("row = row.filter(ImageFilter.MedianFilter(3))  # remove sensor noise")
         lines.append("row = ImageOps.autocontrast(row.convert('L'), cutoff=1)  # restore contrast")
         if placement.dark_background:
             lines.append("row = ImageOps.invert(row)  # dark text on a light background")
+        lines.append("row = ImageOps.expand(row, border=24, fill=255)  # a quiet margin around the text")
         lines.append(f"row.save('transformed_image_{first_index + j}.png')")
     return "\n".join(lines) + "\n"

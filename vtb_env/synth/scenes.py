@@ -254,19 +254,26 @@ STYLES: dict[str, tuple[RGB, RGB, RGB]] = {  # background, text, accent
 }
 
 
-def render(scene: Scene, px: int, entries: Sequence[Entry] | None = None, rng: np.random.Generator | None = None) -> Panel:
-    """Draw ``scene`` (or a subset of its entries) with body text of ``px`` pixels."""
+def render(scene: Scene, px: int, entries: Sequence[Entry] | None = None, rng: np.random.Generator | None = None,
+           *, printable: bool = False) -> Panel:
+    """Draw ``scene`` (or a subset of its entries) with body text of ``px`` pixels.
+
+    ``printable`` draws dark-themed documents (scoreboards, quote boards) dark-on-light, as a
+    clear printout would show them.
+    """
     rows = tuple(entries) if entries is not None else scene.entries
     style = scene.kind.style
     if style == "chart":
         return _render_chart(scene, rows, px)
     if style == "map":
         return _render_map(scene, rows, px, rng or np.random.default_rng(0))
-    return _render_table(scene, rows, px)
+    return _render_table(scene, rows, px, printable)
 
 
-def _render_table(scene: Scene, rows: Sequence[Entry], px: int) -> Panel:
+def _render_table(scene: Scene, rows: Sequence[Entry], px: int, printable: bool = False) -> Panel:
     background, ink, accent = STYLES[scene.kind.name]
+    if printable and sum(background) < 384:
+        background, ink, accent = (255, 255, 255), background, (60, 60, 60)
     pad, line = px, int(px * 1.8)
     label_w = max(text_width(e.label, px) for e in rows)
     value_w = max(text_width(e.text, px, bold=True) for e in rows)
@@ -313,8 +320,8 @@ def _render_chart(scene: Scene, rows: Sequence[Entry], px: int) -> Panel:
         draw.rectangle((x, bar_top, x + bar_w, base), fill=accent)
         value_x = x + (bar_w - text_width(entry.text, px)) // 2
         vbox = text_box(draw, (value_x, bar_top - int(px * 1.4)), entry.text, px, ink)
-        lbox = text_box(draw, (x + (bar_w - text_width(entry.label, px)) // 2, base + px // 2), entry.label, px, ink)
-        boxes[entry.label] = (min(vbox[0], lbox[0]), vbox[1], max(vbox[2], lbox[2]), lbox[3])
+        text_box(draw, (x + (bar_w - text_width(entry.label, px)) // 2, base + px // 2), entry.label, px, ink)
+        boxes[entry.label] = vbox  # the bar's printed value
     draw.line((px, base, width - px, base), fill=ink, width=max(1, px // 8))
     return Panel(image, boxes, background)
 

@@ -24,11 +24,11 @@ TOOL_REQUIRED, TOOL_REDUNDANT = "tool_required", "tool_redundant"
 CLEAR_PX = 26  # body text of tool-redundant renderings
 
 
-def _panels(scene: Scene, split: bool, px: int, rng: np.random.Generator) -> list[Panel]:
+def _panels(scene: Scene, split: bool, px: int, rng: np.random.Generator, printable: bool = False) -> list[Panel]:
     if not split:
-        return [render(scene, px, rng=rng)]
+        return [render(scene, px, rng=rng, printable=printable)]
     half = len(scene.entries) // 2
-    return [render(scene, px, scene.entries[:half], rng), render(scene, px, scene.entries[half:], rng)]
+    return [render(scene, px, part, rng, printable=printable) for part in (scene.entries[:half], scene.entries[half:])]
 
 
 def _clear_image(panels: Sequence[Panel]) -> Image.Image:
@@ -56,7 +56,7 @@ class _Rendered:
 
 def _render_state(scene: Scene, split: bool, label: str, rng: np.random.Generator, difficulty: float) -> _Rendered:
     if label == TOOL_REDUNDANT:
-        panels = _panels(scene, split, CLEAR_PX, rng)
+        panels = _panels(scene, split, CLEAR_PX, rng, printable=True)
         return _Rendered(_clear_image(panels), panels, None, None)
     degradation = degrade.choose(rng, difficulty)
     panels = _panels(scene, split, degradation.px, rng)

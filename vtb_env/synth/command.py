@@ -1,0 +1,47 @@
+"""``vtb synth``: write generated tasks (or the bundled demo set) in the project format."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from vtb_env.tasks import TASK_CATEGORIES
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("synth", help="generate synthetic think-with-images tasks with exact rubrics")
+    parser.add_argument("--n", type=int, default=20, help="number of tasks (twins count)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, help="output folder (tasks.jsonl + images/)")
+    parser.add_argument("--difficulty", type=float, default=0.5, help="0 (easy) .. 1 (hard)")
+    parser.add_argument("--mix", type=json.loads, default=None,
+                        help=f"category weights as JSON, e.g. '{{\"region_switch_qa\": 2}}'; names: {', '.join(TASK_CATEGORIES)}")
+    parser.add_argument("--no-twins", action="store_true", help="tool-required tasks only")
+    parser.add_argument("--demo", action="store_true", help="regenerate the bundled demo set, corpus and weather archive")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from vtb_env.loaders import DEMO_DIR, save_tasks
+    from vtb_env.synth import demo_tasks, generate
+    from vtb_env.synth.reference_data import write_reference_data
+
+    if args.demo:
+        out = args.out or DEMO_DIR
+        tasks = demo_tasks()
+        corpus, weather = write_reference_data()
+        print(f"wrote {corpus} and {weather}")
+    else:
+        if args.out is None:
+            raise SystemExit("vtb synth: --out is required (or use --demo)")
+        if not 0.0 <= args.difficulty <= 1.0:
+            raise SystemExit("vtb synth: --difficulty must be in [0, 1]")
+        try:
+            tasks = generate(args.n, args.seed, args.mix, difficulty=args.difficulty, twins=not args.no_twins)
+        except ValueError as exc:
+            raise SystemExit(f"vtb synth: {exc}") from None
+        out = args.out
+    path = save_tasks(tasks, out)
+    print(f"wrote {len(tasks)} tasks to {path}")
+    return 0
