@@ -57,8 +57,10 @@ def test_native_tool_call_with_an_image_is_parsed(scripted_vlm_server, vllm_metr
     assert json.loads(call.function.arguments) == SCRIPTED_CALL["arguments"]
 
 
-def test_without_tools_the_call_comes_back_as_raw_text(scripted_vlm_server, vllm_metrics):
-    choice = _chat(scripted_vlm_server, [_question()], vllm_metrics, "raw_text")
+@pytest.mark.parametrize("tools", [{}, {"tools": TOOLS, "tool_choice": "none"}], ids=["no_tools", "tool_choice_none"])
+def test_unparsed_calls_come_back_as_raw_text(scripted_vlm_server, vllm_metrics, tools):
+    """What OpenAIChatAgent's text mode gets (tools rendered, tool_choice="none"), and a tool-less request."""
+    choice = _chat(scripted_vlm_server, [_question()], vllm_metrics, "raw_text", **tools)
     assert not choice.message.tool_calls
     assert choice.message.content == f"<tool_call>{json.dumps(SCRIPTED_CALL)}</tool_call>"
 
