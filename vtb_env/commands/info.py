@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 
 
@@ -14,10 +15,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vtb_env.loaders import load_tasks
+    from vtb_env.loaders import DatasetError, LoadReport, load_tasks
 
-    tasks = load_tasks(args.source, strict=args.strict)
-    print(f"{len(tasks)} tasks from {args.source}")
+    report = LoadReport()
+    try:
+        tasks = load_tasks(args.source, strict=args.strict, report=report)
+    except DatasetError as exc:
+        print(f"vtb info: {exc}", file=sys.stderr)
+        return 2
+    print(report.summary())
     for title, counter in (
         ("turncase", Counter(t.turncase for t in tasks)),
         ("domain", Counter(t.domain for t in tasks)),
