@@ -304,7 +304,7 @@ def _render_table(scene: Scene, rows: Sequence[Entry], px: int, printable: bool 
 
 def _render_chart(scene: Scene, rows: Sequence[Entry], px: int) -> Panel:
     background, ink, accent = STYLES["chart"]
-    bar_w, gap, plot_h = 3 * px, 2 * px, 14 * px
+    bar_w, gap, plot_h = 3 * px, 2 * px, 15 * px
     width = 2 * px + len(rows) * (bar_w + gap) + 2 * px
     width = max(width, text_width(scene.title, int(px * 1.3), True) + 4 * px)
     height = 3 * px + plot_h + 4 * px
@@ -318,8 +318,8 @@ def _render_chart(scene: Scene, rows: Sequence[Entry], px: int) -> Panel:
         x = 2 * px + i * (bar_w + gap)
         bar_top = base - int((plot_h - 2 * px) * entry.value / top)
         draw.rectangle((x, bar_top, x + bar_w, base), fill=accent)
-        value_x = x + (bar_w - text_width(entry.text, px)) // 2
-        vbox = text_box(draw, (value_x, bar_top - int(px * 1.4)), entry.text, px, ink)
+        value_x = x + (bar_w - text_width(entry.text, px, True)) // 2
+        vbox = text_box(draw, (value_x, bar_top - int(px * 1.9)), entry.text, px, ink, bold=True)
         text_box(draw, (x + (bar_w - text_width(entry.label, px)) // 2, base + px // 2), entry.label, px, ink)
         boxes[entry.label] = vbox  # the bar's printed value
     draw.line((px, base, width - px, base), fill=ink, width=max(1, px // 8))
