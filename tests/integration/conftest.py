@@ -36,7 +36,8 @@ SCRIPTED_CALL = {
     },
 }
 SCRIPTED_ANSWER = "The answer is 3."
-JUDGE_VERDICT = '{"score": 1, "reason": "The response satisfies the rubric."}'
+# The reply format rewards.judge parses (rewards/judge/verdict.py).
+JUDGE_VERDICT = '{"explanation": "The response states the count.", "judge_result": "Met"}'
 
 
 @dataclass(frozen=True)
@@ -84,9 +85,14 @@ def _serve(model_dir: Path, name: str, state: Path, metrics: dict, *extra: str) 
 
 @pytest.fixture(scope="session")
 def scripted_vlm_server(tmp_path_factory, vllm_metrics) -> Iterator[VLLMServer]:
-    """The scripted Idefics3 model: calls python_image_processing on each user turn, then answers."""
+    """The scripted Idefics3 model: calls python_image_processing until the first tool result, then answers.
+
+    ``call_each_turn=False`` because the env returns a tool's images in a separate ``user``
+    message after the tool messages (the paper's placement): a model that calls once per user
+    message would read that message as a new turn and call again, up to the env's tool cap.
+    """
     root = tmp_path_factory.mktemp("scripted_vlm")
-    model = tiny_models.build_scripted_model(root / "model", "idefics3", SCRIPTED_CALL, SCRIPTED_ANSWER)
+    model = tiny_models.build_scripted_model(root / "model", "idefics3", SCRIPTED_CALL, SCRIPTED_ANSWER, call_each_turn=False)
     yield from _serve(model, "scripted-vlm", root / "state", vllm_metrics, "--max-images", "8")
 
 

@@ -24,6 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ev.add_argument("--seed", type=int, default=0)
     ev.add_argument("--temperature", type=float, default=0.0)
     ev.add_argument("--max-tokens", type=int, default=2048)
+    ev.add_argument("--agent-extra-body", type=_json_object, default=None, metavar="JSON",
+                    help='extra request fields for openai agents, e.g. \'{"chat_template_kwargs": {"tools_in_user_message": false}}\'')
     ev.add_argument("--limit", type=int, default=None, help="first N tasks only")
     ev.add_argument("--critical-rule", default="weight>=4", choices=("weight>=4", "flag", "either"))
     ev.add_argument("--multi-turn", default="pooled", choices=("pooled", "per_turn"))
@@ -50,6 +52,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rp.set_defaults(func=run_report)
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc}): {text!r}") from exc
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
 def run_eval(args: argparse.Namespace) -> int:
     from agents.ablations import ablate_agent, env_overrides
     from rewards.compose import EpisodeReward
@@ -63,7 +75,8 @@ def run_eval(args: argparse.Namespace) -> int:
     if not tasks:
         print(f"error: no tasks loaded from {args.data!r}", file=sys.stderr)
         return 2
-    agent = ablate_agent(make_agent(args.agent, seed=args.seed, temperature=args.temperature, max_tokens=args.max_tokens), args.ablation)
+    agent = make_agent(args.agent, seed=args.seed, temperature=args.temperature, max_tokens=args.max_tokens, extra_body=args.agent_extra_body)
+    agent = ablate_agent(agent, args.ablation)
     judge = make_judge(args.judge, cache_path=out / "judge_cache.sqlite" if args.judge != "exact" else None)
     env_config = EnvConfig.preset(args.preset, **env_overrides(args.ablation))
     scoring = Scoring(args.critical_rule, args.multi_turn)

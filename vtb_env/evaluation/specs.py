@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from agents.base import Agent
 from rewards.judge.judge import Judge
@@ -32,7 +32,13 @@ def _model_at_url(spec: str, prefix: str) -> tuple[str, str]:
     return model, url
 
 
-def make_agent(spec: str, *, seed: int | None = None, temperature: float = 0.0, max_tokens: int = 2048) -> Agent:
+def make_agent(
+    spec: str, *, seed: int | None = None, temperature: float = 0.0, max_tokens: int = 2048, extra_body: Mapping[str, Any] | None = None
+) -> Agent:
+    """The agent of ``spec``; ``extra_body`` (OpenAI agents only) is merged into every request, e.g.
+    ``{"chat_template_kwargs": {"tools_in_user_message": false}}`` for Llama 4 on vLLM."""
+    if extra_body and not spec.startswith(("openai:", "openai-text:")):
+        raise SpecError(f"extra request fields apply to openai:/openai-text: agents only, not {spec!r}")
     if spec == "ocr-baseline":
         from agents.ocr_baseline import OcrBaselineAgent
 
@@ -42,7 +48,7 @@ def make_agent(spec: str, *, seed: int | None = None, temperature: float = 0.0, 
             from agents.openai_chat import OpenAIChatAgent, Sampling
 
             model, url = _model_at_url(spec, prefix)
-            sampling = Sampling(temperature=temperature, seed=seed, max_tokens=max_tokens)
+            sampling = Sampling(temperature=temperature, seed=seed, max_tokens=max_tokens, extra_body=dict(extra_body or {}))
             return OpenAIChatAgent(model, url, api_key=os.environ.get("OPENAI_API_KEY"), tool_mode=mode, sampling=sampling)  # type: ignore[arg-type]
     if spec.startswith("hf:"):
         from agents.transformers_agent import TransformersAgent
