@@ -16,6 +16,10 @@ if ! command -v tesseract >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1;
   fi
 fi
 PY=${PYTHON:-python3}
+# The sandbox's seccomp layer loads libseccomp through pyseccomp.
+if ! ldconfig -p 2>/dev/null | grep -q libseccomp.so.2 && command -v apt-get >/dev/null 2>&1; then
+  apt-get install -y libseccomp2 >/dev/null
+fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 stamp=.venv/.vtb-setup-stamp
 want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)

@@ -1,0 +1,255 @@
+"""The pool: fork-server slots behind a thread-safe ``Sandbox.run``, one pool per process.
+
+``shared_sandbox(profile)`` returns this process's pool for a profile ("image": PIL, NumPy,
+OpenCV; "interpreter": the same plus pandas, SciPy, SymPy, scikit-learn, tabulate and
+BeautifulSoup), started lazily and closed at exit. A process made by fork (e.g. a gymnasium
+AsyncVectorEnv worker) forgets its parent's pools and starts its own.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Mapping
+
+from vtb_env.sandbox import identity, protocol
+from vtb_env.sandbox.limits import Limits
+
+IMAGE_MODULES = ("numpy", "PIL.Image", "PIL.ImageEnhance", "PIL.ImageFilter", "PIL.ImageOps", "PIL.ImageDraw", "cv2")
+INTERPRETER_MODULES = IMAGE_MODULES + ("pandas", "scipy", "scipy.stats", "scipy.optimize", "sympy", "sklearn",
+                                       "tabulate", "bs4", "math", "statistics", "fractions", "decimal", "json",
+                                       "datetime", "collections", "itertools", "re")
+PROFILES = {"image": IMAGE_MODULES, "interpreter": INTERPRETER_MODULES}
+
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself failed (not the model's code)."""
+
+
+@dataclass
+class ExecResult:
+    """The outcome of one run of untrusted code."""
+
+    stdout: str
+    stderr: str
+    exit_code: int
+    timed_out: bool
+    duration_s: float
+    files: dict[str, bytes] = field(default_factory=dict)  # new or changed files, by name, sorted
+    skipped_files: list[str] = field(default_factory=list)
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    leftover_processes: int = 0
+
+    @property
+    def setup_failed(self) -> bool:
+        return self.exit_code == 125
+
+
+def clean_environment() -> dict[str, str]:
+    """The fork server's whole environment: no keys, tokens or user settings reach it."""
+    return {
+        "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/nonexistent", "PYTHONPATH": _PACKAGE_ROOT,
+        "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
+        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1",
+    }
+
+
+class _Slot:
+    """One fork-server process and its pipes."""
+
+    def __init__(self, index: int, config: dict):
+        self.index = index
+        self.config = dict(config, uid=identity.slot_uid(os.getpid(), index))
+        self.process: subprocess.Popen | None = None
+        self.hello: dict = {}
+
+    def ensure_started(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            return
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "vtb_env.sandbox.server", json.dumps(self.config)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=clean_environment(), cwd="/", close_fds=True,
+        )
+        try:
+            self.hello, _ = protocol.receive(self.process.stdout)
+        except EOFError:
+            self.kill()
+            raise SandboxError("the fork server failed to start") from None
+
+    def call(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
+        self.ensure_started()
+        try:
+            protocol.send(self.process.stdin, header, blobs)
+            return protocol.receive(self.process.stdout)
+        except (EOFError, BrokenPipeError, OSError) as exc:
+            self.kill()  # restarted on the next call
+            raise SandboxError(f"the fork server died: {exc}") from None
+
+    def stop(self, grace_s: float = 1.0) -> None:
+        if self.process is None:
+            return
+        try:
+            self.process.stdin.close()
+            self.process.wait(timeout=grace_s)
+        except (OSError, subprocess.TimeoutExpired):
+            self.kill()
+        self.process = None
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            for stream in (self.process.stdin, self.process.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+            self.process = None
+
+    def forget(self) -> None:
+        """In a forked child: drop the inherited pipes without touching the parent's server."""
+        if self.process is not None:
+            for stream in (self.process.stdin, self.process.stdout):
+                try:
+                    os.close(stream.fileno())
+                except OSError:
+                    pass
+            self.process = None
+
+
+class Sandbox:
+    """A pool of fork servers. ``run`` is thread-safe; a call waits for a free slot."""
+
+    def __init__(self, slots: int | None = None, *, preload: tuple[str, ...] = IMAGE_MODULES,
+                 limits: Limits = Limits(), png_compress_level: int | None = 1):
+        self.limits = limits
+        count = slots or max(1, min(os.cpu_count() or 1, 8))
+        config = {"preload": list(preload), "limits": asdict(limits), "png_compress_level": png_compress_level}
+        self._slots = [_Slot(i, config) for i in range(count)]
+        self._free: queue.Queue[_Slot] = queue.Queue()
+        for slot in self._slots:
+            self._free.put(slot)
+        self._start_lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def slots(self) -> int:
+        return len(self._slots)
+
+    def start(self) -> "Sandbox":
+        """Start every slot now (in parallel) instead of on first use."""
+        with self._start_lock:
+            threads = [threading.Thread(target=s.ensure_started) for s in self._slots]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        return self
+
+    @property
+    def layers(self) -> list[str]:
+        """The isolation layers active in the slots (starts one slot if none is running)."""
+        return list(self._info()["layers"])
+
+    @property
+    def notes(self) -> list[str]:
+        """Why a layer is missing or degraded on this host."""
+        return list(self._info()["notes"])
+
+    @property
+    def work_dir(self) -> str:
+        """The work dir as the code sees it (the same path in every slot when a private tmpfs is available)."""
+        return self._info()["work_dir"]
+
+    def _info(self) -> dict:
+        slot = self._free.get()
+        try:
+            slot.ensure_started()
+            return slot.hello
+        finally:
+            self._free.put(slot)
+
+    def run(self, code: str, files: Mapping[str, bytes] = {}, *, timeout_s: float | None = None,
+            collect_files: bool = False) -> ExecResult:
+        """Run ``code`` in a fresh isolated child with ``files`` in its work dir."""
+        if self._closed:
+            raise SandboxError("sandbox is closed")
+        header = {"code": code, "files": list(files), "timeout_s": timeout_s or self.limits.timeout_s,
+                  "collect_files": collect_files}
+        slot = self._free.get()
+        try:
+            reply, blobs = slot.call(header, list(files.values()))
+        finally:
+            self._free.put(slot)
+        if "error" in reply:
+            raise SandboxError(reply["error"])
+        stdout, stderr, *outputs = blobs
+        return ExecResult(
+            stdout=stdout.decode("utf-8", "replace"), stderr=stderr.decode("utf-8", "replace"),
+            exit_code=reply["exit_code"], timed_out=reply["timed_out"], duration_s=reply["duration_s"],
+            files=dict(zip(reply["files"], outputs)), skipped_files=reply["skipped_files"],
+            stdout_truncated=reply["stdout_size"] > len(stdout), stderr_truncated=reply["stderr_size"] > len(stderr),
+            leftover_processes=reply["leftover_processes"],
+        )
+
+    def close(self) -> None:
+        self._closed = True
+        for slot in self._slots:
+            slot.stop()
+
+    def _forget(self) -> None:
+        for slot in self._slots:
+            slot.forget()
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_shared: dict[str, Sandbox] = {}
+_shared_lock = threading.Lock()
+_shared_pid = os.getpid()
+
+
+def shared_sandbox(profile: str = "image", slots: int | None = None) -> Sandbox:
+    """This process's pool for ``profile`` (created on first use, closed at exit)."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown sandbox profile {profile!r}; choose from {sorted(PROFILES)}")
+    with _shared_lock:
+        if profile not in _shared:
+            _shared[profile] = Sandbox(slots, preload=PROFILES[profile])
+        return _shared[profile]
+
+
+@atexit.register
+def close_shared() -> None:
+    if os.getpid() != _shared_pid:
+        return
+    for sandbox in list(_shared.values()):
+        sandbox.close()
+    _shared.clear()
+
+
+def _after_fork_in_child() -> None:
+    global _shared_lock, _shared_pid
+    _shared_lock = threading.Lock()
+    _shared_pid = os.getpid()
+    for sandbox in _shared.values():
+        sandbox._forget()
+    _shared.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

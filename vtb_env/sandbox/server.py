@@ -1,0 +1,380 @@
+"""The fork server: one per slot, started by the pool with a clean environment.
+
+It imports the heavy libraries once, sets up every isolation layer the host allows, then for
+each request writes the input files into the work dir, forks a child that isolates itself and
+runs the code, waits with a wall-clock timeout, kills and reaps everything the call left behind
+(it is the child subreaper), and sends back capped output and the files the code wrote.
+
+Run as ``python -m vtb_env.sandbox.server '<json config>'``; talks over stdin/stdout.
+"""
+
+from __future__ import annotations
+
+import errno
+import importlib
+import io
+import json
+import linecache
+import os
+import select
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from vtb_env.sandbox import _libc, identity, landlock, limits as limits_mod, namespaces, protocol, syscall_filter
+from vtb_env.sandbox.limits import Limits
+
+SHARED_WORK_DIR = "/tmp/vtb-sandbox-work"  # same path in every slot: each mounts its own tmpfs there privately
+SETUP_FAILED = 125  # child exit code when an isolation layer could not be applied: the code never ran
+
+
+@dataclass
+class Isolation:
+    """What this server managed to set up; the child applies exactly these layers."""
+
+    work_dir: str
+    uid: int | None = None
+    ruleset_fd: int | None = None
+    seccomp: Any = None
+    layers: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def preload(modules: list[str], png_compress_level: int | None) -> None:
+    for name in modules:
+        importlib.import_module(name)
+    if "cv2" in sys.modules:
+        sys.modules["cv2"].setNumThreads(1)
+    if png_compress_level is not None and "PIL.Image" in sys.modules:
+        _default_png_compression(png_compress_level)
+
+
+def _default_png_compression(level: int) -> None:
+    """PNG encoding dominates an image job: make ``compress_level`` default to a faster level."""
+    from PIL import Image, PngImagePlugin
+
+    Image.init()
+
+    def save(im: Any, fp: Any, filename: Any, chunk: Any = PngImagePlugin.putchunk, save_all: bool = False) -> None:
+        if "optimize" not in im.encoderinfo:
+            im.encoderinfo.setdefault("compress_level", level)
+        PngImagePlugin._save(im, fp, filename, chunk, save_all)
+
+    Image.register_save("PNG", save)
+
+
+def setup(slot_uid: int, lim: Limits) -> Isolation:
+    """Enter every layer the host allows; note the ones it refuses instead of failing."""
+    iso = Isolation(work_dir="")
+    iso.layers.append("rlimits")
+    try:
+        _libc.prctl(_libc.PR_SET_CHILD_SUBREAPER, 1)
+    except OSError as exc:
+        iso.notes.append(f"no child subreaper ({exc}); leftovers are still killed by scanning /proc")
+    try:
+        namespaces.enter_empty_network()
+        iso.layers.append("netns")
+    except OSError as exc:
+        iso.notes.append(f"network namespace unavailable: {exc}")
+    root = os.geteuid() == 0
+    interpreter_paths = sorted({sys.base_prefix, sys.prefix})
+    try:
+        namespaces.enter_private_mounts()
+        os.makedirs(SHARED_WORK_DIR, mode=0o755, exist_ok=True)
+        if os.path.islink(SHARED_WORK_DIR) or not os.path.isdir(SHARED_WORK_DIR):
+            raise OSError(errno.ENOTDIR, f"{SHARED_WORK_DIR} is not a plain directory")
+        namespaces.mount_work_tmpfs(SHARED_WORK_DIR, lim.disk_mb, slot_uid if root else os.getuid())
+        iso.work_dir = SHARED_WORK_DIR
+        iso.layers.append(f"tmpfs({lim.disk_mb}MiB)")
+        hidden = namespaces.reveal(interpreter_paths) if root else []
+        if hidden:
+            iso.notes.append(f"hid {', '.join(hidden)} behind a tmpfs holding only the interpreter")
+    except OSError as exc:
+        iso.work_dir = tempfile.mkdtemp(prefix="vtb-sandbox-")
+        iso.notes.append(f"no private tmpfs ({exc}): work dir {iso.work_dir} on the host disk, disk use not capped")
+    if root:
+        reason = identity.interpreter_reachable(interpreter_paths)
+        if reason is None:
+            iso.uid = slot_uid
+            os.chown(iso.work_dir, slot_uid, slot_uid)
+            os.chmod(iso.work_dir, 0o700)
+            iso.layers.append(f"uid({slot_uid})")
+        else:
+            iso.notes.append(f"per-slot uid disabled: {reason}")
+    else:
+        iso.notes.append("server is not root: no per-slot uid")
+    abi = landlock.abi_version()
+    if abi:
+        try:
+            read_only = interpreter_paths + [p for p in sys.path if p.startswith(tuple(interpreter_paths))]
+            read_only += ["/usr", "/lib", "/lib64", "/dev/urandom", "/dev/zero"]
+            iso.ruleset_fd = landlock.build_ruleset(read_only, [iso.work_dir, "/dev/null"], abi)
+            iso.layers.append(f"landlock(abi {abi})")
+        except OSError as exc:
+            iso.notes.append(f"landlock unavailable: {exc}")
+    else:
+        iso.notes.append("landlock unavailable in this kernel")
+    try:
+        iso.seccomp = syscall_filter.build()
+        iso.layers.append("seccomp")
+    except (ImportError, OSError, RuntimeError) as exc:
+        iso.notes.append(f"seccomp unavailable: {exc}")
+    return iso
+
+
+class Server:
+    def __init__(self, config: dict[str, Any]):
+        self.limits = Limits(**config.get("limits", {}))
+        self.proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
+        self.proto_out = os.fdopen(os.dup(1), "wb")
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1):
+            os.dup2(null, fd)
+        os.close(null)
+        preload(config.get("preload", []), config.get("png_compress_level"))
+        self.iso = setup(config["uid"], self.limits)
+        self.base_mapped = limits_mod.mapped_bytes()
+        self.captures = [tempfile.TemporaryFile(prefix="vtb-capture-") for _ in range(2)]  # unlinked: outside the tmpfs
+
+    def serve(self) -> None:
+        protocol.send(self.proto_out, {"layers": self.iso.layers, "notes": self.iso.notes, "work_dir": self.iso.work_dir})
+        while True:
+            try:
+                request, blobs = protocol.receive(self.proto_in)
+            except EOFError:
+                break
+            try:
+                header, out_blobs = self.run(request, blobs)
+            except Exception as exc:  # report and keep serving
+                header, out_blobs = {"error": f"{type(exc).__name__}: {exc}"}, []
+            protocol.send(self.proto_out, header, out_blobs)
+        self._clear_work_dir()
+
+    def run(self, request: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        timeout = float(request.get("timeout_s") or self.limits.timeout_s)
+        inputs = self._prepare(request["files"], blobs)
+        for capture in self.captures:
+            capture.seek(0)
+            capture.truncate()
+        start = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:
+            self._child(request["code"], timeout)  # never returns
+        timed_out = self._wait(pid, timeout)
+        status = os.waitpid(pid, 0)[1]
+        leftovers = self._reap_leftovers()
+        duration = time.perf_counter() - start
+        (stdout, out_size), (stderr, err_size) = (self._read_capture(c) for c in self.captures)
+        names, files, skipped = self._collect(inputs) if request.get("collect_files") else ([], [], [])
+        header = {
+            "exit_code": os.waitstatus_to_exitcode(status), "timed_out": timed_out, "duration_s": duration,
+            "stdout_size": out_size, "stderr_size": err_size, "files": names, "skipped_files": skipped,
+            "leftover_processes": leftovers,
+        }
+        return header, [stdout, stderr, *files]
+
+    # -- before the call -------------------------------------------------------------------
+    def _prepare(self, names: list[str], blobs: list[bytes]) -> dict[str, tuple[int, int, int, bytes]]:
+        self._clear_work_dir()
+        inputs = {}
+        for name, data in zip(names, blobs):
+            if not name or "/" in name or name.startswith("."):
+                raise ValueError(f"bad input file name {name!r}")
+            path = os.path.join(self.iso.work_dir, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            if self.iso.uid is not None:
+                os.chown(path, self.iso.uid, self.iso.uid)
+            st = os.stat(path)
+            inputs[name] = (st.st_ino, st.st_mtime_ns, st.st_size, data)
+        return inputs
+
+    def _clear_work_dir(self) -> None:
+        for entry in os.scandir(self.iso.work_dir):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+
+    # -- the child ---------------------------------------------------------------------------
+    def _child(self, code: str, timeout: float) -> None:
+        try:
+            os.dup2(self.captures[0].fileno(), 1)
+            os.dup2(self.captures[1].fileno(), 2)
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead of killing
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
+            os.chdir(self.iso.work_dir)
+            limits_mod.apply(Limits(**{**self.limits.__dict__, "timeout_s": timeout}), self.base_mapped)
+            if self.iso.uid is not None:
+                identity.drop_to(self.iso.uid)
+                _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)  # a credential change clears it
+            _libc.prctl(_libc.PR_SET_NO_NEW_PRIVS, 1)
+            if self.iso.ruleset_fd is not None:
+                landlock.restrict_self(self.iso.ruleset_fd)
+            if self.iso.seccomp is not None:
+                self.iso.seccomp.load()
+            os.closerange(3, 1 << 16)
+            os.environ.clear()
+            os.environ.update(HOME=self.iso.work_dir, TMPDIR=self.iso.work_dir, LANG="C.UTF-8", MPLBACKEND="Agg")
+            tempfile.tempdir = None
+            sys.stdin = open(os.devnull)
+            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
+            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
+                                          line_buffering=True)
+        except BaseException as exc:  # fail closed: never run the code half-isolated
+            os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
+            os._exit(SETUP_FAILED)
+        os._exit(_run_code(code))
+
+    # -- after the call ----------------------------------------------------------------------
+    @staticmethod
+    def _wait(pid: int, timeout: float) -> bool:
+        """Wait for the child up to ``timeout`` seconds of wall clock; SIGKILL it after. True if it timed out."""
+        pidfd = os.pidfd_open(pid)
+        try:
+            poller = select.poll()
+            poller.register(pidfd, select.POLLIN)
+            if poller.poll(timeout * 1000):
+                return False
+            os.kill(pid, signal.SIGKILL)
+            return True
+        finally:
+            os.close(pidfd)
+
+    def _reap_leftovers(self) -> int:
+        """Kill every process the call left behind (orphans are re-parented to us) and reap them."""
+        killed = 0
+        while children := _children():
+            killed += len(children)
+            if self.iso.uid is not None:
+                _kill_all_of_uid(self.iso.uid)  # one atomic sweep: a fork bomb cannot outrun it
+            for pid in children:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            _reap_exited(block_for=children)
+        _reap_exited()
+        return killed
+
+    def _read_capture(self, capture: Any) -> tuple[bytes, int]:
+        size = os.fstat(capture.fileno()).st_size
+        capture.seek(0)
+        return capture.read(self.limits.output_bytes), size
+
+    def _collect(self, inputs: dict[str, tuple[int, int, int, bytes]]) -> tuple[list[str], list[bytes], list[str]]:
+        """New or changed regular files at the top of the work dir: never following links, capped."""
+        names, files, skipped = [], [], []
+        dir_fd = os.open(self.iso.work_dir, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for name in sorted(os.listdir(dir_fd)):
+                try:
+                    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+                except OSError as exc:
+                    skipped.append(f"{name}: {exc.strerror}")
+                    continue
+                with os.fdopen(fd, "rb") as f:
+                    st = os.fstat(fd)
+                    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+                        skipped.append(f"{name}: not a regular file")
+                        continue
+                    if st.st_size > self.limits.max_output_file_bytes:
+                        skipped.append(f"{name}: larger than {self.limits.max_output_file_bytes} bytes")
+                        continue
+                    before = inputs.get(name)
+                    if before and before[:3] == (st.st_ino, st.st_mtime_ns, st.st_size):
+                        continue
+                    data = f.read(self.limits.max_output_file_bytes + 1)
+                if before and data == before[3]:
+                    continue
+                if len(names) == self.limits.max_output_files:
+                    skipped.append(f"{name}: more than {self.limits.max_output_files} output files")
+                    continue
+                names.append(name)
+                files.append(data)
+        finally:
+            os.close(dir_fd)
+        return names, files, skipped
+
+
+def _run_code(code: str) -> int:
+    """Run the model's code as ``__main__``; print a traceback without our frames on error."""
+    filename = "<code>"
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    status = 0
+    try:
+        exec(compile(code, filename, "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)
+    except BaseException as exc:
+        tb = exc.__traceback__.tb_next if exc.__traceback__ else None
+        traceback.print_exception(type(exc), exc, tb)
+        status = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    return status
+
+
+def _children() -> list[int]:
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except FileNotFoundError:  # kernels without CONFIG_PROC_CHILDREN
+        found = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as f:
+                        if int(f.read().rsplit(")", 1)[1].split()[1]) == me:
+                            found.append(int(entry))
+                except (OSError, IndexError, ValueError):
+                    continue
+        return found
+
+
+def _kill_all_of_uid(uid: int) -> None:
+    """kill(-1) from a helper running as the slot uid reaches exactly the processes of that uid."""
+    helper = os.fork()
+    if helper == 0:
+        try:
+            os.setresuid(uid, uid, uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(helper, 0)
+
+
+def _reap_exited(block_for: list[int] = ()) -> None:
+    for pid in block_for:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def main() -> None:
+    Server(json.loads(sys.argv[1])).serve()
+
+
+if __name__ == "__main__":
+    main()

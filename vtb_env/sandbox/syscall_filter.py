@@ -1,0 +1,39 @@
+"""seccomp (via pyseccomp/libseccomp): deny the system calls a computation never needs.
+
+Denied with EPERM: program execution, every ``socket()`` (all families: no TCP/UDP/DNS, no
+netlink, packet or unix sockets), tracing and cross-process memory access, namespaces and
+mounts, kernel keyrings, BPF, io_uring, module loading, and clone with namespace flags.
+``clone3`` answers ENOSYS so the C library falls back to ``clone``, whose flags can be checked.
+The filter object is built once in the server; each child only loads it.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import Any
+
+DENIED = (
+    "execve", "execveat", "socket", "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2",
+    "unshare", "setns", "pivot_root", "chroot", "bpf", "keyctl", "add_key", "request_key", "io_uring_setup",
+    "io_uring_enter", "io_uring_register", "init_module", "finit_module", "delete_module", "kexec_load",
+    "kexec_file_load", "reboot", "swapon", "swapoff", "perf_event_open", "userfaultfd", "open_by_handle_at",
+    "fsopen", "fsmount", "fsconfig", "move_mount", "open_tree", "fspick", "mount_setattr", "acct",
+    "settimeofday", "clock_settime", "sethostname", "setdomainname", "lookup_dcookie", "quotactl",
+)
+CLONE_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
+
+
+def build() -> Any:
+    """The filter (not yet loaded). Raises ImportError/OSError where seccomp is unavailable."""
+    import pyseccomp as sc
+
+    f = sc.SyscallFilter(defaction=sc.ALLOW)
+    for name in DENIED:
+        try:
+            f.add_rule(sc.ERRNO(errno.EPERM), name)
+        except (RuntimeError, ValueError, OSError):  # a syscall this kernel/arch does not know
+            continue
+    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    for flag in CLONE_NAMESPACE_FLAGS:
+        f.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    return f

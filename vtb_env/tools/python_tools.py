@@ -1,0 +1,120 @@
+"""``python_image_processing`` and ``python_interpreter``: model-written code in the sandbox.
+
+The vision tool's work dir holds exactly the images of the ToolContext (``image_<k>.png``,
+``transformed_image_<i>.png``); every ``transformed_image_<i>.png`` the code writes (new or
+overwritten) comes back as an image in index order, then any other image file it wrote. Returned
+images are decoded with the project's pixel cap before they are handed on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any, Mapping
+
+from vtb_env.sandbox import ExecResult, Sandbox, SandboxError, shared_sandbox
+from vtb_env.tasks import ImageDecodeError, decode_image
+from vtb_env.tools.base import NamedImage, Tool, ToolContext, ToolResult
+from vtb_env.tools.schemas import PYTHON_IMAGE_PROCESSING, PYTHON_INTERPRETER, python_image_processing_schema
+
+TRANSFORMED = re.compile(r"transformed_image_(\d+)\.png")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
+MAX_TEXT_CHARS = 10_000  # stdout/stderr shown to the model, per stream
+
+
+class _SandboxedPython(Tool):
+    profile: str
+
+    def __init__(self, sandbox: Sandbox | None = None, *, timeout_s: float | None = None):
+        self._sandbox = sandbox
+        self.timeout_s = timeout_s
+
+    @property
+    def sandbox(self) -> Sandbox:
+        return self._sandbox or shared_sandbox(self.profile)
+
+    def _execute(self, code: str, files: Mapping[str, bytes], collect: bool) -> ExecResult | ToolResult:
+        try:
+            return self.sandbox.run(code, files, timeout_s=self.timeout_s, collect_files=collect)
+        except SandboxError as exc:
+            return ToolResult.failure(f"{self.name}: sandbox failure: {exc}", kind="sandbox")
+
+    @staticmethod
+    def _report(result: ExecResult, **extra: Any) -> tuple[dict[str, Any], str | None]:
+        """The JSON body for the model and the error (if the run failed)."""
+        body = {"stdout": _clip(result.stdout, result.stdout_truncated),
+                "stderr": _clip(result.stderr, result.stderr_truncated), "exit_code": result.exit_code, **extra}
+        error = None
+        if result.timed_out:
+            error = f"timed out after {result.duration_s:.1f}s"
+        elif result.setup_failed:
+            error = "sandbox setup failed: " + result.stderr.strip()[-300:]
+        elif result.exit_code != 0:
+            lines = result.stderr.strip().splitlines()
+            error = lines[-1] if lines else f"exit code {result.exit_code}"
+        if error:
+            body["error"] = error
+        return body, error
+
+
+class PythonInterpreter(_SandboxedPython):
+    name = "python_interpreter"
+    schema = PYTHON_INTERPRETER
+    profile = "interpreter"
+
+    def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        result = self._execute(arguments["code"], {}, collect=False)
+        if isinstance(result, ToolResult):
+            return result
+        body, error = self._report(result)
+        return ToolResult(text=json.dumps(body), error=error, meta={"duration_s": result.duration_s})
+
+
+class PythonImageProcessing(_SandboxedPython):
+    name = "python_image_processing"
+    schema = PYTHON_IMAGE_PROCESSING
+    profile = "image"
+
+    def schema_for(self, context: ToolContext) -> dict[str, Any]:
+        return python_image_processing_schema([image.name for image in context.images], self.sandbox.work_dir)
+
+    def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        files = {image.name: image.data for image in context.images}
+        result = self._execute(arguments["code"], files, collect=True)
+        if isinstance(result, ToolResult):
+            return result
+        images, problems = _returned_images(result.files)
+        indices = [int(m.group(1)) for m in (TRANSFORMED.fullmatch(i.name) for i in images) if m]
+        body, error = self._report(result, images=[image.name for image in images],
+                                   skipped_files=problems + result.skipped_files)
+        if error is None and not images:
+            body["note"] = "no image was saved; save results as transformed_image_<i>.png to get them back"
+        meta = {"duration_s": result.duration_s,
+                "next_image_index": max([context.next_image_index - 1, *indices]) + 1}
+        return ToolResult(text=json.dumps(body), images=images, error=error, meta=meta)
+
+
+def _returned_images(files: Mapping[str, bytes]) -> tuple[list[NamedImage], list[str]]:
+    """Transformed images in index order, then other image files by name; each must decode under the pixel cap."""
+    def order(name: str) -> tuple[int, int, str]:
+        match = TRANSFORMED.fullmatch(name)
+        return (0, int(match.group(1)), name) if match else (1, 0, name)
+
+    images, problems = [], []
+    for name in sorted(files, key=order):
+        if not name.lower().endswith(IMAGE_SUFFIXES):
+            continue
+        try:
+            decode_image(files[name])
+        except ImageDecodeError as exc:  # attacker-controlled bytes
+            problems.append(f"{name}: not a readable image ({type(exc).__name__}: {exc})")
+            continue
+        images.append(NamedImage(os.path.basename(name), files[name]))
+    return images, problems
+
+
+def _clip(text: str, truncated: bool) -> str:
+    if len(text) > MAX_TEXT_CHARS or truncated:
+        return text[:MAX_TEXT_CHARS] + "\n[output truncated]"
+    return text
