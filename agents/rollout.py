@@ -1,0 +1,261 @@
+"""Multi-turn, tool-using rollouts of a token-level policy in VisualToolBench environments.
+
+One episode becomes one token sequence, the shape GRPO trainers (TRL's ``rollout_func``,
+verl's multi-turn rollout) train on::
+
+    prompt_ids | policy tokens (mask 1) | env tokens (mask 0) | policy tokens (mask 1) | ...
+
+Env tokens are what the environment appends between two policy steps: tool results, the user
+message showing the images a tool made, the next turn's prompt and images, the cap notice.
+The environment owns the dialogue (parsing in any format, sandboxed tools, caps, image names,
+reward); this module only tokenizes it. The env tokens of a step are the text the chat template
+adds when the environment's new messages are appended, so the template must be
+prefix-preserving (Llama 3's is; checked at every step with a clear error). The template lists
+the tools offered at reset for the whole episode, so the system block never changes.
+
+Why in ``agents``: this is the policy side of the loop (tokenizer, generation, sampling
+log-probs); ``vtb_env`` stays free of torch, and ``rewards`` only scores records.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
+
+from rewards.grpo import group_advantages
+from rewards.mode import ConfusionMatrix, Outcome, mode_outcome
+from vtb_env.batch import EnvPool
+
+if TYPE_CHECKING:
+    from vtb_env.trajectory import EpisodeRecord
+
+
+@dataclass
+class Generation:
+    """What the policy produced for one prompt: its tokens and their sampling log-probs."""
+
+    token_ids: list[int]
+    logprobs: list[float]
+
+
+class Generator(Protocol):
+    """Samples one continuation per prompt (token ids in, token ids out)."""
+
+    def __call__(self, prompts: Sequence[list[int]]) -> list[Generation]: ...
+
+
+class HFGenerator:
+    """Sampling with ``model.generate`` (left-padded batch); continuations are cut after the first stop token."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, max_new_tokens: int = 256, temperature: float = 1.0, top_p: float = 1.0):
+        self.model, self.tokenizer = model, tokenizer
+        self.max_new_tokens, self.temperature, self.top_p = max_new_tokens, temperature, top_p
+        eos = model.generation_config.eos_token_id
+        self.stop_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(self.stop_ids))
+
+    def __call__(self, prompts: Sequence[list[int]]) -> list[Generation]:
+        import torch
+
+        width = max(len(p) for p in prompts)
+        device = next(self.model.parameters()).device
+        input_ids = torch.tensor([[self.pad_id] * (width - len(p)) + list(p) for p in prompts], device=device)
+        attention_mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
+        was_training = self.model.training
+        self.model.eval()
+        with torch.no_grad():
+            out = self.model.generate(
+                input_ids=input_ids, attention_mask=attention_mask, do_sample=True, temperature=self.temperature,
+                top_p=self.top_p, max_new_tokens=self.max_new_tokens, pad_token_id=self.pad_id,
+                return_dict_in_generate=True, output_scores=True,
+            )
+        self.model.train(was_training)
+        new = out.sequences[:, width:]
+        logps = torch.stack(out.scores, dim=1).float().log_softmax(-1).gather(-1, new.unsqueeze(-1)).squeeze(-1)
+        generations = []
+        for ids, lps in zip(new.tolist(), logps.tolist()):
+            end = next((i + 1 for i, t in enumerate(ids) if t in self.stop_ids), len(ids))
+            generations.append(Generation(ids[:end], lps[:end]))
+        return generations
+
+
+class VLLMGenerator:
+    """Generation through a TRL trainer's vLLM engine (``use_vllm=True``, colocate or server mode)."""
+
+    def __init__(self, trainer: Any):
+        self.trainer = trainer
+
+    def __call__(self, prompts: Sequence[list[int]]) -> list[Generation]:
+        _, completion_ids, logprobs, _ = self.trainer.vllm_generation.generate(list(prompts), None, num_generations=1)
+        return [Generation(list(ids), [row[0] for row in lps]) for ids, lps in zip(completion_ids, logprobs)]
+
+
+class ChatRenderer:
+    """The policy's chat template applied to env messages; image parts become ``{"type": "image"}``."""
+
+    def __init__(self, tokenizer: Any, **template_kwargs: Any):
+        self.tokenizer = tokenizer
+        self.template_kwargs = template_kwargs
+
+    def text(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], add_generation_prompt: bool) -> str:
+        return self.tokenizer.apply_chat_template(
+            [_plain_images(m) for m in messages], tools=list(tools) or None, tokenize=False,
+            add_generation_prompt=add_generation_prompt, **self.template_kwargs,
+        )
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    def appended_tokens(self, before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]) -> list[int]:
+        """Tokens the template adds going from ``before`` (ending with the policy's message) to ``after`` + generation prompt."""
+        head = self.text(before, tools, add_generation_prompt=False)
+        full = self.text(after, tools, add_generation_prompt=True)
+        if not full.startswith(head):
+            raise ValueError("the chat template is not prefix-preserving: appending messages rewrote earlier text, so env tokens cannot be isolated")
+        return self.encode(full[len(head):])
+
+
+def _plain_images(message: dict[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    parts = [{"type": "image"} if isinstance(p, dict) and p.get("type") in ("image", "image_url") else p for p in content]
+    return {**message, "content": parts}
+
+
+@dataclass
+class Episode:
+    """One finished rollout: the token sequence, its mask and log-probs, and the env's verdict."""
+
+    task_id: str
+    prompt_ids: list[int]
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)  # 1: policy token (trained on), 0: env token
+    logprobs: list[float] = field(default_factory=list)  # sampling log-probs; 0.0 for env tokens
+    reward: float = 0.0
+    components: dict[str, float] = field(default_factory=dict)
+    record: "EpisodeRecord | None" = None
+    mode_outcome: Outcome | None = None
+    length_truncated: bool = False  # stopped by the token budget before the env ended it
+    policy_steps: int = 0
+    seconds: float = 0.0
+
+    def extend(self, ids: Sequence[int], logprobs: Sequence[float] | None) -> None:
+        self.completion_ids.extend(ids)
+        self.env_mask.extend([0 if logprobs is None else 1] * len(ids))
+        self.logprobs.extend([0.0] * len(ids) if logprobs is None else logprobs)
+
+
+@dataclass
+class _Live:
+    index: int
+    episode: Episode
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    label: str | None
+    record: "EpisodeRecord"  # the env updates it in place
+    start: float
+    done: bool = False
+
+
+def run_episodes(
+    pool: EnvPool,
+    task_ids: Sequence[str],
+    generate: Generator,
+    renderer: ChatRenderer,
+    *,
+    max_completion_tokens: int = 2048,
+    seed: int | None = None,
+) -> list[Episode]:
+    """Play one episode per task id (repeat ids for a GRPO group), all in lock-step.
+
+    Each round, every live episode's sequence goes to ``generate`` in one batch, the texts go to
+    the environments, and their tool calls run concurrently (``EnvPool``). An episode whose
+    sequence passes ``max_completion_tokens`` is stopped and scored as it stands (no answer:
+    format 0, rubrics not met) with ``length_truncated`` set.
+    """
+    if len(task_ids) > len(pool):
+        raise ValueError(f"{len(task_ids)} episodes need {len(task_ids)} environments; the pool has {len(pool)}")
+    for env in pool.envs[: len(task_ids)]:
+        if env.config.history == "golden":
+            raise ValueError("rollouts need history='model': golden history rewrites the dialogue, so it is not one token sequence")
+    indices = list(range(len(task_ids)))
+    resets = pool.reset(seed=seed, options=[{"task_id": t} for t in task_ids], indices=indices)
+    live = []
+    for i, (task_id, (obs, info)) in enumerate(zip(task_ids, resets)):
+        prompt = renderer.encode(renderer.text(obs["messages"], obs["tools"], add_generation_prompt=True))
+        live.append(_Live(i, Episode(task_id, prompt), obs["messages"], obs["tools"], info["task"].get("mode_label"), info["record"], time.perf_counter()))
+    while active := [s for s in live if not s.done]:
+        generations = generate([s.episode.prompt_ids + s.episode.completion_ids for s in active])
+        actions: list[str | None] = [None] * len(pool)
+        for state, gen in zip(active, generations):
+            state.episode.extend(gen.token_ids, gen.logprobs)
+            state.episode.policy_steps += 1
+            if len(state.episode.completion_ids) > max_completion_tokens:
+                _stop_for_length(pool, state)
+            else:
+                actions[state.index] = renderer.decode(gen.token_ids)
+        for state, result in zip(live, pool.step(actions)):
+            if result is None:
+                continue
+            if result.terminated or result.truncated:
+                _finish(state, result.reward, result.info)
+                continue
+            after = result.observation["messages"]  # the old ones, the env's copy of the policy's message, then new ones
+            state.episode.extend(renderer.appended_tokens(after[: len(state.messages) + 1], after, state.tools), None)
+            state.messages = result.observation["messages"]
+            if len(state.episode.completion_ids) > max_completion_tokens:
+                _stop_for_length(pool, state)
+    return [s.episode for s in live]
+
+
+def _finish(state: _Live, reward: float, info: dict[str, Any]) -> None:
+    episode = state.episode
+    episode.reward, episode.components = float(reward), dict(info.get("reward_components") or {})
+    if "reward_error" in info:
+        episode.components["reward_error"] = 1.0
+    episode.record = info["record"]
+    if state.label is not None:
+        episode.mode_outcome = mode_outcome(state.label, episode.record.used_tools)
+    episode.seconds = time.perf_counter() - state.start
+    state.done = True
+
+
+def _stop_for_length(pool: EnvPool, state: _Live) -> None:
+    """Score the unfinished episode with the env's reward function (it has no final answer yet)."""
+    env, record = pool.envs[state.index], state.record
+    task = next(t for t in env.tasks if t.id == state.episode.task_id)
+    try:
+        reward, components = env.reward_fn(task, record)
+        info = {"reward_components": components, "record": record}
+    except Exception as exc:  # a judge outage must not end the rollout
+        reward, info = 0.0, {"record": record, "reward_error": f"{type(exc).__name__}: {exc}"}
+    state.episode.length_truncated = True
+    _finish(state, reward, info)
+
+
+def summarize(episodes: Sequence[Episode], group_size: int) -> dict[str, float]:
+    """Per-batch metrics: mean reward and components, mode-selection MCC, group statistics, speed."""
+    n = len(episodes)
+    metrics: dict[str, float] = {"reward": sum(e.reward for e in episodes) / n}
+    names = sorted({name for e in episodes for name in e.components} - {"reward"})
+    for name in names:
+        values = [e.components[name] for e in episodes if name in e.components]
+        metrics[f"reward/{name}"] = sum(values) / len(values)
+    outcomes = [e.mode_outcome for e in episodes if e.mode_outcome is not None]
+    if outcomes:
+        confusion = ConfusionMatrix.from_outcomes(outcomes)
+        metrics.update({"mode/mcc": confusion.mcc(), **{f"mode/{k}": float(v) for k, v in confusion.to_dict().items() if k in ("TP", "FN", "TN", "FP")}})
+    advantages = group_advantages([e.reward for e in episodes], group_size)
+    groups = [episodes[i : i + group_size] for i in range(0, n, group_size)]
+    metrics["group/frac_zero_std"] = sum(len({e.reward for e in g}) == 1 for g in groups) / len(groups)
+    metrics["group/mean_abs_advantage"] = sum(abs(a) for a in advantages) / n
+    metrics["episode/tool_calls"] = sum(len(e.record.tool_calls) for e in episodes if e.record) / n
+    metrics["episode/policy_steps"] = sum(e.policy_steps for e in episodes) / n
+    metrics["episode/length_truncated"] = sum(e.length_truncated for e in episodes) / n
+    metrics["episode/seconds"] = sum(e.seconds for e in episodes) / n
+    return metrics

@@ -1,0 +1,206 @@
+"""GRPO on VisualToolBench with TRL: multi-turn, tool-using rollouts in the real environment.
+
+    python scripts/train_grpo.py --model PATH --tasks synth:64:0 --num-generations 4 --max-steps 100
+
+The algorithm, in the order it runs each step (TRL's GRPOTrainer does 3-5, we do 1-2):
+
+1. Sample ``tasks_per_step`` tasks; TRL repeats each ``G = num_generations`` times (a group).
+2. ``rollout``: play every episode in the environment (``agents.rollout.run_episodes``): the
+   policy generates, the env parses its tool calls, runs them (sandboxed, concurrently), shows
+   the tool's images and the next turns, and scores the finished episode with its composed
+   reward. Each episode is one token sequence; env tokens are masked out of the loss.
+3. Rewards: the env's per-episode reward (``vtb_reward``); components and the mode-selection
+   MCC of the batch are logged (``vtb/...``).
+4. Advantages per group: ``(r - mean_group) / std_group`` (TRL ``scale_rewards="group"``).
+5. Clipped policy-gradient loss on policy tokens (plus KL to a reference when ``--beta > 0``).
+
+Policies: causal LMs whose chat template renders tools and is prefix-preserving (Llama 3.x,
+Qwen2.5). See docs/training.md for VLM policies, vLLM generation and GPU settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL
+
+from agents.rollout import ChatRenderer, Episode, HFGenerator, VLLMGenerator, run_episodes, summarize  # noqa: E402
+from vtb_env.batch import EnvPool  # noqa: E402
+from vtb_env.config import EnvConfig  # noqa: E402
+from vtb_env.env import VisualToolBenchEnv  # noqa: E402
+from vtb_env.tasks import Task  # noqa: E402
+from vtb_env.tools.base import ToolRegistry  # noqa: E402
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--model", required=True, help="local checkpoint directory (causal LM with a tool-aware chat template)")
+    p.add_argument("--tasks", default="synth:64:0", help="synth:N:SEED, or any vtb_env.loaders source (parquet, directory)")
+    p.add_argument("--tools", default=None, help="comma-separated tool names to offer (default: all the env's tools)")
+    p.add_argument("--output-dir", default="runs/grpo")
+    p.add_argument("--seed", type=int, default=0)
+    # GRPO
+    p.add_argument("--num-generations", type=int, default=8, help="G: rollouts per task (one group)")
+    p.add_argument("--tasks-per-step", type=int, default=2, help="groups per optimisation step")
+    p.add_argument("--max-steps", type=int, default=100)
+    p.add_argument("--learning-rate", type=float, default=1e-6)
+    p.add_argument("--beta", type=float, default=0.0, help="KL coefficient (0: no reference model)")
+    p.add_argument("--epsilon", type=float, default=0.2, help="PPO clip range")
+    p.add_argument("--loss-type", default="dapo", help="TRL loss_type: grpo, dapo, dr_grpo, bnpo, ...")
+    p.add_argument("--gradient-accumulation-steps", type=int, default=1)
+    # rollouts
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--max-new-tokens", type=int, default=512, help="tokens per policy step")
+    p.add_argument("--max-episode-tokens", type=int, default=4096, help="completion budget per episode (policy + env tokens)")
+    p.add_argument("--max-tool-calls", type=int, default=5, help="per turn (env cap)")
+    p.add_argument("--system-prompt", default="strong", help="strong, weak, none, or text")
+    # hardware
+    p.add_argument("--use-vllm", action="store_true", help="generate with vLLM (GPU)")
+    p.add_argument("--vllm-mode", choices=("colocate", "server"), default="colocate")
+    p.add_argument("--vllm-gpu-memory-utilization", type=float, default=0.3)
+    p.add_argument("--bf16", action="store_true")
+    p.add_argument("--gradient-checkpointing", action="store_true")
+    p.add_argument("--report-to", default="none", help="none, tensorboard, wandb, ...")
+    p.add_argument("--logging-steps", type=int, default=1)
+    p.add_argument("--save-steps", type=int, default=0, help="0: save only at the end")
+    return p.parse_args(argv)
+
+
+def load_tasks(spec: str) -> list[Task]:
+    from vtb_env.evaluation.specs import load_eval_tasks
+
+    tasks = load_eval_tasks(spec)
+    if not tasks:
+        raise SystemExit(f"no tasks in {spec!r}")
+    return tasks
+
+
+def task_dataset(tasks: Sequence[Task]) -> Any:
+    """One row per task. The env builds the real prompt; the row carries the task id to the rollout."""
+    from datasets import Dataset
+
+    return Dataset.from_list([{"prompt": [{"role": "user", "content": t.turns[0].prompt, "task_id": t.id}]} for t in tasks])
+
+
+class EnvRollout:
+    """TRL ``rollout_func``: ``(prompts, trainer) -> {prompt_ids, completion_ids, logprobs, env_mask, vtb_episode}``."""
+
+    def __init__(self, tasks: Sequence[Task], tools: ToolRegistry | None, config: EnvConfig, tokenizer: Any, args: argparse.Namespace):
+        self.tasks, self.tools, self.config, self.args = list(tasks), tools, config, args
+        self.renderer = ChatRenderer(tokenizer)
+        self.tokenizer = tokenizer
+        self.pool: EnvPool | None = None
+        self.calls = 0
+
+    def _pool(self, size: int) -> EnvPool:
+        if self.pool is None or len(self.pool) < size:
+            if self.pool is not None:
+                self.pool.close()
+            self.pool = EnvPool([VisualToolBenchEnv(tasks=self.tasks, tools=self.tools, config=self.config) for _ in range(size)])
+        return self.pool
+
+    def __call__(self, prompts: list[list[dict[str, Any]]], trainer: Any) -> dict[str, Any]:
+        task_ids = [prompt[-1]["task_id"] for prompt in prompts]
+        if self.args.use_vllm:
+            generate = VLLMGenerator(trainer)
+        else:
+            model = trainer.accelerator.unwrap_model(trainer.model)
+            generate = HFGenerator(model, self.tokenizer, max_new_tokens=self.args.max_new_tokens, temperature=self.args.temperature, top_p=self.args.top_p)
+        self.calls += 1
+        episodes = run_episodes(
+            self._pool(len(task_ids)), task_ids, generate, self.renderer,
+            max_completion_tokens=self.args.max_episode_tokens, seed=self.args.seed * 1_000_003 + self.calls,
+        )
+        return {
+            "prompt_ids": [e.prompt_ids for e in episodes],
+            "completion_ids": [e.completion_ids for e in episodes],
+            "logprobs": [e.logprobs for e in episodes],
+            "env_mask": [e.env_mask for e in episodes],
+            "vtb_episode": episodes,
+        }
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
+def make_reward_func(group_size: int):
+    """The env's composed episode reward, as a TRL reward function that also logs components and MCC."""
+
+    def vtb_reward(prompts: list, completions: list, vtb_episode: list[Episode], log_metric=None, **_: Any) -> list[float]:
+        if log_metric is not None:
+            for name, value in summarize(vtb_episode, group_size).items():
+                log_metric(f"vtb/{name}", value)
+        return [episode.reward for episode in vtb_episode]
+
+    return vtb_reward
+
+
+def train(args: argparse.Namespace, *, tasks: Sequence[Task] | None = None, tools: ToolRegistry | None = None):
+    """Build everything and run ``trainer.train()``; returns the trainer (tests read its state and model)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    if getattr(AutoConfig.from_pretrained(args.model), "vision_config", None) is not None:
+        raise SystemExit("vision-language policies are not supported by this script yet: see docs/training.md ('VLM policies')")
+    tasks = list(tasks) if tasks is not None else load_tasks(args.tasks)
+    if tools is None:
+        try:
+            from vtb_env.tools import default_tools
+        except ImportError as exc:
+            raise SystemExit(f"the environment's default tools are unavailable ({exc}); pass tools= to train()") from exc
+        tools = default_tools()
+    if args.tools:
+        tools = tools.only(args.tools.split(","))
+    system_prompt = None if args.system_prompt == "none" else args.system_prompt
+    config = EnvConfig.preset("default", max_tool_calls=args.max_tool_calls, image_parts="name", system_prompt=system_prompt)
+
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype="bfloat16" if args.bf16 else "float32")
+
+    G = args.num_generations
+    grpo = GRPOConfig(
+        output_dir=args.output_dir, seed=args.seed, max_steps=args.max_steps, learning_rate=args.learning_rate,
+        per_device_train_batch_size=args.tasks_per_step * G, gradient_accumulation_steps=args.gradient_accumulation_steps,
+        num_generations=G, beta=args.beta, epsilon=args.epsilon, loss_type=args.loss_type, scale_rewards="group",
+        temperature=args.temperature, top_p=args.top_p, max_completion_length=args.max_new_tokens,
+        use_vllm=args.use_vllm, vllm_mode=args.vllm_mode, vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+        bf16=args.bf16, report_to=args.report_to, **({"gradient_checkpointing": True} if args.gradient_checkpointing else {}),
+        logging_steps=args.logging_steps, save_strategy="steps" if args.save_steps else "no", save_steps=args.save_steps or 500,
+        use_cpu=not _has_gpu(), shuffle_dataset=True, log_completions=False,
+    )
+    rollout = EnvRollout(tasks, tools, config, tokenizer, args)
+    trainer = GRPOTrainer(
+        model=model, reward_funcs=[make_reward_func(G)], args=grpo, train_dataset=task_dataset(tasks),
+        processing_class=tokenizer, rollout_func=rollout,
+    )
+    try:
+        trainer.train()
+    finally:
+        rollout.close()
+    trainer.save_model(args.output_dir)
+    return trainer
+
+
+def _has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    train(parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()

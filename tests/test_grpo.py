@@ -1,0 +1,141 @@
+"""GRPO end to end on CPU: TRL's GRPOTrainer, rollouts in the real env (sandboxed vision tool), a tiny model.
+
+The policy is the scripted tiny model (tests/support/tiny_models.py) made stochastic: its first
+token chooses between ``<tool_call>`` (a real python_image_processing crop) and the final
+answer with equal logits, so a group mixes tool-using and tool-free episodes and GRPO has a
+signal (the mode reward separates them on tool-required and tool-redundant tasks).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("trl")
+
+from agents.rollout import ChatRenderer, HFGenerator, run_episodes, summarize  # noqa: E402
+from tests.support.tiny_models import TOOL_CALL_OPEN, build_scripted_model  # noqa: E402
+from vtb_env.batch import EnvPool  # noqa: E402
+from vtb_env.config import EnvConfig  # noqa: E402
+from vtb_env.env import VisualToolBenchEnv  # noqa: E402
+from vtb_env.synth import generate  # noqa: E402
+from vtb_env.tools.base import ToolRegistry  # noqa: E402
+from vtb_env.tools.python_tools import PythonImageProcessing  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CROP = "from PIL import Image\nImage.open('image_1.png').crop((0, 0, 64, 64)).save('transformed_image_0.png')"
+ANSWER = "The answer is 42."
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("train_grpo", ROOT / "scripts" / "train_grpo.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def policy_path(tmp_path_factory) -> Path:
+    """The scripted model with the call/answer choice at the start of a reply made a coin flip."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = build_scripted_model(tmp_path_factory.mktemp("policy"), tool_call={"name": "python_image_processing", "arguments": {"code": CROP}}, final_answer=ANSWER)
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    prompt_end = tokenizer.encode("<|start_header_id|>assistant<|end_header_id|>\n\n", add_special_tokens=False)[-1]
+    call_open, answer = tokenizer.convert_tokens_to_ids(TOOL_CALL_OPEN), tokenizer.encode(ANSWER, add_special_tokens=False)[0]
+    with torch.no_grad():
+        head = model.get_output_embeddings().weight
+        head[call_open] = 0.0  # no dependence on the conversation...
+        head[call_open, prompt_end] = head[answer, prompt_end]  # ...and the same logit as the answer
+    model.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    """Short synthetic tasks: one- and two-turn, tool-required and tool-redundant."""
+    picked = [t for t in generate(40, seed=0) if len(t.turns) <= 2]
+    return picked[:4]
+
+
+@pytest.fixture(scope="module")
+def tools():
+    registry = ToolRegistry([PythonImageProcessing()])
+    yield registry
+    registry.close()
+
+
+def _config() -> EnvConfig:
+    return EnvConfig.preset("default", image_parts="name", system_prompt=None, max_tool_calls=2)
+
+
+def test_rollout_runs_real_tools_and_masks_env_tokens(policy_path, tasks, tools):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(policy_path)
+    model = AutoModelForCausalLM.from_pretrained(policy_path)
+    torch.manual_seed(0)
+    pool = EnvPool([VisualToolBenchEnv(tasks=tasks, tools=tools, config=_config()) for _ in range(8)])
+    renderer = ChatRenderer(tokenizer)
+    start = time.perf_counter()
+    episodes = run_episodes(pool, [t.id for t in tasks[:2] for _ in range(4)], HFGenerator(model, tokenizer, max_new_tokens=8), renderer)
+    elapsed = time.perf_counter() - start
+    pool.close()
+
+    calls = [c for e in episodes for c in e.record.tool_calls if c.error_kind != "tools_withdrawn"]  # past the cap: not run
+    assert calls, "no episode called the tool"
+    assert all(c.error is None for c in calls), [c.error for c in calls]
+    # an episode's first crop is a new image (a repeat writes identical bytes, which the tool does not return again)
+    assert all(e.record.tool_calls[0].images[0]["name"] == "transformed_image_0.png" for e in episodes if e.record.used_tools)
+    assert any(not e.record.used_tools for e in episodes), "no episode answered without tools"
+    for e in episodes:
+        assert len(e.completion_ids) == len(e.env_mask) == len(e.logprobs)
+        policy_text = renderer.decode([t for t, m in zip(e.completion_ids, e.env_mask) if m])
+        env_text = renderer.tokenizer.decode([t for t, m in zip(e.completion_ids, e.env_mask) if not m])
+        assert policy_text.count("python_image_processing") == len(e.record.tool_calls)
+        assert (ANSWER in policy_text) == (e.record.turns[-1].final_answer == ANSWER)
+        assert '"exit_code"' not in policy_text and "<image>" not in policy_text
+        if e.record.used_tools:  # the tool's result and its image came back into the conversation as env tokens
+            assert '"exit_code": 0' in env_text and "[transformed_image_0.png]<image>" in env_text
+        assert e.components and "mode" in e.components and e.mode_outcome is not None
+    metrics = summarize(episodes, group_size=4)
+    assert -1.0 <= metrics["mode/mcc"] <= 1.0 and metrics["episode/tool_calls"] > 0
+    print(f"\nrollout: {len(episodes)} episodes in {elapsed:.2f} s ({elapsed / len(episodes):.3f} s/episode, batched)")
+
+
+@pytest.mark.slow
+def test_grpo_trains_on_env_rewards(policy_path, tasks, tools, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    script = _script()
+    steps = 3
+    args = script.parse_args([
+        "--model", str(policy_path), "--output-dir", str(tmp_path / "run"), "--num-generations", "4",
+        "--tasks-per-step", "2", "--max-steps", str(steps), "--learning-rate", "0.05", "--max-new-tokens", "8",
+        "--max-tool-calls", "2", "--system-prompt", "none", "--loss-type", "grpo", "--seed", "1",
+    ])
+    before = {n: p.detach().clone() for n, p in AutoModelForCausalLM.from_pretrained(policy_path).named_parameters()}
+    start = time.perf_counter()
+    trainer = script.train(args, tasks=tasks, tools=tools)
+    elapsed = time.perf_counter() - start
+    print({k: round(v, 3) for k, v in trainer.state.log_history[-2].items() if isinstance(v, float)})
+
+    logs = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert trainer.state.global_step == steps and len(logs) == steps
+    for entry in logs:
+        for key in ("vtb/reward", "vtb/reward/mode", "vtb/reward/format", "vtb/mode/mcc", "vtb/episode/tool_calls", "rewards/vtb_reward/mean"):
+            assert key in entry, (key, sorted(entry))
+    assert any(entry["vtb/episode/tool_calls"] > 0 for entry in logs)
+    assert any(entry.get("vtb/reward/tool_success", 0) > 0 for entry in logs), "no tool call succeeded"
+    assert any(entry["vtb/group/frac_zero_std"] < 1.0 for entry in logs), "no group had a reward spread"
+    after = dict(trainer.model.named_parameters())
+    changed = [n for n, p in before.items() if not torch.equal(p, after[n].detach().cpu())]
+    assert "lm_head.weight" in changed, changed
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["architectures"] == ["LlamaForCausalLM"]
+    print(f"\nGRPO: {steps} steps x 8 episodes in {elapsed:.1f} s = {steps / elapsed:.3f} steps/s on CPU")
