@@ -50,14 +50,17 @@ class PageFetcher:
                 target, host, address = self._check(url)
                 request = client.build_request("GET", target, headers={"Host": host, "User-Agent": self.user_agent},
                                                extensions={"sni_hostname": urlsplit(url).hostname})
-                with client.send(request, stream=True) as response:
+                response = client.send(request, stream=True)
+                try:
                     if response.is_redirect:
                         url = urljoin(url, response.headers["location"])
                         continue
                     if response.status_code >= 400:
                         raise FetchRefused(f"HTTP {response.status_code} from {url}")
                     body = self._read_capped(response, deadline)
-                    return _to_page(url, response.headers.get("content-type", ""), body, response.encoding)
+                finally:
+                    response.close()
+                return _to_page(url, response.headers.get("content-type", ""), body, response.encoding)
         raise FetchRefused(f"more than {self.max_redirects} redirects")
 
     def _check(self, url: str) -> tuple[str, str, str]:
