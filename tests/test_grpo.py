@@ -74,6 +74,7 @@ def _config() -> EnvConfig:
     return EnvConfig.preset("default", image_parts="name", system_prompt=None, max_tool_calls=2)
 
 
+@pytest.mark.slow
 def test_rollout_runs_real_tools_and_masks_env_tokens(policy_path, tasks, tools):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
