@@ -36,6 +36,9 @@ SCRIPTED_CALL = {
     },
 }
 SCRIPTED_ANSWER = "The answer is 3."
+# 4096 tokens: the env's prompt with all six tool schemas is ~3300 tokens with the tiny tokenizer
+# (the scripted model ignores position up to 4096).
+SCRIPTED_SERVER_OPTIONS = ("--max-images", "8", "--max-model-len", "4096")
 # The reply format rewards.judge parses (rewards/judge/verdict.py).
 JUDGE_VERDICT = '{"explanation": "The response states the count.", "judge_result": "Met"}'
 
@@ -93,7 +96,7 @@ def scripted_vlm_server(tmp_path_factory, vllm_metrics) -> Iterator[VLLMServer]:
     """
     root = tmp_path_factory.mktemp("scripted_vlm")
     model = tiny_models.build_scripted_model(root / "model", "idefics3", SCRIPTED_CALL, SCRIPTED_ANSWER, call_each_turn=False)
-    yield from _serve(model, "scripted-vlm", root / "state", vllm_metrics, "--max-images", "8")
+    yield from _serve(model, "scripted-vlm", root / "state", vllm_metrics, *SCRIPTED_SERVER_OPTIONS)
 
 
 @pytest.fixture(scope="session")

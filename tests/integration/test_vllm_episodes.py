@@ -26,12 +26,11 @@ from agents.openai_chat import OpenAIChatAgent
 from rewards.compose import EpisodeReward, RewardConfig
 from rewards.judge.backends import OpenAIChatBackend
 from rewards.judge.judge import Judge
-from tests.integration.conftest import ROOT, SCRIPTED_ANSWER, SCRIPTED_CALL, VLLMServer
+from tests.integration.conftest import JUDGE_VERDICT, ROOT, SCRIPTED_ANSWER, SCRIPTED_CALL, VLLMServer
 from vtb_env.env import VisualToolBenchEnv
 from vtb_env.loaders.project import save_tasks
 from vtb_env.tasks import ImageRef, Rubric, Task, Turn
-from vtb_env.tools.base import ToolRegistry
-from vtb_env.tools.python_tools import PythonImageProcessing
+from vtb_env.tools import ALL_TOOLS, default_tools
 
 pytestmark = pytest.mark.vllm
 
@@ -77,7 +76,7 @@ class RequestLog:
 
 def _run_episode(server: VLLMServer, mode: str, reward: EpisodeReward, metrics: dict, key: str):
     """One episode of ``_harbour_task`` through the server; returns (record, reward, info, request log, agent calls)."""
-    env = VisualToolBenchEnv([_harbour_task()], tools=ToolRegistry([PythonImageProcessing()]), reward=reward)
+    env = VisualToolBenchEnv([_harbour_task()], tools=default_tools(), reward=reward)  # all six, offline backends
     agent = OpenAIChatAgent(server.model, server.base_url, tool_mode=mode, max_retries=0, timeout_s=60)
     requests = RequestLog(agent)
     began = time.perf_counter()
@@ -95,8 +94,6 @@ def _run_episode(server: VLLMServer, mode: str, reward: EpisodeReward, metrics: 
     return info["record"], episode_reward, info, requests, agent.drain_records()
 
 
-# Only the vision tool: the scripted model calls nothing else, and six schemas rendered by the tiny
-# tokenizer would crowd the server's 2048-token context.
 @pytest.mark.parametrize("mode", ["native", "text"])
 def test_full_episode_through_the_server(scripted_vlm_server, vllm_metrics, mode):
     record, reward, info, requests, calls = _run_episode(
@@ -114,7 +111,8 @@ def test_full_episode_through_the_server(scripted_vlm_server, vllm_metrics, mode
     # The server got the task image first, then the task image and the sandbox's crop.
     assert [image.size for image in requests.image_parts(0)] == [IMAGE_SIZE]
     assert [image.size for image in requests.image_parts(1)] == [IMAGE_SIZE, CROP_SIZE]
-    assert ("tool_choice" in requests.bodies[0]) == (mode == "text")
+    assert [tool["function"]["name"] for tool in requests.bodies[0]["tools"]] == list(ALL_TOOLS)
+    assert requests.bodies[0].get("tool_choice") == (None if mode == "native" else "none")
     assert [c.meta["finish_reason"] for c in calls] == (["tool_calls", "stop"] if mode == "native" else ["stop", "stop"])
     assert calls[1].prompt_tokens > calls[0].prompt_tokens and not any(c.error for c in calls)
 
@@ -160,8 +158,10 @@ def test_vtb_eval_against_both_servers(scripted_vlm_server, judge_server, vllm_m
     [record] = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert record["status"] == "ok" and record["answers"] == [SCRIPTED_ANSWER]
     assert record["tool_use"] == {"calls": 1, "failed_calls": 0, "used_tools": True}
+    # The env's reward asked the judge server during the episode; the record's scoring reuses that verdict.
     verdicts = {v["rubric_id"]: (v["status"], v["source"]) for v in record["verdicts"][0]}
-    assert verdicts == {"count": ("Met", "check"), "colour": ("Not Met", "check"), "judged": ("Met", "llm")}
+    assert verdicts == {"count": ("Met", "check"), "colour": ("Not Met", "check"), "judged": ("Met", "cache")}
+    assert record["verdicts"][0][2]["explanation"] == json.loads(JUDGE_VERDICT)["explanation"]
     assert record["score"]["score"] == pytest.approx(7 / 8) and record["score"]["passed"] is True
     config = json.loads((out / "config.json").read_text())
     assert config["agent"]["sampling"]["chat_template_kwargs"] == {"unused_by_this_template": True}

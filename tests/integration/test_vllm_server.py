@@ -16,7 +16,7 @@ from openai import OpenAI
 from PIL import Image
 
 from tests.integration.conftest import (
-    JUDGE_VERDICT, SCRIPTED_ANSWER, SCRIPTED_CALL, SERVER_SCRIPT, VLLMServer,
+    JUDGE_VERDICT, SCRIPTED_ANSWER, SCRIPTED_CALL, SCRIPTED_SERVER_OPTIONS, SERVER_SCRIPT, VLLMServer,
 )
 
 pytestmark = pytest.mark.vllm
@@ -87,7 +87,7 @@ def test_start_is_idempotent_while_the_server_runs(scripted_vlm_server):
     began = time.perf_counter()
     again = subprocess.run(
         ["bash", str(SERVER_SCRIPT), "start", "--model", model, "--family", "tiny", "--name", scripted_vlm_server.model,
-         "--port", port, "--state", str(state), "--max-images", "8"],
+         "--port", port, "--state", str(state), *SCRIPTED_SERVER_OPTIONS],
         capture_output=True, text=True, timeout=30,
     )
     assert again.returncode == 0, again.stderr
