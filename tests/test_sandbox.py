@@ -268,6 +268,14 @@ def test_outputs_come_back_and_inputs_do_not(sandbox):
     alive(sandbox)
 
 
+def test_large_files_cross_the_pipe_both_ways(sandbox):
+    big = os.urandom(6 * 2**20)
+    result = sandbox.run("data = open('in.bin', 'rb').read()\nopen('out.bin', 'wb').write(data[::-1])",
+                         {"in.bin": big}, collect_files=True)
+    assert result.exit_code == 0, result.stderr
+    assert result.files == {"out.bin": big[::-1]}
+
+
 def test_concurrent_calls_from_threads():
     with Sandbox(2, limits=Limits(timeout_s=5)) as sb:
         outputs: list[str] = []

@@ -28,7 +28,12 @@ def receive(stream: BinaryIO) -> tuple[dict[str, Any], list[bytes]]:
 
 
 def _read_exactly(stream: BinaryIO, n: int) -> bytes:
-    data = stream.read(n)
-    if data is None or len(data) != n:
-        raise EOFError("fork server pipe closed")
-    return data
+    """Read n bytes (an unbuffered pipe may return fewer per read)."""
+    chunks, missing = [], n
+    while missing:
+        chunk = stream.read(missing)
+        if not chunk:
+            raise EOFError("fork server pipe closed")
+        chunks.append(chunk)
+        missing -= len(chunk)
+    return b"".join(chunks)
