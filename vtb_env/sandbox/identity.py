@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import stat
+
+from vtb_env.sandbox import _libc
 
 UID_BASE = 100_000
 
@@ -30,3 +33,18 @@ def drop_to(uid: int) -> None:
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capabilities() -> None:
+    """Root without the per-slot uid (degraded mode): keep uid 0 but no capability, so rlimits bind."""
+    header = _CapHeader(version=0x20080522, pid=0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (_CapData * 2)()
+    _libc.check(_libc.libc.capset(ctypes.byref(header), data), "capset")

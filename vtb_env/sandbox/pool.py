@@ -21,6 +21,7 @@ from typing import Mapping
 
 from vtb_env.sandbox import identity, protocol
 from vtb_env.sandbox.limits import Limits
+from vtb_env.sandbox.server import OPTIONAL_LAYERS
 
 IMAGE_MODULES = ("numpy", "PIL.Image", "PIL.ImageEnhance", "PIL.ImageFilter", "PIL.ImageOps", "PIL.ImageDraw", "cv2")
 INTERPRETER_MODULES = IMAGE_MODULES + ("pandas", "scipy", "scipy.stats", "scipy.optimize", "sympy", "sklearn",
@@ -129,13 +130,21 @@ class _Slot:
 
 
 class Sandbox:
-    """A pool of fork servers. ``run`` is thread-safe; a call waits for a free slot."""
+    """A pool of fork servers. ``run`` is thread-safe; a call waits for a free slot.
+
+    ``disable`` turns optional layers off (to debug, or to check the degraded mode of hosts
+    that refuse them); rlimits are always on.
+    """
 
     def __init__(self, slots: int | None = None, *, preload: tuple[str, ...] = IMAGE_MODULES,
-                 limits: Limits = Limits(), png_compress_level: int | None = 1):
+                 limits: Limits = Limits(), png_compress_level: int | None = 1, disable: tuple[str, ...] = ()):
         self.limits = limits
         count = slots or max(1, min(os.cpu_count() or 1, 8))
-        config = {"preload": list(preload), "limits": asdict(limits), "png_compress_level": png_compress_level}
+        unknown = set(disable) - set(OPTIONAL_LAYERS)
+        if unknown:
+            raise ValueError(f"unknown layers {sorted(unknown)}; optional layers: {', '.join(OPTIONAL_LAYERS)}")
+        config = {"preload": list(preload), "limits": asdict(limits), "png_compress_level": png_compress_level,
+                  "disable": list(disable)}
         self._slots = [_Slot(i, config) for i in range(count)]
         self._free: queue.Queue[_Slot] = queue.Queue()
         for slot in self._slots:
@@ -173,6 +182,10 @@ class Sandbox:
         return self._info()["work_dir"]
 
     def _info(self) -> dict:
+        """What a started slot reported; never waits behind running calls once one slot has started."""
+        for slot in self._slots:
+            if slot.hello:
+                return slot.hello
         slot = self._free.get()
         try:
             slot.ensure_started()

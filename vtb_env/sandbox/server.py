@@ -31,6 +31,7 @@ from vtb_env.sandbox import _libc, identity, landlock, limits as limits_mod, nam
 from vtb_env.sandbox.limits import Limits
 
 SHARED_WORK_DIR = "/tmp/vtb-sandbox-work"  # same path in every slot: each mounts its own tmpfs there privately
+OPTIONAL_LAYERS = ("netns", "tmpfs", "uid", "landlock", "seccomp")
 SETUP_FAILED = 125  # child exit code when an isolation layer could not be applied: the code never ran
 
 
@@ -69,15 +70,19 @@ def _default_png_compression(level: int) -> None:
     Image.register_save("PNG", save)
 
 
-def setup(slot_uid: int, lim: Limits) -> Isolation:
-    """Enter every layer the host allows; note the ones it refuses instead of failing."""
+def setup(slot_uid: int, lim: Limits, disable: frozenset[str] = frozenset()) -> Isolation:
+    """Enter every layer the host allows (and ``disable`` does not name); note the ones refused instead of failing."""
     iso = Isolation(work_dir="")
+    if disable:
+        iso.notes.append(f"disabled by configuration: {', '.join(sorted(disable))}")
     iso.layers.append("rlimits")
     try:
         _libc.prctl(_libc.PR_SET_CHILD_SUBREAPER, 1)
     except OSError as exc:
         iso.notes.append(f"no child subreaper ({exc}); leftovers are still killed by scanning /proc")
     try:
+        if "netns" in disable:
+            raise OSError(errno.EPERM, "disabled")
         namespaces.enter_empty_network()
         iso.layers.append("netns")
     except OSError as exc:
@@ -85,6 +90,8 @@ def setup(slot_uid: int, lim: Limits) -> Isolation:
     root = os.geteuid() == 0
     interpreter_paths = sorted({sys.base_prefix, sys.prefix})
     try:
+        if "tmpfs" in disable:
+            raise OSError(errno.EPERM, "disabled")
         namespaces.enter_private_mounts()
         os.makedirs(SHARED_WORK_DIR, mode=0o755, exist_ok=True)
         if os.path.islink(SHARED_WORK_DIR) or not os.path.isdir(SHARED_WORK_DIR):
@@ -98,7 +105,7 @@ def setup(slot_uid: int, lim: Limits) -> Isolation:
     except OSError as exc:
         iso.work_dir = tempfile.mkdtemp(prefix="vtb-sandbox-")
         iso.notes.append(f"no private tmpfs ({exc}): work dir {iso.work_dir} on the host disk, disk use not capped")
-    if root:
+    if root and "uid" not in disable:
         reason = identity.interpreter_reachable(interpreter_paths)
         if reason is None:
             iso.uid = slot_uid
@@ -107,9 +114,9 @@ def setup(slot_uid: int, lim: Limits) -> Isolation:
             iso.layers.append(f"uid({slot_uid})")
         else:
             iso.notes.append(f"per-slot uid disabled: {reason}")
-    else:
+    elif not root:
         iso.notes.append("server is not root: no per-slot uid")
-    abi = landlock.abi_version()
+    abi = 0 if "landlock" in disable else landlock.abi_version()
     if abi:
         try:
             read_only = interpreter_paths + [p for p in sys.path if p.startswith(tuple(interpreter_paths))]
@@ -118,13 +125,14 @@ def setup(slot_uid: int, lim: Limits) -> Isolation:
             iso.layers.append(f"landlock(abi {abi})")
         except OSError as exc:
             iso.notes.append(f"landlock unavailable: {exc}")
-    else:
+    elif "landlock" not in disable:
         iso.notes.append("landlock unavailable in this kernel")
-    try:
-        iso.seccomp = syscall_filter.build()
-        iso.layers.append("seccomp")
-    except (ImportError, OSError, RuntimeError) as exc:
-        iso.notes.append(f"seccomp unavailable: {exc}")
+    if "seccomp" not in disable:
+        try:
+            iso.seccomp = syscall_filter.build()
+            iso.layers.append("seccomp")
+        except (ImportError, OSError, RuntimeError) as exc:
+            iso.notes.append(f"seccomp unavailable: {exc}")
     return iso
 
 
@@ -138,7 +146,7 @@ class Server:
             os.dup2(null, fd)
         os.close(null)
         preload(config.get("preload", []), config.get("png_compress_level"))
-        self.iso = setup(config["uid"], self.limits)
+        self.iso = setup(config["uid"], self.limits, frozenset(config.get("disable", ())))
         self.base_mapped = limits_mod.mapped_bytes()
         self.captures = [tempfile.TemporaryFile(prefix="vtb-capture-") for _ in range(2)]  # unlinked: outside the tmpfs
 
@@ -167,6 +175,7 @@ class Server:
         if pid == 0:
             self._child(request["code"], timeout)  # never returns
         timed_out = self._wait(pid, timeout)
+        _kill_group(pid)  # before reaping the child, so its pid (the group id) cannot be reused yet
         status = os.waitpid(pid, 0)[1]
         leftovers = self._reap_leftovers()
         duration = time.perf_counter() - start
@@ -212,9 +221,12 @@ class Server:
             _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
             os.chdir(self.iso.work_dir)
             limits_mod.apply(Limits(**{**self.limits.__dict__, "timeout_s": timeout}), self.base_mapped)
+            os.setpgid(0, 0)  # the call's own process group (seccomp then forbids leaving it)
             if self.iso.uid is not None:
                 identity.drop_to(self.iso.uid)
                 _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)  # a credential change clears it
+            elif os.geteuid() == 0:
+                identity.drop_capabilities()
             _libc.prctl(_libc.PR_SET_NO_NEW_PRIVS, 1)
             if self.iso.ruleset_fd is not None:
                 landlock.restrict_self(self.iso.ruleset_fd)
@@ -343,6 +355,13 @@ def _children() -> list[int]:
                 except (OSError, IndexError, ValueError):
                     continue
         return found
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _kill_all_of_uid(uid: int) -> None:

@@ -19,6 +19,7 @@ DENIED = (
     "kexec_file_load", "reboot", "swapon", "swapoff", "perf_event_open", "userfaultfd", "open_by_handle_at",
     "fsopen", "fsmount", "fsconfig", "move_mount", "open_tree", "fspick", "mount_setattr", "acct",
     "settimeofday", "clock_settime", "sethostname", "setdomainname", "lookup_dcookie", "quotactl",
+    "setsid", "setpgid",  # every process of a call stays in its process group: one kill sweeps them all
 )
 CLONE_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
 
