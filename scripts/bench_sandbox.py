@@ -108,7 +108,8 @@ def main() -> None:
     args = parser.parse_args()
     png = test_image()
     files = {"image_1.png": png}
-    workdir = tempfile.mkdtemp(prefix="vtb-bench-")
+    scratch = tempfile.TemporaryDirectory(prefix="vtb-bench-")
+    workdir = scratch.name
     print(f"test image: 2000x1500 PNG, {len(png) / 1e6:.1f} MB")
     with open(os.path.join(workdir, "image_1.png"), "wb") as f:
         f.write(png)

@@ -162,7 +162,10 @@ class Server:
             except Exception as exc:  # report and keep serving
                 header, out_blobs = {"error": f"{type(exc).__name__}: {exc}"}, []
             protocol.send(self.proto_out, header, out_blobs)
-        self._clear_work_dir()
+        if self.iso.work_dir == SHARED_WORK_DIR:
+            self._clear_work_dir()  # a tmpfs that vanishes with our mount namespace anyway
+        else:
+            shutil.rmtree(self.iso.work_dir, ignore_errors=True)
 
     def run(self, request: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         timeout = float(request.get("timeout_s") or self.limits.timeout_s)
