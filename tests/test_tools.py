@@ -8,7 +8,7 @@ import math
 import pytest
 
 from vtb_env.tools import ALL_TOOLS, TOOL_SETS, ToolContext, default_tools
-from vtb_env.tools.calculator import Calculator, CalculatorError, evaluate
+from vtb_env.tools.calculator import CalculatorError, evaluate
 from vtb_env.tools.schemas import ALL_SCHEMAS, python_image_processing_schema
 
 CTX = ToolContext(task_id="t")

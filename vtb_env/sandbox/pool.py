@@ -15,7 +15,6 @@ import queue
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import asdict, dataclass, field
 from typing import Mapping
 
