@@ -1,15 +1,19 @@
 """GRPO glue: group-relative advantages, a TRL reward function, a verl ``compute_score`` adapter.
 
 All three score a completion with the same ``EpisodeReward`` the environment uses. A completion
-is read into an ``EpisodeRecord``: a string is one assistant action; a list of chat messages
-(TRL's conversational format, or a multi-step rollout) gives one step per assistant message,
-with its tool calls (parsed by ``vtb_env.parsers``) and the ``tool`` messages that answered them.
+is read into an ``EpisodeRecord``: a list of chat messages (TRL's conversational format, or a
+multi-step rollout) gives one step per assistant message, with its tool calls (parsed by
+``vtb_env.parsers``) and the ``tool`` messages that answered them. A string is one assistant
+action, unless it holds tool calls followed by more text: then it is a whole multi-turn response
+as verl decodes it (calls, tool results, answer), read as a step with the calls and a final step
+whose answer is the text after the last call or tool result (see ``split_response``).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -57,7 +61,7 @@ def record_from_completion(task_id: str, completion: str | Sequence[Mapping[str,
     from vtb_env.parsers import parse_action
     from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
 
-    messages = [{"role": "assistant", "content": completion}] if isinstance(completion, str) else list(completion)
+    messages = _response_messages(completion) if isinstance(completion, str) else list(completion)
     steps: list[StepRecord] = []
     calls_by_id: dict[str, ToolCallRecord] = {}
     for message in messages:
@@ -80,6 +84,48 @@ def record_from_completion(task_id: str, completion: str | Sequence[Mapping[str,
     if steps:
         steps[-1].final_answer = final
     return EpisodeRecord(task_id=task_id, turns=[TurnRecord(index=0, steps=steps, final_answer=final)])
+
+
+# Where a call or a tool result ends, and the chat-template markup around the text that follows.
+_CALL_OR_RESULT_END = re.compile(r"</tool_call>|</function>|</tool_response>|<\|eom_id\|>")
+_SPECIAL_TOKEN = re.compile(r"<\|[a-z_]+\|>|</s>")
+_ROLE_HEADER = re.compile(r"^\s*(?:assistant|user|tool|ipython)\s*\n")
+
+
+def _is_json(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return line[:1] in "{[\""
+
+
+def split_response(text: str) -> tuple[str, str | None]:
+    """(the part with the tool calls, the answer after them) of a decoded multi-turn response.
+
+    The answer is the text after the last call or tool result, without chat-template markup
+    (special tokens, a role header) and without tool-result lines printed as JSON; ``None``
+    when the response holds no call/result markup (it is a single action).
+    """
+    ends = list(_CALL_OR_RESULT_END.finditer(text))
+    if not ends:
+        return text, None
+    rest = _ROLE_HEADER.sub("", _SPECIAL_TOKEN.sub("", text[ends[-1].end() :]).lstrip("\n"), count=1)
+    lines = rest.strip().splitlines()
+    while lines and (not lines[0].strip() or _is_json(lines[0].strip())):
+        lines.pop(0)
+    return text[: ends[-1].end()], "\n".join(lines).strip()
+
+
+def _response_messages(text: str) -> list[dict[str, Any]]:
+    """A string completion as assistant messages: one action, or (calls, answer) for a multi-turn response."""
+    from vtb_env.parsers import parse_action
+
+    calls_part, answer = split_response(text)
+    if answer is None or not parse_action(calls_part).calls:
+        return [{"role": "assistant", "content": text}]
+    answer_message = [{"role": "assistant", "content": answer}] if answer else []  # none: cut off after a call
+    return [{"role": "assistant", "content": calls_part}, *answer_message]
 
 
 def _single_turn(task: "Task", turn_index: int | None) -> "Task":
@@ -121,10 +167,12 @@ def make_trl_reward_func(
 _VERL_REWARD: EpisodeReward | None = None
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None = None) -> dict[str, float]:
+def compute_score(
+    data_source: str, solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None = None, **kwargs: Any
+) -> dict[str, float]:
     """verl custom reward: ``ground_truth`` is the task (``Task.to_dict()``, as a dict or JSON string).
 
-    ``extra_info`` may give ``turn_index``. Returns ``{"score": reward, **components}``; the judge
+    ``extra_info`` may give ``turn_index``; other keywords newer verl versions pass are ignored. Returns ``{"score": reward, **components}``; the judge
     comes from the ``VTB_JUDGE_*`` variables (see ``rewards.judge.factory``).
     """
     from vtb_env.tasks import Task

@@ -93,10 +93,21 @@ def test_compute_score_as_verl_calls_it(task):
     assert all(isinstance(v, float) for v in right.values())
 
 
-@pytest.mark.xfail(strict=True, reason="rewards.grpo.record_from_completion reads a whole multi-turn verl response string as one action: calls found, so no final answer")
 def test_compute_score_on_a_multi_turn_verl_response(task):
     row = verl_row(task, ["calculator"], turn_index=0)
     answer = task.turns[0].rubrics[0].check["value"]
     response = f'<tool_call>{{"name": "calculator", "arguments": {{"expression": "{answer} + 0"}}}}</tool_call>\n{{"result": {answer}}}\nThe result is {answer}.'
     score = compute_score(DATA_SOURCE, response, row["reward_model"]["ground_truth"], row["extra_info"])
     assert score["rubric_score"] == 1.0
+
+
+def test_compute_score_reads_chat_template_markup_and_accepts_new_keywords(task):
+    row = verl_row(task, ["calculator"], turn_index=0)
+    answer = task.turns[0].rubrics[0].check["value"]
+    call = f'<tool_call>\n{{"name": "calculator", "arguments": {{"expression": "{answer} + 0"}}}}\n</tool_call><|im_end|>\n'
+    result = f'<|im_start|>user\n<tool_response>\n{{"result": {answer}}}\n</tool_response><|im_end|>\n<|im_start|>assistant\n'
+    keywords = dict(data_source=DATA_SOURCE, ground_truth=row["reward_model"]["ground_truth"], extra_info=row["extra_info"], reward_router_address=None)
+    answered = compute_score(solution_str=call + result + f"The result is {answer}.<|im_end|>", **keywords)
+    unanswered = compute_score(solution_str=call + result, **keywords)  # cut off after the tool result
+    assert answered["rubric_score"] == 1.0 and answered["used_tools"] == 1.0 and answered["format"] == 1.0
+    assert unanswered["rubric_score"] == 0.0 and unanswered["format"] == 0.0
