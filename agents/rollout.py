@@ -13,6 +13,12 @@ adds when the environment's new messages are appended, so the template must be
 prefix-preserving (Llama 3's is; checked at every step with a clear error). The template lists
 the tools offered at reset for the whole episode, so the system block never changes.
 
+Vision-language policies (a transformers processor as ``processing_class``): each image
+placeholder is expanded by the processor into the model's image tokens, and ``Episode.images``
+keeps every image the policy saw (prompt, tool outputs, later turns) in the order of its
+placeholders, so generation here and the trainer's log-prob passes (``vision_inputs``) give the
+model the same pixels at the same positions.
+
 Why in ``agents``: this is the policy side of the loop (tokenizer, generation, sampling
 log-probs); ``vtb_env`` stays free of torch, and ``rewards`` only scores records.
 """
@@ -22,6 +28,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
+
+from PIL import Image
 
 from rewards.grpo import group_advantages
 from rewards.mode import ConfusionMatrix, Outcome, mode_outcome
@@ -40,33 +48,65 @@ class Generation:
 
 
 class Generator(Protocol):
-    """Samples one continuation per prompt (token ids in, token ids out)."""
+    """Samples one continuation per prompt (token ids in, token ids out).
 
-    def __call__(self, prompts: Sequence[list[int]]) -> list[Generation]: ...
+    ``images[i]`` are the images of prompt ``i`` in the order of its image placeholders (None for
+    text-only policies).
+    """
+
+    def __call__(self, prompts: Sequence[list[int]], images: Sequence[list[Image.Image]] | None = None) -> list[Generation]: ...
+
+
+def is_processor(processing_class: Any) -> bool:
+    """True for a multimodal processor (it has an image processor), False for a tokenizer."""
+    return getattr(processing_class, "image_processor", None) is not None
+
+
+def vision_inputs(processor: Any, input_ids: Any, images: Sequence[Sequence[Image.Image]]) -> dict[str, Any]:
+    """The model's pixel inputs for a batch of token rows, from each row's images in placeholder order.
+
+    Empty when no row has an image. The layouts are the image processor's own (per-row padded for
+    Idefics3, flat for LLaVA, patches + ``image_grid_thw`` for Qwen-VL, whose M-RoPE also needs
+    ``mm_token_type_ids`` marking the image tokens, as TRL builds it for tool images).
+    """
+    if not any(images):
+        return {}
+    inputs = dict(processor.image_processor(images=[list(row) for row in images], return_tensors="pt"))
+    if "image_grid_thw" in inputs:
+        image_token_id = processor.tokenizer.convert_tokens_to_ids(processor.image_token)
+        inputs["mm_token_type_ids"] = (input_ids == image_token_id).long().cpu()
+    return {key: value.to(input_ids.device) for key, value in inputs.items()}
 
 
 class HFGenerator:
-    """Sampling with ``model.generate`` (left-padded batch); continuations are cut after the first stop token."""
+    """Sampling with ``model.generate`` (left-padded batch); continuations are cut after the first stop token.
 
-    def __init__(self, model: Any, tokenizer: Any, *, max_new_tokens: int = 256, temperature: float = 1.0, top_p: float = 1.0):
-        self.model, self.tokenizer = model, tokenizer
+    ``processing_class`` is the tokenizer, or for a vision-language model its processor (the
+    prompts' images then go to ``generate`` as pixel inputs).
+    """
+
+    def __init__(self, model: Any, processing_class: Any, *, max_new_tokens: int = 256, temperature: float = 1.0, top_p: float = 1.0):
+        self.model = model
+        self.processor = processing_class if is_processor(processing_class) else None
+        tokenizer = getattr(processing_class, "tokenizer", processing_class)
         self.max_new_tokens, self.temperature, self.top_p = max_new_tokens, temperature, top_p
         eos = model.generation_config.eos_token_id
         self.stop_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(self.stop_ids))
 
-    def __call__(self, prompts: Sequence[list[int]]) -> list[Generation]:
+    def __call__(self, prompts: Sequence[list[int]], images: Sequence[list[Image.Image]] | None = None) -> list[Generation]:
         import torch
 
         width = max(len(p) for p in prompts)
         device = next(self.model.parameters()).device
         input_ids = torch.tensor([[self.pad_id] * (width - len(p)) + list(p) for p in prompts], device=device)
         attention_mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
+        pixels = vision_inputs(self.processor, input_ids, images) if self.processor is not None and images else {}
         was_training = self.model.training
         self.model.eval()
         with torch.no_grad():
             out = self.model.generate(
-                input_ids=input_ids, attention_mask=attention_mask, do_sample=True, temperature=self.temperature,
+                input_ids=input_ids, attention_mask=attention_mask, **pixels, do_sample=True, temperature=self.temperature,
                 top_p=self.top_p, max_new_tokens=self.max_new_tokens, pad_token_id=self.pad_id,
                 return_dict_in_generate=True, output_scores=True,
             )
@@ -86,17 +126,27 @@ class VLLMGenerator:
     def __init__(self, trainer: Any):
         self.trainer = trainer
 
-    def __call__(self, prompts: Sequence[list[int]]) -> list[Generation]:
-        _, completion_ids, logprobs, _ = self.trainer.vllm_generation.generate(list(prompts), None, num_generations=1)
+    def __call__(self, prompts: Sequence[list[int]], images: Sequence[list[Image.Image]] | None = None) -> list[Generation]:
+        images = [list(row) or None for row in images] if images and any(images) else None
+        _, completion_ids, logprobs, _ = self.trainer.vllm_generation.generate(list(prompts), images, num_generations=1)
         return [Generation(list(ids), [row[0] for row in lps]) for ids, lps in zip(completion_ids, logprobs)]
 
 
 class ChatRenderer:
-    """The policy's chat template applied to env messages; image parts become ``{"type": "image"}``."""
+    """The policy's chat template applied to env messages; image parts become ``{"type": "image"}``.
 
-    def __init__(self, tokenizer: Any, **template_kwargs: Any):
-        self.tokenizer = tokenizer
+    With a processor (vision-language policy) ``encode`` expands each image placeholder into the
+    model's image tokens for the given images; with a tokenizer placeholders stay text.
+    """
+
+    def __init__(self, processing_class: Any, **template_kwargs: Any):
+        self.processor = processing_class if is_processor(processing_class) else None
+        self.tokenizer = getattr(processing_class, "tokenizer", processing_class)
         self.template_kwargs = template_kwargs
+
+    @property
+    def is_vision(self) -> bool:
+        return self.processor is not None
 
     def text(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], add_generation_prompt: bool) -> str:
         return self.tokenizer.apply_chat_template(
@@ -104,19 +154,33 @@ class ChatRenderer:
             add_generation_prompt=add_generation_prompt, **self.template_kwargs,
         )
 
-    def encode(self, text: str) -> list[int]:
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+    def encode(self, text: str, images: Sequence[Image.Image] = ()) -> list[int]:
+        """Token ids of ``text``; for a VLM, ``images`` are those of its placeholders, in order."""
+        if not self.is_vision:
+            return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        placeholders = text.count(self.processor.image_token)
+        if placeholders != len(images):
+            raise ValueError(f"the rendered text has {placeholders} image placeholders ({self.processor.image_token!r}) but {len(images)} images arrived with it")
+        if not images:
+            return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return list(self.processor(text=[text], images=[list(images)], add_special_tokens=False)["input_ids"][0])
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
 
-    def appended_tokens(self, before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]) -> list[int]:
-        """Tokens the template adds going from ``before`` (ending with the policy's message) to ``after`` + generation prompt."""
+    def appended_tokens(
+        self, before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]],
+        images: Sequence[Image.Image] = (),
+    ) -> list[int]:
+        """Tokens the template adds going from ``before`` (ending with the policy's message) to ``after`` + generation prompt.
+
+        ``images`` are the images of the added messages (a VLM policy's placeholders are expanded with them).
+        """
         head = self.text(before, tools, add_generation_prompt=False)
         full = self.text(after, tools, add_generation_prompt=True)
         if not full.startswith(head):
             raise ValueError("the chat template is not prefix-preserving: appending messages rewrote earlier text, so env tokens cannot be isolated")
-        return self.encode(full[len(head):])
+        return self.encode(full[len(head):], images)
 
 
 def _plain_images(message: dict[str, Any]) -> dict[str, Any]:
@@ -136,6 +200,8 @@ class Episode:
     completion_ids: list[int] = field(default_factory=list)
     env_mask: list[int] = field(default_factory=list)  # 1: policy token (trained on), 0: env token
     logprobs: list[float] = field(default_factory=list)  # sampling log-probs; 0.0 for env tokens
+    images: list[Image.Image] = field(default_factory=list)  # every image shown, in placeholder order (prompt, tools, later turns)
+    image_names: list[str] = field(default_factory=list)  # their names (image_<k>.png, transformed_image_<i>.png)
     reward: float = 0.0
     components: dict[str, float] = field(default_factory=dict)
     record: "EpisodeRecord | None" = None
@@ -187,10 +253,12 @@ def run_episodes(
     resets = pool.reset(seed=seed, options=[{"task_id": t} for t in task_ids], indices=indices)
     live = []
     for i, (task_id, (obs, info)) in enumerate(zip(task_ids, resets)):
-        prompt = renderer.encode(renderer.text(obs["messages"], obs["tools"], add_generation_prompt=True))
-        live.append(_Live(i, Episode(task_id, prompt), obs["messages"], obs["tools"], info["task"].get("mode_label"), info["record"], time.perf_counter()))
+        episode = Episode(task_id, [], images=_rgb(obs["images"]), image_names=list(obs["image_names"]))
+        episode.prompt_ids = renderer.encode(renderer.text(obs["messages"], obs["tools"], add_generation_prompt=True), _shown(renderer, episode.images))
+        live.append(_Live(i, episode, obs["messages"], obs["tools"], info["task"].get("mode_label"), info["record"], time.perf_counter()))
     while active := [s for s in live if not s.done]:
-        generations = generate([s.episode.prompt_ids + s.episode.completion_ids for s in active])
+        images = [s.episode.images for s in active] if renderer.is_vision else None
+        generations = generate([s.episode.prompt_ids + s.episode.completion_ids for s in active], images)
         actions: list[str | None] = [None] * len(pool)
         for state, gen in zip(active, generations):
             state.episode.extend(gen.token_ids, gen.logprobs)
@@ -206,11 +274,24 @@ def run_episodes(
                 _finish(state, result.reward, result.info)
                 continue
             after = result.observation["messages"]  # the old ones, the env's copy of the policy's message, then new ones
-            state.episode.extend(renderer.appended_tokens(after[: len(state.messages) + 1], after, state.tools), None)
+            new_images = _rgb(result.observation["images"][len(state.episode.images):])
+            env_ids = renderer.appended_tokens(after[: len(state.messages) + 1], after, state.tools, _shown(renderer, new_images))
+            state.episode.extend(env_ids, None)
+            state.episode.images += new_images
+            state.episode.image_names += result.observation["image_names"][len(state.episode.image_names):]
             state.messages = result.observation["messages"]
             if len(state.episode.completion_ids) > max_completion_tokens:
                 _stop_for_length(pool, state)
     return [s.episode for s in live]
+
+
+def _rgb(images: Sequence[Image.Image]) -> list[Image.Image]:
+    return [image.convert("RGB") for image in images]
+
+
+def _shown(renderer: ChatRenderer, images: list[Image.Image]) -> list[Image.Image]:
+    """The images ``encode`` expands: all of them for a VLM; none for a text policy (placeholders stay text)."""
+    return images if renderer.is_vision else []
 
 
 def _finish(state: _Live, reward: float, info: dict[str, Any]) -> None:
@@ -255,6 +336,7 @@ def summarize(episodes: Sequence[Episode], group_size: int) -> dict[str, float]:
     metrics["group/frac_zero_std"] = sum(len({e.reward for e in g}) == 1 for g in groups) / len(groups)
     metrics["group/mean_abs_advantage"] = sum(abs(a) for a in advantages) / n
     metrics["episode/tool_calls"] = sum(len(e.record.tool_calls) for e in episodes if e.record) / n
+    metrics["episode/images"] = sum(len(e.images) for e in episodes) / n
     metrics["episode/policy_steps"] = sum(e.policy_steps for e in episodes) / n
     metrics["episode/length_truncated"] = sum(e.length_truncated for e in episodes) / n
     metrics["episode/seconds"] = sum(e.seconds for e in episodes) / n

@@ -14,8 +14,11 @@ The algorithm, in the order it runs each step (TRL's GRPOTrainer does 3-5, we do
 4. Advantages per group: ``(r - mean_group) / std_group`` (TRL ``scale_rewards="group"``).
 5. Clipped policy-gradient loss on policy tokens (plus KL to a reference when ``--beta > 0``).
 
-Policies: causal LMs whose chat template renders tools and is prefix-preserving (Llama 3.x,
-Qwen2.5). See docs/training.md for VLM policies, vLLM generation and GPU settings.
+Policies: causal LMs or vision-language models (transformers ``ImageTextToText`` with a
+processor) whose chat template renders tools and is prefix-preserving. For VLMs every forward
+pass that scores the episode (loss, old and reference log-probs) gets all the images the policy
+saw, tool outputs and later turns included (``EpisodeImagesGRPOTrainer``). See
+docs/training.md for vLLM generation and GPU settings.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL
 
-from agents.rollout import ChatRenderer, Episode, HFGenerator, VLLMGenerator, run_episodes, summarize  # noqa: E402
+from agents.rollout import ChatRenderer, Episode, HFGenerator, VLLMGenerator, is_processor, run_episodes, summarize, vision_inputs  # noqa: E402
 from vtb_env.batch import EnvPool  # noqa: E402
 from vtb_env.config import EnvConfig  # noqa: E402
 from vtb_env.env import VisualToolBenchEnv  # noqa: E402
@@ -40,7 +43,7 @@ from vtb_env.tools.base import ToolRegistry  # noqa: E402
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--model", required=True, help="local checkpoint directory (causal LM with a tool-aware chat template)")
+    p.add_argument("--model", required=True, help="local checkpoint directory (causal LM or VLM with a tool-aware chat template)")
     p.add_argument("--tasks", default="synth:64:0", help="synth:N:SEED, or any vtb_env.loaders source (parquet, directory)")
     p.add_argument("--tools", default=None, help="comma-separated tool names to offer (default: all the env's tools)")
     p.add_argument("--output-dir", default="runs/grpo")
@@ -92,10 +95,10 @@ def task_dataset(tasks: Sequence[Task]) -> Any:
 class EnvRollout:
     """TRL ``rollout_func``: ``(prompts, trainer) -> {prompt_ids, completion_ids, logprobs, env_mask, vtb_episode}``."""
 
-    def __init__(self, tasks: Sequence[Task], tools: ToolRegistry | None, config: EnvConfig, tokenizer: Any, args: argparse.Namespace):
+    def __init__(self, tasks: Sequence[Task], tools: ToolRegistry | None, config: EnvConfig, processing_class: Any, args: argparse.Namespace):
         self.tasks, self.tools, self.config, self.args = list(tasks), tools, config, args
-        self.renderer = ChatRenderer(tokenizer)
-        self.tokenizer = tokenizer
+        self.renderer = ChatRenderer(processing_class)
+        self.processing_class = processing_class
         self.pool: EnvPool | None = None
         self.calls = 0
 
@@ -112,7 +115,7 @@ class EnvRollout:
             generate = VLLMGenerator(trainer)
         else:
             model = trainer.accelerator.unwrap_model(trainer.model)
-            generate = HFGenerator(model, self.tokenizer, max_new_tokens=self.args.max_new_tokens, temperature=self.args.temperature, top_p=self.args.top_p)
+            generate = HFGenerator(model, self.processing_class, max_new_tokens=self.args.max_new_tokens, temperature=self.args.temperature, top_p=self.args.top_p)
         self.calls += 1
         episodes = run_episodes(
             self._pool(len(task_ids)), task_ids, generate, self.renderer,
@@ -131,6 +134,70 @@ class EnvRollout:
             self.pool.close()
 
 
+def episode_images_trainer_class() -> type:
+    """``GRPOTrainer`` whose log-prob passes see every image of each episode (TRL imported lazily)."""
+    from trl import GRPOTrainer
+
+    class EpisodeImagesGRPOTrainer(GRPOTrainer):
+        """Scores each episode's tokens with the images the policy saw while generating them.
+
+        TRL 1.16's ``rollout_func`` path gives the scoring passes only the dataset's prompt images.
+        Here ``_row_images`` holds the images of the rows being scored (``Episode.images``, in
+        placeholder order): the whole batch right after the rollout (old and reference
+        log-probs), then each shuffled training slice, carried as the ``episode_images`` column.
+        Text-only policies have no images and take TRL's path unchanged.
+        """
+
+        _row_images: list[list[Any]] | None = None
+
+        def _generate(self, prompts: list) -> tuple:
+            result = super()._generate(prompts)
+            extra_fields = result[5]
+            self._row_images = [episode.images for episode in extra_fields["vtb_episode"]] if self._is_vlm else None
+            return result
+
+        def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+            output = super()._generate_and_score_completions(inputs)
+            if self._row_images is not None:
+                output["episode_images"] = self._row_images
+            return output
+
+        def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
+            self._row_images = inputs.get("episode_images")
+            return super()._compute_loss(model, inputs)
+
+        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False, compute_aux_loss=False, **image_kwargs):
+            rows = self._row_images
+            if rows is None or not any(rows):
+                return super()._get_per_token_logps_and_entropies(
+                    model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss, **image_kwargs
+                )
+            if len(rows) != input_ids.size(0):
+                raise RuntimeError(f"{input_ids.size(0)} rows to score but images for {len(rows)} episodes")
+            import torch
+
+            batch_size = batch_size or input_ids.size(0)
+            logps, entropies, aux = [], [], []
+            for start in range(0, input_ids.size(0), batch_size):
+                chunk = slice(start, start + batch_size)
+                pixels = vision_inputs(self.processing_class, input_ids[chunk], rows[chunk])
+                num_images = [len(images) for images in rows[chunk]]
+                # One call per chunk, so TRL's own per-chunk slicing of the image tensors is the identity.
+                chunk_logps, chunk_entropies, chunk_aux = super()._get_per_token_logps_and_entropies(
+                    model, input_ids[chunk], attention_mask[chunk], logits_to_keep, input_ids[chunk].size(0),
+                    compute_entropy, compute_aux_loss, num_images=num_images if pixels else None, **pixels,
+                )
+                logps.append(chunk_logps)
+                entropies.append(chunk_entropies)
+                aux.append(chunk_aux)
+            return (
+                torch.cat(logps), torch.cat(entropies) if compute_entropy else None,
+                torch.stack(aux).mean() if compute_aux_loss else None,
+            )
+
+    return EpisodeImagesGRPOTrainer
+
+
 def make_reward_func(group_size: int):
     """The env's composed episode reward, as a TRL reward function that also logs components and MCC."""
 
@@ -145,11 +212,9 @@ def make_reward_func(group_size: int):
 
 def train(args: argparse.Namespace, *, tasks: Sequence[Task] | None = None, tools: ToolRegistry | None = None):
     """Build everything and run ``trainer.train()``; returns the trainer (tests read its state and model)."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
+    from trl import GRPOConfig
 
-    if getattr(AutoConfig.from_pretrained(args.model), "vision_config", None) is not None:
-        raise SystemExit("vision-language policies are not supported by this script yet: see docs/training.md ('VLM policies')")
     tasks = list(tasks) if tasks is not None else load_tasks(args.tasks)
     if tools is None:
         try:
@@ -162,11 +227,16 @@ def train(args: argparse.Namespace, *, tasks: Sequence[Task] | None = None, tool
     system_prompt = None if args.system_prompt == "none" else args.system_prompt
     config = EnvConfig.preset("default", max_tool_calls=args.max_tool_calls, image_parts="name", system_prompt=system_prompt)
 
-    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    is_vlm = getattr(AutoConfig.from_pretrained(args.model), "vision_config", None) is not None
+    processing_class = AutoProcessor.from_pretrained(args.model) if is_vlm else AutoTokenizer.from_pretrained(args.model)
+    if is_vlm and not is_processor(processing_class):
+        raise SystemExit(f"{args.model} is a vision-language model but AutoProcessor gave no image processor")
+    tokenizer = getattr(processing_class, "tokenizer", processing_class)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(args.model, dtype="bfloat16" if args.bf16 else "float32")
+    model_class = AutoModelForImageTextToText if is_vlm else AutoModelForCausalLM
+    model = model_class.from_pretrained(args.model, dtype="bfloat16" if args.bf16 else "float32")
 
     G = args.num_generations
     grpo = GRPOConfig(
@@ -179,10 +249,10 @@ def train(args: argparse.Namespace, *, tasks: Sequence[Task] | None = None, tool
         logging_steps=args.logging_steps, save_strategy="steps" if args.save_steps else "no", save_steps=args.save_steps or 500,
         use_cpu=not _has_gpu(), shuffle_dataset=True, log_completions=False,
     )
-    rollout = EnvRollout(tasks, tools, config, tokenizer, args)
-    trainer = GRPOTrainer(
+    rollout = EnvRollout(tasks, tools, config, processing_class, args)
+    trainer = episode_images_trainer_class()(
         model=model, reward_funcs=[make_reward_func(G)], args=grpo, train_dataset=task_dataset(tasks),
-        processing_class=tokenizer, rollout_func=rollout,
+        processing_class=processing_class, rollout_func=rollout,
     )
     try:
         trainer.train()

@@ -3,7 +3,8 @@
 The policy is the scripted tiny model (tests/support/tiny_models.py) made stochastic: its first
 token chooses between ``<tool_call>`` (a real python_image_processing crop) and the final
 answer with equal logits, so a group mixes tool-using and tool-free episodes and GRPO has a
-signal (the mode reward separates them on tool-required and tool-redundant tasks).
+signal (the mode reward separates them on tool-required and tool-redundant tasks). The same
+policy is built as a Llama and as an Idefics3 vision-language model.
 """
 
 from __future__ import annotations
@@ -39,13 +40,13 @@ def _script():
     return module
 
 
-@pytest.fixture(scope="module")
-def policy_path(tmp_path_factory) -> Path:
+def _coin_flip_policy(path: Path, family: str) -> Path:
     """The scripted model with the call/answer choice at the start of a reply made a coin flip."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer
 
-    path = build_scripted_model(tmp_path_factory.mktemp("policy"), tool_call={"name": "python_image_processing", "arguments": {"code": CROP}}, final_answer=ANSWER)
-    model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    path = build_scripted_model(path, family, tool_call={"name": "python_image_processing", "arguments": {"code": CROP}}, final_answer=ANSWER)
+    model = (AutoModelForCausalLM if family == "llama" else AutoModelForImageTextToText).from_pretrained(path)
+    tokenizer = AutoTokenizer.from_pretrained(path)
     prompt_end = tokenizer.encode("<|start_header_id|>assistant<|end_header_id|>\n\n", add_special_tokens=False)[-1]
     call_open, answer = tokenizer.convert_tokens_to_ids(TOOL_CALL_OPEN), tokenizer.encode(ANSWER, add_special_tokens=False)[0]
     with torch.no_grad():
@@ -54,6 +55,11 @@ def policy_path(tmp_path_factory) -> Path:
         head[call_open, prompt_end] = head[answer, prompt_end]  # ...and the same logit as the answer
     model.save_pretrained(path)
     return path
+
+
+@pytest.fixture(scope="module")
+def policy_path(tmp_path_factory) -> Path:
+    return _coin_flip_policy(tmp_path_factory.mktemp("policy"), "llama")
 
 
 @pytest.fixture(scope="module")
@@ -109,17 +115,21 @@ def test_rollout_runs_real_tools_and_masks_env_tokens(policy_path, tasks, tools)
     print(f"\nrollout: {len(episodes)} episodes in {elapsed:.2f} s ({elapsed / len(episodes):.3f} s/episode, batched)")
 
 
+def _train_args(script, policy: Path, output_dir: Path, steps: int):
+    return script.parse_args([
+        "--model", str(policy), "--output-dir", str(output_dir), "--num-generations", "4",
+        "--tasks-per-step", "2", "--max-steps", str(steps), "--learning-rate", "0.05", "--max-new-tokens", "8",
+        "--max-tool-calls", "2", "--system-prompt", "none", "--loss-type", "grpo", "--seed", "1",
+    ])
+
+
 @pytest.mark.slow
 def test_grpo_trains_on_env_rewards(policy_path, tasks, tools, tmp_path):
     from transformers import AutoModelForCausalLM
 
     script = _script()
     steps = 3
-    args = script.parse_args([
-        "--model", str(policy_path), "--output-dir", str(tmp_path / "run"), "--num-generations", "4",
-        "--tasks-per-step", "2", "--max-steps", str(steps), "--learning-rate", "0.05", "--max-new-tokens", "8",
-        "--max-tool-calls", "2", "--system-prompt", "none", "--loss-type", "grpo", "--seed", "1",
-    ])
+    args = _train_args(script, policy_path, tmp_path / "run", steps)
     before = {n: p.detach().clone() for n, p in AutoModelForCausalLM.from_pretrained(policy_path).named_parameters()}
     start = time.perf_counter()
     trainer = script.train(args, tasks=tasks, tools=tools)
@@ -140,3 +150,58 @@ def test_grpo_trains_on_env_rewards(policy_path, tasks, tools, tmp_path):
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert saved["architectures"] == ["LlamaForCausalLM"]
     print(f"\nGRPO: {steps} steps x 8 episodes in {elapsed:.1f} s = {steps / elapsed:.3f} steps/s on CPU")
+
+
+@pytest.mark.slow
+def test_grpo_trains_a_vlm_on_every_image_of_the_episode(tmp_path_factory, tasks, tools, tmp_path, monkeypatch):
+    """Idefics3 policy: the loss forward passes get the prompt images and the images the tool returned."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    policy = _coin_flip_policy(tmp_path_factory.mktemp("vlm"), "idefics3")
+    processor = AutoProcessor.from_pretrained(policy)
+    image_token = processor.tokenizer.convert_tokens_to_ids(processor.image_token)
+    script = _script()
+    steps_episodes: list = []  # per rollout: its episodes
+    loss_images: list[int] = []  # per gradient-enabled vision forward: images encoded
+
+    def count_images(module, args, kwargs):
+        if torch.is_grad_enabled():  # the loss pass; generation runs under no_grad
+            loss_images.append((kwargs.get("pixel_values") if "pixel_values" in kwargs else args[0]).shape[0])
+
+    class RecordingRollout(script.EnvRollout):
+        def __call__(self, prompts, trainer):
+            if not steps_episodes:
+                trainer.model.model.vision_model.register_forward_pre_hook(count_images, with_kwargs=True)
+            output = super().__call__(prompts, trainer)
+            steps_episodes.append(output["vtb_episode"])
+            return output
+
+    monkeypatch.setattr(script, "EnvRollout", RecordingRollout)
+    steps = 2
+    before = {n: p.detach().clone() for n, p in AutoModelForImageTextToText.from_pretrained(policy).named_parameters()}
+    start = time.perf_counter()
+    trainer = script.train(_train_args(script, policy, tmp_path / "run", steps), tasks=tasks, tools=tools)
+    elapsed = time.perf_counter() - start
+
+    assert trainer.state.global_step == steps and len(steps_episodes) == steps
+    episodes = [e for step in steps_episodes for e in step]
+    tool_images = [e for e in episodes if "transformed_image_0.png" in e.image_names]
+    assert tool_images, "no episode got an image back from python_image_processing"
+    for e in episodes:  # every image has its placeholder's image tokens in the trained sequence
+        ids = torch.tensor(e.prompt_ids + e.completion_ids)
+        assert (ids == image_token).sum().item() == processor.image_seq_len * len(e.images) == processor.image_seq_len * len(e.image_names)
+        if e in tool_images:
+            assert (torch.tensor(e.prompt_ids) == image_token).sum().item() < processor.image_seq_len * len(e.images)
+    # one loss pass per step, over the 8 episodes: all their images, tool-returned ones included
+    assert loss_images == [sum(len(e.images) for e in step) for step in steps_episodes]
+    logs = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert len(logs) == steps and all("vtb/mode/mcc" in entry and entry["vtb/episode/images"] > 1 for entry in logs)
+    after = dict(trainer.model.named_parameters())
+    changed = {n for n, p in before.items() if not torch.equal(p, after[n].detach().cpu())}
+    assert "lm_head.weight" in changed
+    # the image features reached the loss: the vision-to-text connector got gradients
+    assert any("connector" in n for n in changed), sorted(changed)
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["architectures"] == ["Idefics3ForConditionalGeneration"]
+    print(f"\nVLM GRPO: {steps} steps x 8 episodes in {elapsed:.1f} s = {steps / elapsed:.3f} steps/s on CPU; "
+          f"{sum(loss_images)} images in the loss passes")
