@@ -3,23 +3,21 @@
 # Idempotent: a stamp of the dependency files skips pip when nothing changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Headless Chromium renders the HTML evaluation report in tests (Debian package).
-if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  fi
-fi
-# Tesseract OCR is the perception probe of the synthetic task generator (Debian package).
-if ! command -v tesseract >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr >/dev/null
-  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr >/dev/null
-  fi
+# System packages from Debian, installed once when missing:
+#   chromium       renders the HTML evaluation report in tests
+#   tesseract-ocr  the OCR perception probe (synthetic tasks, baseline agent)
+#   libseccomp2    the sandbox's seccomp layer (through pyseccomp)
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr)
+ldconfig -p 2>/dev/null | grep -q libseccomp.so.2 || missing+=(libseccomp2)
+if [ ${#missing[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "setup: installing ${missing[*]} with apt-get"
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null \
+    || echo "setup: WARNING: could not install ${missing[*]}; the tests that need them will fail or skip" >&2
 fi
 PY=${PYTHON:-python3}
-# The sandbox's seccomp layer loads libseccomp through pyseccomp.
-if ! ldconfig -p 2>/dev/null | grep -q libseccomp.so.2 && command -v apt-get >/dev/null 2>&1; then
-  apt-get install -y libseccomp2 >/dev/null
-fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 stamp=.venv/.vtb-setup-stamp
 want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
