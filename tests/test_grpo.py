@@ -162,11 +162,12 @@ def test_grpo_trains_a_vlm_on_every_image_of_the_episode(tmp_path_factory, tasks
     image_token = processor.tokenizer.convert_tokens_to_ids(processor.image_token)
     script = _script()
     steps_episodes: list = []  # per rollout: its episodes
-    loss_images: list[int] = []  # per gradient-enabled vision forward: images encoded
+    loss_images: list[int] = []  # per vision forward of the loss pass (grad enabled): images encoded
+    generation_images: list[int] = []  # per vision forward while sampling (no_grad)
 
     def count_images(module, args, kwargs):
-        if torch.is_grad_enabled():  # the loss pass; generation runs under no_grad
-            loss_images.append((kwargs.get("pixel_values") if "pixel_values" in kwargs else args[0]).shape[0])
+        images = (kwargs["pixel_values"] if "pixel_values" in kwargs else args[0]).shape[0]
+        (loss_images if torch.is_grad_enabled() else generation_images).append(images)
 
     class RecordingRollout(script.EnvRollout):
         def __call__(self, prompts, trainer):
@@ -194,6 +195,7 @@ def test_grpo_trains_a_vlm_on_every_image_of_the_episode(tmp_path_factory, tasks
             assert (torch.tensor(e.prompt_ids) == image_token).sum().item() < processor.image_seq_len * len(e.images)
     # one loss pass per step, over the 8 episodes: all their images, tool-returned ones included
     assert loss_images == [sum(len(e.images) for e in step) for step in steps_episodes]
+    assert sum(generation_images) >= sum(loss_images), "the sampler did not see the images"  # each round re-encodes them
     logs = [entry for entry in trainer.state.log_history if "loss" in entry]
     assert len(logs) == steps and all("vtb/mode/mcc" in entry and entry["vtb/episode/images"] > 1 for entry in logs)
     after = dict(trainer.model.named_parameters())
