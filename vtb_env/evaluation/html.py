@@ -104,10 +104,11 @@ def _trajectory_html(record: Mapping[str, Any], images: _Images) -> str:
     task, score = record["task"], record["score"]
     files = record.get("image_files", {})
     verdict = '<span class="pass">PASS</span>' if score["passed"] else '<span class="fail">FAIL</span>'
+    reward = f' · reward {record["reward"]:.2f}' if record.get("reward") is not None else ""
     parts = [
         f'<details class="trajectory" data-key="{_esc(record["key"])}" data-passed="{str(bool(score["passed"])).lower()}">'
         f'<summary>{verdict} {_esc(record["key"])} · {_esc(task.get("turncase"))} · {_esc(task.get("domain"))} · '
-        f'{_esc(task.get("eval_focus"))} · score {score["score"]:.2f} · {len(episode_calls(record))} tool calls</summary>'
+        f'{_esc(task.get("eval_focus"))} · score {score["score"]:.2f}{reward} · {len(episode_calls(record))} tool calls</summary>'
     ]
     turns = record.get("episode", {}).get("turns", [])
     for t, turn_task in enumerate(task.get("turns", [])):

@@ -13,10 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from rewards.mode import ConfusionMatrix, label_from_text_only, mode_outcome
+from rewards.compose import RewardConfig
+from rewards.mode import ConfusionMatrix, ModeLabelStore, label_from_text_only, mode_outcome
 from vtb_env.evaluation.records import latest_records, read_config, RECORDS_FILE
 
 TURNCASES = ("single-turn", "multi-turn")
+# The rewarded components of rewards.compose (the diagnostics in reward_components are left out).
+REWARD_COMPONENTS = tuple(RewardConfig().weights())
 DOMAIN_COLUMNS = ("STEM", "Medical", "Finance", "Sports", "Generalist")
 
 # Figure 6's eight operation categories, recognised in python_image_processing code.
@@ -141,19 +144,55 @@ def failure_kind(record: Mapping[str, Any]) -> str | None:
     return "critical rubric not met"
 
 
+def run_model(config: Mapping[str, Any]) -> str | None:
+    """The model a run evaluated (the agent before any ablation wrapper): the key of its mode labels."""
+    if config.get("model"):
+        return str(config["model"])
+    agent = config.get("agent")
+    if isinstance(agent, Mapping):
+        inner = agent.get("inner")
+        return str(inner.get("name") if isinstance(inner, Mapping) else inner or agent.get("name"))
+    return str(agent) if agent else None
+
+
+def text_only_results(run: Run) -> dict[str, bool]:
+    """Task id -> passed, from a text-only run; tasks whose judging is incomplete are left out
+    (their text-only outcome is unknown)."""
+    return {r["task_id"]: bool(r["score"]["passed"]) for r in run.records if r["score"].get("complete", True)}
+
+
 def mode_labels_from_text_only(run: Run) -> dict[str, str]:
     """Per-task labels from a text-only run (seed 000): passed without tools -> tool_redundant."""
-    return {r["task_id"]: label_from_text_only(bool(r["score"]["passed"])) for r in run.records}
+    return {task_id: label_from_text_only(passed) for task_id, passed in text_only_results(run).items()}
+
+
+def episode_mode_label(record: Mapping[str, Any], labels: Mapping[str, str] | None) -> tuple[str | None, str]:
+    """(label, where it came from) for an episode's mode outcome.
+
+    A task's own label wins (synthetic tasks are labelled by construction); then ``labels`` (a
+    label store or a text-only run given to the report); then the label the eval run used
+    (``vtb eval --mode-labels``, stored in the record).
+    """
+    for label, source in (
+        (record["task"].get("mode_label"), "task"),
+        ((labels or {}).get(record["task_id"]), "report labels"),
+        (record.get("mode_label"), "eval labels"),
+    ):
+        if label:
+            return label, source
+    return None, "none"
 
 
 def summarize(run: Run, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """All report numbers for one run. ``labels`` (task id -> mode label) override the tasks' own."""
+    """All report numbers for one run; ``labels`` (task id -> mode label): see ``episode_mode_label``."""
     overall = Group()
     by_turncase_domain: dict[str, dict[str, Group]] = defaultdict(lambda: defaultdict(Group))
     by_focus: dict[str, Group] = defaultdict(Group)
     tool_use = {case: ToolUse() for case in TURNCASES}
-    outcomes, failures, operations = [], Counter(), Counter()
+    outcomes, failures, operations, label_sources = [], Counter(), Counter(), Counter()
     kcoverage, effectiveness = [], []
+    rewards: list[float] = []
+    components: dict[str, list[float]] = defaultdict(list)
     for record in run.records:
         task = record["task"]
         overall.add(record)
@@ -161,9 +200,15 @@ def summarize(run: Run, labels: Mapping[str, str] | None = None) -> dict[str, An
         by_turncase_domain[task["turncase"]]["all"].add(record)
         by_focus[task.get("eval_focus") or "unknown"].add(record)
         tool_use.setdefault(task["turncase"], ToolUse()).add(record)
-        label = (labels or {}).get(record["task_id"]) or task.get("mode_label")
+        label, source = episode_mode_label(record, labels)
+        label_sources[source] += 1
         if label:
             outcomes.append(mode_outcome(label, bool(episode_calls(record))))
+        if record.get("reward") is not None:
+            rewards.append(float(record["reward"]))
+            for name, value in (record.get("reward_components") or {}).items():
+                if name in REWARD_COMPONENTS:
+                    components[name].append(float(value))
         failures[failure_kind(record) or "passed"] += 1
         operations.update(image_operations(record))
         process = record.get("process") or {}
@@ -191,9 +236,12 @@ def summarize(run: Run, labels: Mapping[str, str] | None = None) -> dict[str, An
             for case, t in {**tool_use, "overall": all_tools}.items()
         },
         "tools_by_name": dict(all_tools.by_tool.most_common()),
-        "mode_selection": matrix.to_dict() if matrix.n else None,
-        "kcoverage": sum(kcoverage) / len(kcoverage) if kcoverage else None,
-        "tool_effectiveness": sum(effectiveness) / len(effectiveness) if effectiveness else None,
+        "mode_selection": {**matrix.to_dict(), "label_sources": dict(label_sources)} if matrix.n else None,
+        "reward": _mean(rewards),
+        "reward_components": {name: _mean(components[name]) for name in REWARD_COMPONENTS if components[name]},
+        "reward_n": len(rewards),
+        "kcoverage": _mean(kcoverage),
+        "tool_effectiveness": _mean(effectiveness),
         "failures": dict(failures.most_common()),
         "image_operations": dict(operations.most_common()),
         "agent": run.config.get("agent", {}).get("name") if isinstance(run.config.get("agent"), Mapping) else run.config.get("agent"),
@@ -201,9 +249,18 @@ def summarize(run: Run, labels: Mapping[str, str] | None = None) -> dict[str, An
     }
 
 
-def pick_labels(runs: Iterable[Run]) -> dict[str, str] | None:
-    """Labels from a text-only run among ``runs`` (its config says ``tools: none``), if there is one."""
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def pick_labels(runs: Iterable[Run], store: ModeLabelStore | None = None) -> list[dict[str, str]]:
+    """Mode labels for each run (in order): the store's labels of the run's model when a store is
+    given, else those of a text-only (``no_tools``) run of the same model among ``runs``."""
+    runs = list(runs)
+    text_only = {run_model(r.config): mode_labels_from_text_only(r) for r in runs if r.config.get("ablation") == "no_tools"}
+    chosen = []
     for run in runs:
-        if run.config.get("ablation") == "no_tools":
-            return mode_labels_from_text_only(run)
-    return None
+        model = run_model(run.config)
+        labels = store.labels(model) if store is not None and model else {}
+        chosen.append(labels or text_only.get(model) or {})
+    return chosen

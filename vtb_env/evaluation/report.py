@@ -6,27 +6,37 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from rewards.mode import ModeLabelStore
 from vtb_env.evaluation.html import write_html
 from vtb_env.evaluation.metrics import Run, pick_labels, summarize
 from vtb_env.evaluation.plots import write_plots
 from vtb_env.evaluation.tables import all_tables, render_text
 
 
-def write_report(runs: Sequence[tuple[str | None, Path]], out_dir: Path, *, max_trajectories: int | None = None) -> dict[str, Path]:
+def write_report(
+    runs: Sequence[tuple[str | None, Path]],
+    out_dir: Path,
+    *,
+    max_trajectories: int | None = None,
+    mode_labels: ModeLabelStore | None = None,
+) -> dict[str, Path]:
     """Write ``tables.md``, ``summary.json``, ``*.png`` and ``report.html`` to ``out_dir``.
 
-    Mode-selection labels come from a ``no_tools`` run among ``runs`` when there is one (the
-    seed's per-model labels), else from each task's own ``mode_label``.
+    Mode-selection labels per episode (``metrics.episode_mode_label``): the task's own label
+    (synthetic tasks), else the run model's labels in ``mode_labels`` (``vtb label-modes``) or,
+    without a store, from a ``no_tools`` run of the same model among ``runs``, else the label
+    the eval run used.
     """
     loaded = [Run.load(path, name) for name, path in runs]
-    labels = pick_labels(loaded)
-    summaries = [summarize(run, labels) for run in loaded]
+    labels = pick_labels(loaded, mode_labels)
+    summaries = [summarize(run, run_labels) for run, run_labels in zip(loaded, labels)]
     tables = all_tables(summaries)
     out_dir.mkdir(parents=True, exist_ok=True)
     text = out_dir / "tables.md"
     text.write_text("\n\n".join(render_text(table) for table in tables) + "\n")
     summary = out_dir / "summary.json"
-    summary.write_text(json.dumps({"mode_labels": "no_tools run" if labels else "task mode_label", "runs": summaries}, indent=2))
+    source = str(mode_labels.path) if mode_labels is not None else "text-only (no_tools) runs of the same model"
+    summary.write_text(json.dumps({"mode_labels": source, "runs": summaries}, indent=2))
     plots = write_plots(summaries, out_dir)
     html = write_html(out_dir / "report.html", loaded, tables, plots, max_trajectories=max_trajectories)
     return {"text": text, "summary": summary, "html": html, **{p.stem: p for p in plots}}

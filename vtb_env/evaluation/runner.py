@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
 from agents.base import Agent, summarize_calls
+from rewards.compose import EpisodeReward, RewardConfig
 from rewards.judge.judge import Judge, judge_task
 from rewards.scoring import score_task
 from vtb_env.evaluation.metrics import episode_calls
@@ -37,6 +38,39 @@ class Scoring:
 
     critical_rule: str = "weight>=4"
     multi_turn: str = "pooled"
+
+
+def episode_reward(judge: Judge, scoring: Scoring, mode_labels: Mapping[str, str] | None = None) -> EpisodeReward:
+    """The env's reward for an evaluation: default weights, this run's judge, critical rule and labels."""
+    config = RewardConfig(critical_rule=scoring.critical_rule, multi_turn=scoring.multi_turn)  # type: ignore[arg-type]
+    return EpisodeReward(config, judge, mode_labels)  # type: ignore[arg-type]
+
+
+def ok_record(played: PlayedEpisode, judged: Mapping[str, Any], mode_label: str | None = None) -> dict[str, Any]:
+    """The body of an ``ok`` record: the episode, answers, verdicts and score, reward, tool use.
+
+    ``mode_label``: the label from a label store that this run used for the task (none: the
+    task's own label, if any, applies).
+    """
+    episode = played.record
+    return {
+        "status": "ok",
+        "error": None,
+        "episode": episode.to_dict(),
+        "answers": episode.final_answers,
+        "truncated": played.truncated,
+        **judged,
+        "reward": played.reward,
+        "reward_components": played.reward_components,
+        "reward_error": played.reward_error,
+        "mode_label": mode_label,
+        "tool_use": {
+            "calls": len(episode.tool_calls),
+            "failed_calls": sum(1 for call in episode.tool_calls if not call.ok),
+            "used_tools": episode.used_tools,
+        },
+        "image_files": played.image_files,
+    }
 
 
 def judge_episode(task: Task, answers: Sequence[str | None], judge: Judge, scoring: Scoring) -> dict[str, Any]:
@@ -111,8 +145,20 @@ def _image_hashes(record: EpisodeRecord) -> dict[str, str]:
     return hashes
 
 
-def run_episode(env: Any, agent: Agent, task: Task, store: _ImageStore | None = None, seed: int | None = None) -> tuple[EpisodeRecord, dict[str, str], bool]:
-    """One episode: (the record, image name -> stored file, truncated)."""
+@dataclass
+class PlayedEpisode:
+    """One finished episode: its record, the stored image files, and what the env returned at the end."""
+
+    record: EpisodeRecord
+    image_files: dict[str, str]  # image name -> file under the run dir
+    truncated: bool
+    reward: float  # the env's composed per-episode reward (rewards.compose)
+    reward_components: dict[str, float] | None  # info["reward_components"]; None when the reward failed
+    reward_error: str | None
+
+
+def play_episode(env: Any, agent: Agent, task: Task, store: _ImageStore | None = None, seed: int | None = None) -> PlayedEpisode:
+    """Run one episode of ``task`` with ``agent`` through ``env`` to its end."""
     observation, info = env.reset(seed=seed, options={"task_id": task.id})
     files: dict[str, str] = {}
     steps = 0
@@ -120,7 +166,7 @@ def run_episode(env: Any, agent: Agent, task: Task, store: _ImageStore | None = 
         if store is not None:
             store.save(observation, _image_hashes(info["record"]), files)
         action = agent.act(observation)
-        observation, _, terminated, truncated, info = env.step(action)
+        observation, reward, terminated, truncated, info = env.step(action)
         steps += 1
         if terminated or truncated:
             break
@@ -128,7 +174,13 @@ def run_episode(env: Any, agent: Agent, task: Task, store: _ImageStore | None = 
             raise RuntimeError(f"episode exceeded {steps} steps without ending")
     if store is not None:
         store.save(observation, _image_hashes(info["record"]), files)
-    return info["record"], files, bool(truncated)
+    return PlayedEpisode(info["record"], files, bool(truncated), float(reward), info.get("reward_components"), info.get("reward_error"))
+
+
+def run_episode(env: Any, agent: Agent, task: Task, store: _ImageStore | None = None, seed: int | None = None) -> tuple[EpisodeRecord, dict[str, str], bool]:
+    """One episode: (the record, image name -> stored file, truncated); ``play_episode`` has the reward too."""
+    played = play_episode(env, agent, task, store, seed)
+    return played.record, played.image_files, played.truncated
 
 
 class Progress:
@@ -194,8 +246,14 @@ def evaluate(
     save_images: bool = True,
     progress: bool = True,
     identity: Mapping[str, Any] | None = None,
+    mode_labels: Mapping[str, str] | None = None,
 ) -> EvalResult:
-    """Run every (task, sample) not yet done and append its record; see the module docstring."""
+    """Run every (task, sample) not yet done and append its record; see the module docstring.
+
+    ``mode_labels`` (task id -> label, from ``vtb label-modes``) are stored in the records of
+    the tasks they cover; give the env's reward the same labels.
+    """
+    mode_labels = dict(mode_labels or {})
     run_dir = Path(run_dir)
     path = run_dir / RECORDS_FILE
     if path.exists() and path.stat().st_size and not resume:
@@ -220,8 +278,8 @@ def evaluate(
         start = time.time()
         agent.drain_records()
         try:
-            episode, files, truncated = run_episode(env_for_thread(), agent, task, store, seed=seed + sample)
-            episode_s = time.time() - start
+            played = play_episode(env_for_thread(), agent, task, store, seed=seed + sample)
+            episode, episode_s = played.record, time.time() - start
             judged = judge_episode(task, episode.final_answers, judge, scoring)
         except Exception as exc:  # recorded and retried on resume; never counted as done
             return {
@@ -232,25 +290,9 @@ def evaluate(
                 "usage": summarize_calls(agent.drain_records()),
                 "timings": {"wall_s": time.time() - start},
             }
-        episode_dict = episode.to_dict()
-        return {
-            **base,
-            "status": "ok",
-            "error": None,
-            "episode": episode_dict,
-            "answers": episode.final_answers,
-            "truncated": truncated,
-            **judged,
-            "tool_use": {
-                "calls": len(episode.tool_calls),
-                "failed_calls": sum(1 for call in episode.tool_calls if not call.ok),
-                "used_tools": episode.used_tools,
-            },
-            "image_files": files,
-            "usage": summarize_calls(agent.drain_records()),
-            "timings": {"wall_s": time.time() - start, "episode_s": episode_s, "judge_s": time.time() - start - episode_s},
-            "started_at": start,
-        }
+        timings = {"wall_s": time.time() - start, "episode_s": episode_s, "judge_s": time.time() - start - episode_s}
+        return {**base, **ok_record(played, judged, mode_labels.get(task.id)), "usage": summarize_calls(agent.drain_records()),
+                "timings": timings, "started_at": start}
 
     bar = Progress(len(items), enabled=progress)
     succeeded = failed = 0

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 from tabulate import tabulate
 
-from vtb_env.evaluation.metrics import DOMAIN_COLUMNS, TURNCASES
+from vtb_env.evaluation.metrics import DOMAIN_COLUMNS, REWARD_COMPONENTS, TURNCASES
 
 Table = tuple[str, list[str], list[list[Any]]]  # title, header, rows
 
@@ -25,14 +25,14 @@ def pct(value: float | None) -> str:
 
 def comparison_table(summaries: Sequence[dict[str, Any]]) -> Table:
     """The headline: APR, ARS, MCC and tool use per run."""
-    header = ["run", "tasks", "APR", "ARS", "MCC", "proactivity", "call success", "calls/task", "errors"]
+    header = ["run", "tasks", "APR", "ARS", "MCC", "proactivity", "call success", "calls/task", "reward", "errors"]
     rows = []
     for s in summaries:
         tools = s["tool_use"]["overall"]
         mode = s["mode_selection"]
         rows.append([
             s["name"], s["n"], pct(s["apr"]), fmt(s["ars"]), fmt(mode["mcc"]) if mode else "n/a",
-            pct(tools["proactivity"]), pct(tools["success_rate"]), fmt(tools["volume"], 2), s["n_errors"],
+            pct(tools["proactivity"]), pct(tools["success_rate"]), fmt(tools["volume"], 2), fmt(s["reward"]), s["n_errors"],
         ])
     return "Overall", header, rows
 
@@ -76,12 +76,23 @@ def tool_use_table(summaries: Sequence[dict[str, Any]]) -> Table:
 
 
 def mode_table(summaries: Sequence[dict[str, Any]]) -> Table:
-    header = ["run", "TP", "FN", "TN", "FP", "MCC"]
+    header = ["run", "TP", "FN", "TN", "FP", "MCC", "labels from"]
     rows = []
     for s in summaries:
         m = s["mode_selection"]
-        rows.append([s["name"], *(m[k] for k in ("TP", "FN", "TN", "FP")), fmt(m["mcc"])] if m else [s["name"], *["n/a"] * 5])
+        if m:
+            sources = ", ".join(f"{source} {n}" for source, n in sorted(m["label_sources"].items()))
+            rows.append([s["name"], *(m[k] for k in ("TP", "FN", "TN", "FP")), fmt(m["mcc"]), sources])
+        else:
+            rows.append([s["name"], *["n/a"] * 6])
     return "Mode selection (tool-required = positive)", header, rows
+
+
+def reward_table(summaries: Sequence[dict[str, Any]]) -> Table:
+    """Mean composed per-episode reward and mean of each component (over the episodes it applies to)."""
+    names = [n for n in REWARD_COMPONENTS if any(n in s["reward_components"] for s in summaries)]
+    rows = [[s["name"], s["reward_n"], fmt(s["reward"]), *(fmt(s["reward_components"].get(n)) for n in names)] for s in summaries]
+    return "Reward (the env's composed per-episode reward, rewards.compose)", ["run", "episodes", "reward", *names], rows
 
 
 def focus_table(summaries: Sequence[dict[str, Any]]) -> Table:
@@ -108,6 +119,7 @@ def all_tables(summaries: Sequence[dict[str, Any]]) -> list[Table]:
         turncase_domain_table(summaries, "ars"),
         tool_use_table(summaries),
         mode_table(summaries),
+        reward_table(summaries),
         focus_table(summaries),
         process_table(summaries),
         failure_table(summaries),
