@@ -21,7 +21,8 @@ The official toolkit (GitHub ``xi1ngang/VisualToolBench``, scripts at commit ``8
 Each response row becomes an ``ok`` record like those of ``vtb eval`` (a harness failure an
 ``error`` record, as ours are). Verdicts come from the toolkit's judge results, replayed through
 our ``Judge`` (``ToolkitVerdicts``: its replies parsed leniently, a missing verdict is
-``judge_error``, never a silent "Not Met"), or from ``--judge``; the score and pass use our
+``judge_error``, never a silent "Not Met"; they decide even rubrics that carry an exact check),
+or from ``--judge``; the score and pass use our
 rules, and the toolkit's own ``score``/``accuracy`` are kept in ``record["toolkit"]`` for
 comparison. ``vtb judge`` re-scores the run and ``vtb report`` compares it with ours.
 
@@ -35,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -171,6 +173,12 @@ class ToolkitVerdicts:
         return [self._replies.get(p) or BackendError("the toolkit's judge results have no verdict for this rubric") for p in prompts]
 
 
+def without_checks(task: Task) -> Task:
+    """The task with its rubrics' exact checks removed, so that the toolkit's verdicts decide every rubric."""
+    turns = tuple(replace(turn, rubrics=tuple(replace(r, check=None) for r in turn.rubrics)) for turn in task.turns)
+    return replace(task, turns=turns)
+
+
 def import_toolkit(
     responses: Sequence[Mapping[str, Any]],
     tasks: Mapping[str, Task],
@@ -201,10 +209,13 @@ def import_toolkit(
                 continue
             episode = episode_from_response(row)
             judge_row = (judge_rows or {}).get(task.id)
-            if judge_row is not None and isinstance(judge.backend, ToolkitVerdicts):
-                judge.backend.add(task, episode.final_answers, judge_row)
-            judged = judge_episode(task, episode.final_answers, judge, scoring)
-            value, components = reward(task, episode)
+            judged_task = task
+            if isinstance(judge.backend, ToolkitVerdicts):
+                judged_task = without_checks(task)
+                if judge_row is not None:
+                    judge.backend.add(task, episode.final_answers, judge_row)
+            judged = judge_episode(judged_task, episode.final_answers, judge, scoring)
+            value, components = reward(judged_task, episode)
             played = PlayedEpisode(episode, {}, False, value, components, None)
             toolkit = {k: judge_row.get(k) for k in ("score", "accuracy")} if judge_row is not None else None
             log.append({**base, **ok_record(played, judged), "toolkit": toolkit,

@@ -1,0 +1,95 @@
+"""`vtb import-toolkit`: the official toolkit's output files (the layout its scripts write, see
+``vtb_env.evaluation.toolkit``) become a run that `vtb judge` re-scores and `vtb report` compares."""
+
+from __future__ import annotations
+
+import json
+
+from tests.test_eval import write_menu_tasks
+from vtb_env.cli import main
+from vtb_env.evaluation.records import latest_records
+
+
+def verdict(met: bool, fenced: bool = False) -> str:
+    reply = json.dumps({"explanation": "checked", "judge_result": "Met" if met else "Not Met"})
+    return f"```json\n{reply}\n```" if fenced else reply
+
+
+def single_turn_row(task_id: str, answer: str, tool_use_list, content_list, num_tool_calls: int) -> dict:
+    """A row as run_model_response_single_turn.py writes it."""
+    return {"id": task_id, "task_id": task_id, "prompt": "...", "image": "data/single_turn/images/sample_0/image_0.png",
+            "turncase": "single-turn", "eval_focus": "region_switch_qa", "prompt_category": "finance", "golden_answer": "...",
+            "tool_trajectory": "", "rubrics": "{}", "model_answer": answer, "num_tool_calls": num_tool_calls,
+            "tool_use_list": tool_use_list, "content_list": content_list}
+
+
+def write_toolkit_output(root):
+    crop = {"function_name": "python_image_processing", "function_args": {"code": "img.crop((0, 0, 10, 10))"},
+            "observation": {"ok": "true", "stdout": "", "stderr": "", "output_path": "/x/transformed_image_0.png",
+                            "output_paths": ["/x/transformed_image_0.png"]}}
+    search = {"function_name": "google_search", "function_args": {"query": "menu prices"},
+              "observation": {"results": [], "query": "menu prices", "status": "error", "error": "SerpAPI key not configured"}}
+    responses = [
+        single_turn_row("menu-0", "The Garden Salad is $9. answer", [crop, search],
+                        [{"step": 0, "content": "Let me zoom."}, {"step": 1, "content": "Searching."}, {"step": 2, "content": "The Garden Salad is $9. answer"}], 2),
+        single_turn_row("menu-1", "It costs $12.", {}, {}, 0),  # tools off: the toolkit writes {} for both lists
+        single_turn_row("menu-2", "API Error: rate limited", {}, {}, 0),  # a harness failure, written as the answer
+        {"id": "menu-3", "task_id": "menu-3", "turncase": "multi-turn", "eval_focus": "follow_up_test", "prompt_category": "finance",
+         "total_turns": 1, "turns": [{"turn_number": 0, "prompt": "...", "image": [], "model_answer": "Model hit the maximum number of tool calls",
+                                     "golden_answer": "9", "tool_trajectory": "", "rubrics": "{}", "num_tool_calls": 20,
+                                     "tool_use_list": [crop], "content_list": [{"step": 0, "content": "zooming"}]}]},
+    ]
+    judged = [  # as run_judge_single_turn.py / run_judge_multi_turn.py write them (menu-1 lacks r2)
+        {"task_id": "menu-0", "turncase": "single-turn", "eval_focus": "region_switch_qa", "prompt_category": "finance",
+         "judge_result": [{"rubric_id": "r1", "judge_result": verdict(True)}, {"rubric_id": "r2", "judge_result": verdict(False, fenced=True)}],
+         "score": 5 / 6, "accuracy": 1},
+        {"task_id": "menu-1", "turncase": "single-turn", "eval_focus": "region_switch_qa", "prompt_category": "finance",
+         "judge_result": [{"rubric_id": "r1", "judge_result": verdict(True)}], "score": 1.0, "accuracy": 1},
+        {"task_id": "menu-3", "turncase": "multi-turn", "eval_focus": "follow_up_test", "prompt_category": "finance",
+         "judge_result": [[{"rubric_id": "r1", "judge_result": verdict(False)}, {"rubric_id": "r2", "judge_result": verdict(False)}]],
+         "score": 0.0, "accuracy": 0},
+    ]
+    (root / "model_response.json").write_text(json.dumps(responses, indent=2))
+    (root / "judge_results.json").write_text(json.dumps(judged, indent=2))
+    return root / "model_response.json", root / "judge_results.json"
+
+
+def test_import_rescore_and_report_a_toolkit_run(tmp_path, capsys):
+    data = write_menu_tasks(tmp_path / "data", n=4)  # prices 9, 13, 4, 9; r1 critical (weight 5), r2 weight 1
+    responses, judged = write_toolkit_output(tmp_path)
+    run = tmp_path / "imported"
+    args = ["import-toolkit", str(responses), "--judge-results", str(judged), "--data", str(data), "--model", "gpt-x", "--out", str(run)]
+    assert main(args) == 0
+    assert "imported 3 toolkit episodes (1 harness errors, 0 already imported)" in capsys.readouterr().out
+
+    records = {r["task_id"]: r for r in latest_records(run / "records.jsonl").values()}
+    assert records["menu-2"]["status"] == "error" and "rate limited" in records["menu-2"]["error"]
+    salad = records["menu-0"]
+    calls = [call for step in salad["episode"]["turns"][0]["steps"] for call in step["tool_calls"]]
+    assert [(c["name"], c["error"]) for c in calls] == [("python_image_processing", None), ("web_search", "SerpAPI key not configured")]
+    assert [s["action_text"] for s in salad["episode"]["turns"][0]["steps"]] == ["Let me zoom.", "Searching.", "The Garden Salad is $9. answer"]
+    assert salad["answers"] == ["The Garden Salad is $9. answer"] and salad["judge"] == "toolkit:toolkit"
+    assert [v["status"] for v in salad["verdicts"][0]] == ["Met", "Not Met"]  # the fenced reply parsed too
+    assert salad["score"] == {"score": 5 / 6, "passed": True, "complete": True, "n_judge_errors": 0}
+    assert salad["toolkit"] == {"score": 5 / 6, "accuracy": 1} and salad["reward_components"]["tool_success"] == 0.5
+    # The toolkit dropped r2 of menu-1 from its verdicts: a judge_error here, never a silent "Not Met".
+    assert [v["status"] for v in records["menu-1"]["verdicts"][0]] == ["Met", "judge_error"]
+    assert records["menu-1"]["score"]["complete"] is False and records["menu-1"]["tool_use"]["used_tools"] is False
+    capped = records["menu-3"]["episode"]["turns"][0]
+    assert capped["hit_tool_cap"] and capped["final_answer"] == "Model hit the maximum number of tool calls"
+
+    assert main(args) == 0  # re-running adds nothing
+    assert "imported 0 toolkit episodes (1 harness errors, 3 already imported)" in capsys.readouterr().out
+
+    # Re-score with the exact checks (r1: the price; r2: the word "answer"): menu-1 ($12 for a $13 item) now fails.
+    assert main(["judge", str(run), "--judge", "exact", "--out", str(tmp_path / "rejudged")]) == 0
+    rejudged = {r["task_id"]: r for r in latest_records(tmp_path / "rejudged" / "records.jsonl").values()}
+    assert {tid: r["score"]["passed"] for tid, r in rejudged.items()} == {"menu-0": True, "menu-1": False, "menu-3": False}
+    assert rejudged["menu-1"]["score"]["complete"] and rejudged["menu-1"]["reward"] < records["menu-1"]["reward"]
+    capsys.readouterr()
+
+    assert main(["report", f"toolkit={run}", f"exact={tmp_path / 'rejudged'}", "--out", str(tmp_path / "report")]) == 0
+    table = capsys.readouterr().out
+    assert "| toolkit" in table and "| exact" in table and "report.html" in table
+    summary = {s["name"]: s for s in json.loads((tmp_path / "report" / "summary.json").read_text())["runs"]}
+    assert summary["toolkit"]["apr"] == 2 / 3 and summary["toolkit"]["n_errors"] == 1 and summary["exact"]["apr"] == 1 / 3
