@@ -227,7 +227,10 @@ def train(args: argparse.Namespace, *, tasks: Sequence[Task] | None = None, tool
     system_prompt = None if args.system_prompt == "none" else args.system_prompt
     config = EnvConfig.preset("default", max_tool_calls=args.max_tool_calls, image_parts="name", system_prompt=system_prompt)
 
-    is_vlm = getattr(AutoConfig.from_pretrained(args.model), "vision_config", None) is not None
+    model_config = AutoConfig.from_pretrained(args.model)
+    if model_config.model_type == "mllama":
+        raise SystemExit("Mllama (Llama 3.2 Vision) attends to images through cross-attention, not image tokens in the sequence: not supported by this script")
+    is_vlm = getattr(model_config, "vision_config", None) is not None
     processing_class = AutoProcessor.from_pretrained(args.model) if is_vlm else AutoTokenizer.from_pretrained(args.model)
     if is_vlm and not is_processor(processing_class):
         raise SystemExit(f"{args.model} is a vision-language model but AutoProcessor gave no image processor")

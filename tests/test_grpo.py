@@ -115,6 +115,21 @@ def test_rollout_runs_real_tools_and_masks_env_tokens(policy_path, tasks, tools)
     print(f"\nrollout: {len(episodes)} episodes in {elapsed:.2f} s ({elapsed / len(episodes):.3f} s/episode, batched)")
 
 
+def test_vlm_renderer_expands_image_placeholders_and_refuses_a_mismatch(tmp_path):
+    from PIL import Image
+    from transformers import AutoProcessor
+
+    from tests.support.tiny_models import build_tiny_idefics3
+
+    processor = AutoProcessor.from_pretrained(build_tiny_idefics3(tmp_path))
+    renderer = ChatRenderer(processor)
+    image_token = processor.tokenizer.convert_tokens_to_ids(processor.image_token)
+    ids = renderer.encode("[image_1.png]<image> and [transformed_image_0.png]<image>", [Image.new("RGB", (80, 60))] * 2)
+    assert ids.count(image_token) == 2 * processor.image_seq_len
+    with pytest.raises(ValueError, match="1 image placeholders"):
+        renderer.encode("[image_1.png]<image>", [])
+
+
 def _train_args(script, policy: Path, output_dir: Path, steps: int):
     return script.parse_args([
         "--model", str(policy), "--output-dir", str(output_dir), "--num-generations", "4",
