@@ -213,11 +213,17 @@ def run_judge(args: argparse.Namespace) -> int:
 
 
 def _rescore_reward(task: Any, record: dict[str, Any], judge: Any, scoring: Any) -> dict[str, Any]:
-    """The env's composed reward again, from the saved episode, with the new judge and rule."""
+    """The env's composed reward again, from the saved episode, with the new judge and rule.
+
+    Its judge shares the backend and cache (the verdicts just made are cache hits) but keeps
+    its own stats, so the printed stats count the verdict pass only.
+    """
+    from rewards.judge.judge import Judge
     from vtb_env.evaluation.runner import episode_reward
     from vtb_env.trajectory import EpisodeRecord
 
-    reward = episode_reward(judge, scoring, {task.id: record["mode_label"]} if record.get("mode_label") else {})
+    reward_judge = Judge(judge.backend, judge.cache, judge.template, judge.votes)
+    reward = episode_reward(reward_judge, scoring, {task.id: record["mode_label"]} if record.get("mode_label") else {})
     try:
         value, components = reward(task, EpisodeRecord.from_dict(record["episode"]))
     except Exception as exc:  # a reward that fails is recorded, as the env does
