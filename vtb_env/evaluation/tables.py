@@ -128,4 +128,4 @@ def all_tables(summaries: Sequence[dict[str, Any]]) -> list[Table]:
 
 def render_text(table: Table) -> str:
     title, header, rows = table
-    return f"{title}\n{tabulate(rows, headers=header, tablefmt='github')}"
+    return f"{title}\n{tabulate(rows, headers=header, tablefmt='github', disable_numparse=True)}"
