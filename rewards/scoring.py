@@ -119,10 +119,14 @@ class GroupStats:
         return self.score_sum / self.n if self.n else 0.0
 
     def add(self, result: TaskScore) -> None:
+        self.add_outcome(result.passed, result.score, result.complete)
+
+    def add_outcome(self, passed: bool, score: float, complete: bool = True) -> None:
+        """Count one task from its stored numbers (e.g. a ``vtb eval`` record)."""
         self.n += 1
-        self.n_passed += result.passed
-        self.score_sum += result.score
-        self.n_incomplete += not result.complete
+        self.n_passed += bool(passed)
+        self.score_sum += float(score)
+        self.n_incomplete += not complete
 
     def to_dict(self) -> dict[str, float | int]:
         return {"n": self.n, "apr": self.apr, "ars": self.ars, "n_passed": self.n_passed, "n_incomplete": self.n_incomplete}

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from rewards.compose import RewardConfig
 from rewards.mode import ConfusionMatrix, ModeLabelStore, label_from_text_only, mode_outcome
+from rewards.process import tool_use_stats
+from rewards.scoring import GroupStats
 from vtb_env.evaluation.records import latest_records, read_config, RECORDS_FILE
+from vtb_env.trajectory import EpisodeRecord
 
 TURNCASES = ("single-turn", "multi-turn")
 # The rewarded components of rewards.compose (the diagnostics in reward_components are left out).
@@ -56,53 +59,16 @@ class Run:
         return cls(name or config.get("name") or path.name, path, config, ok, errors)
 
 
-@dataclass
-class Group:
-    n: int = 0
-    passed: int = 0
-    score: float = 0.0
-
-    def add(self, record: Mapping[str, Any]) -> None:
-        self.n += 1
-        self.passed += bool(record["score"]["passed"])
-        self.score += float(record["score"]["score"])
-
-    @property
-    def apr(self) -> float | None:
-        return self.passed / self.n if self.n else None
-
-    @property
-    def ars(self) -> float | None:
-        return self.score / self.n if self.n else None
+def add_record(group: GroupStats, record: Mapping[str, Any]) -> None:
+    score = record["score"]
+    group.add_outcome(score["passed"], score["score"], score.get("complete", True))
 
 
-@dataclass
-class ToolUse:
-    tasks: int = 0
-    tasks_with_calls: int = 0
-    calls: int = 0
-    ok_calls: int = 0
-    by_tool: Counter = field(default_factory=Counter)
-
-    def add(self, record: Mapping[str, Any]) -> None:
-        calls = episode_calls(record)
-        self.tasks += 1
-        self.tasks_with_calls += bool(calls)
-        self.calls += len(calls)
-        self.ok_calls += sum(1 for call in calls if not call.get("error"))
-        self.by_tool.update(call.get("name", "?") for call in calls)
-
-    @property
-    def proactivity(self) -> float | None:
-        return self.tasks_with_calls / self.tasks if self.tasks else None
-
-    @property
-    def success_rate(self) -> float | None:
-        return self.ok_calls / self.calls if self.calls else None
-
-    @property
-    def volume(self) -> float | None:
-        return self.calls / self.tasks if self.tasks else None
+def tool_use(records: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Appendix B.4 (proactivity, success rate, volume) over stored records, via rewards.process."""
+    stats = tool_use_stats([EpisodeRecord.from_dict(r["episode"]) for r in records])
+    return {"proactivity": stats.proactivity if stats.n_tasks else None, "success_rate": stats.success_rate,
+            "volume": stats.volume if stats.n_tasks else None, "calls": stats.n_calls}
 
 
 def episode_calls(record: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -185,21 +151,26 @@ def episode_mode_label(record: Mapping[str, Any], labels: Mapping[str, str] | No
 
 def summarize(run: Run, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """All report numbers for one run; ``labels`` (task id -> mode label): see ``episode_mode_label``."""
-    overall = Group()
-    by_turncase_domain: dict[str, dict[str, Group]] = defaultdict(lambda: defaultdict(Group))
-    by_focus: dict[str, Group] = defaultdict(Group)
-    tool_use = {case: ToolUse() for case in TURNCASES}
+    overall = GroupStats()
+    by_turncase_domain: dict[str, dict[str, GroupStats]] = defaultdict(lambda: defaultdict(GroupStats))
+    by_focus: dict[str, GroupStats] = defaultdict(GroupStats)
+    by_turncase: dict[str, list[Mapping[str, Any]]] = {case: [] for case in TURNCASES}
+    tools_by_name: Counter = Counter()
     outcomes, failures, operations, label_sources = [], Counter(), Counter(), Counter()
     kcoverage, effectiveness = [], []
     rewards: list[float] = []
     components: dict[str, list[float]] = defaultdict(list)
     for record in run.records:
         task = record["task"]
-        overall.add(record)
-        by_turncase_domain[task["turncase"]][task["domain"]].add(record)
-        by_turncase_domain[task["turncase"]]["all"].add(record)
-        by_focus[task.get("eval_focus") or "unknown"].add(record)
-        tool_use.setdefault(task["turncase"], ToolUse()).add(record)
+        for group in (
+            overall,
+            by_turncase_domain[task["turncase"]][task["domain"]],
+            by_turncase_domain[task["turncase"]]["all"],
+            by_focus[task.get("eval_focus") or "unknown"],
+        ):
+            add_record(group, record)
+        by_turncase.setdefault(task["turncase"], []).append(record)
+        tools_by_name.update(call.get("name", "?") for call in episode_calls(record))
         label, source = episode_mode_label(record, labels)
         label_sources[source] += 1
         if label:
@@ -216,26 +187,22 @@ def summarize(run: Run, labels: Mapping[str, str] | None = None) -> dict[str, An
             kcoverage.append(float(process["kcoverage"]))
         if process.get("tool_effectiveness") is not None:
             effectiveness.append(float(process["tool_effectiveness"]))
-    all_tools = ToolUse()
-    for record in run.records:
-        all_tools.add(record)
     matrix = ConfusionMatrix.from_outcomes(outcomes)
     return {
         "name": run.name,
         "n": overall.n,
         "n_errors": len(run.errors),
-        "apr": overall.apr,
-        "ars": overall.ars,
+        "apr": overall.apr if overall.n else None,
+        "ars": overall.ars if overall.n else None,
+        "n_incomplete": overall.n_incomplete,
         "by_turncase_domain": {
-            case: {domain: {"n": g.n, "apr": g.apr, "ars": g.ars} for domain, g in groups.items()}
-            for case, groups in by_turncase_domain.items()
+            case: {domain: g.to_dict() for domain, g in groups.items()} for case, groups in by_turncase_domain.items()
         },
-        "by_eval_focus": {focus: {"n": g.n, "apr": g.apr, "ars": g.ars} for focus, g in sorted(by_focus.items())},
+        "by_eval_focus": {focus: g.to_dict() for focus, g in sorted(by_focus.items())},
         "tool_use": {
-            case: {"proactivity": t.proactivity, "success_rate": t.success_rate, "volume": t.volume, "calls": t.calls}
-            for case, t in {**tool_use, "overall": all_tools}.items()
+            case: tool_use(records) for case, records in {**by_turncase, "overall": run.records}.items()
         },
-        "tools_by_name": dict(all_tools.by_tool.most_common()),
+        "tools_by_name": dict(tools_by_name.most_common()),
         "mode_selection": {**matrix.to_dict(), "label_sources": dict(label_sources)} if matrix.n else None,
         "reward": _mean(rewards),
         "reward_components": {name: _mean(components[name]) for name in REWARD_COMPONENTS if components[name]},
