@@ -48,7 +48,9 @@ def choose(rng: np.random.Generator, difficulty: float) -> Degradation:
     """Degradations for one image; stronger and more numerous as ``difficulty`` goes 0 -> 1."""
     d = min(1.0, max(0.0, difficulty))
     px = int(round(10 - 2 * d))
-    extras = set(rng.choice(["rotate", "mirror", "dark", "noise", "screen"], size=int(rng.binomial(3, 0.2 + 0.6 * d)), replace=False))
+    # Small text alone is sometimes legible to OCR at 8-10 px: every image gets at least one more degradation.
+    n_extras = max(1, int(rng.binomial(3, 0.2 + 0.6 * d)))
+    extras = set(rng.choice(["rotate", "mirror", "dark", "noise", "screen"], size=n_extras, replace=False))
     rotation = 0.0
     if "rotate" in extras:
         rotation = float(rng.choice([90, 180, 270])) if rng.random() < 0.6 else float(rng.integers(12, 20 + int(50 * d)))
@@ -148,8 +150,9 @@ def compose(panels: Sequence[Panel], degradation: Degradation, rng: np.random.Ge
 
 
 def upscale_factor(px: int) -> int:
-    """How much to enlarge text of ``px`` pixels so that it reads comfortably (~36 px)."""
-    return max(2, math.ceil(40 / px))
+    """How much to enlarge text of ``px`` pixels so that it reads comfortably (~30 px; larger
+    enlargements of soft glyphs make OCR split bold digits, e.g. "18" -> "i8")."""
+    return max(2, math.ceil(30 / px))
 
 
 def reference_code(image_name: str, placement: Placement, degradation: Degradation, labels: Sequence[str], first_index: int) -> str:
@@ -178,7 +181,7 @@ def reference_code(image_name: str, placement: Placement, degradation: Degradati
         ]
     if placement.mirror:
         lines.append("panel = ImageOps.mirror(panel)  # the text was mirrored")
-    margin = 3 * k
+    margin = max(3, degradation.px // 2) * k  # room for rounding after rotation, and a quiet zone
     for j, label in enumerate(labels):
         x0, y0, x1, y1 = placement.row_boxes[label]
         b = placement.border

@@ -6,6 +6,7 @@ tool-required task and its tool-redundant twin show exactly the same facts.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
@@ -157,11 +158,11 @@ KINDS: dict[str, Kind] = {
              header=("Ticker", "Shares"), what="statement"),
         Kind("scoreboard", "Sports", ("City Basketball League", "Regional Cup", "Friday Night Hoops"),
              ("Falcons", "Rangers", "Comets", "Wolves", "Pirates", "Titans", "Hornets", "Vikings"),
-             _integer(8, 96), lambda v: f"{int(v)}", "the score of the {label}", "points", _grow(2, 24),
+             _integer(10, 96), lambda v: f"{int(v)}", "the score of the {label}", "points", _grow(2, 24),
              header=("Team", "Score"), what="scoreboard"),
         Kind("league", "Sports", ("League table", "Division standings", "Group stage"),
              ("Northside FC", "Riverton", "Ashford United", "Kingsbay", "Millbrook", "Oakvale", "Redcliff", "Stonebridge"),
-             _integer(6, 62), lambda v: f"{int(v)}", "the points of {label}", "points", _grow(0, 6),
+             _integer(10, 62), lambda v: f"{int(v)}", "the points of {label}", "points", _grow(0, 6),
              header=("Club", "Pts"), what="league table"),
         Kind("lab", "Medical", ("Clinical chemistry report", "Laboratory results", "Outpatient panel"),
              tuple(LAB_TESTS), _lab_value, _lab_fmt, "the {label} result", "", _lab_evolve,
@@ -326,7 +327,37 @@ def _render_chart(scene: Scene, rows: Sequence[Entry], px: int) -> Panel:
     return Panel(image, boxes, background)
 
 
+def _overlaps(box: Box, others: Sequence[Box]) -> bool:
+    return any(box[0] < o[2] and o[0] < box[2] and box[1] < o[3] and o[1] < box[3] for o in others)
+
+
+def _crosses(box: Box, segments: Sequence[tuple[tuple[int, int], tuple[int, int]]]) -> bool:
+    """Does any route segment pass through ``box``? (sampled along each segment)"""
+    for (ax, ay), (bx, by) in segments:
+        steps = max(2, int(math.hypot(bx - ax, by - ay) // 2))
+        for i in range(steps + 1):
+            x, y = ax + (bx - ax) * i / steps, ay + (by - ay) * i / steps
+            if box[0] <= x <= box[2] and box[1] <= y <= box[3]:
+                return True
+    return False
+
+
+def _place(size: tuple[int, int], centers: Sequence[tuple[float, float]], taken: list[Box], bounds: Box,
+           segments: Sequence[tuple[tuple[int, int], tuple[int, int]]] = ()) -> Box:
+    """The first candidate box (centred on ``centers``) inside ``bounds`` that overlaps no taken box
+    and no route segment; the first candidate when none is free. The chosen box is taken."""
+    w, h = size
+    boxes = [(int(cx - w / 2), int(cy - h / 2), int(cx - w / 2) + w, int(cy - h / 2) + h) for cx, cy in centers]
+    inside = [b for b in boxes if b[0] >= bounds[0] and b[1] >= bounds[1] and b[2] <= bounds[2] and b[3] <= bounds[3]]
+    free = [b for b in inside if not _overlaps(b, taken) and not _crosses(b, segments)]
+    chosen = (free or [b for b in inside if not _overlaps(b, taken)] or inside or boxes)[0]
+    taken.append(chosen)
+    return chosen
+
+
 def _render_map(scene: Scene, rows: Sequence[Entry], px: int, rng: np.random.Generator) -> Panel:
+    """A winding route with town names and segment distances; no label overlaps another label,
+    a town or (where there is room) the route, so every label reads on its own."""
     background, ink, accent = STYLES["map"]
     width, height = 34 * px, 24 * px
     image = Image.new("RGB", (width, height), background)
@@ -335,7 +366,7 @@ def _render_map(scene: Scene, rows: Sequence[Entry], px: int, rng: np.random.Gen
         x, y = int(rng.integers(0, width)), int(rng.integers(0, height))
         r = int(rng.integers(2 * px, 5 * px))
         draw.ellipse((x - r, y - r, x + r, y + r), fill=(170, 205, 235) if rng.random() < 0.5 else (190, 220, 170))
-    text_box(draw, (px, px // 2), scene.title, int(px * 1.3), ink, bold=True)
+    title = text_box(draw, (px, px // 2), scene.title, int(px * 1.3), ink, bold=True)
     towns = [rows[0].label.split(" to ")[0]] + [e.label.split(" to ")[1] for e in rows]
     n = len(towns)
     points = []
@@ -343,16 +374,29 @@ def _render_map(scene: Scene, rows: Sequence[Entry], px: int, rng: np.random.Gen
         x = 3 * px + int((width - 8 * px) * i / max(1, n - 1))
         y = 5 * px + int(rng.integers(0, height - 10 * px))
         points.append((x, y))
-    for a, b in zip(points, points[1:]):
+    segments = list(zip(points, points[1:]))
+    for a, b in segments:
         draw.line((a, b), fill=accent, width=max(2, px // 4))
+    r = max(3, px // 3)
+    taken: list[Box] = [(title[0], title[1], title[2] + px, title[3] + px // 2)]
+    taken += [(x - r, y - r, x + r, y + r) for x, y in points]
+    bounds = (0, 0, width, height)
+    pad = max(2, px // 3)  # clear space around every label
     for name, (x, y) in zip(towns, points):
-        r = max(3, px // 3)
         draw.ellipse((x - r, y - r, x + r, y + r), fill=ink)
-        text_box(draw, (x - text_width(name, px, True) // 2, y + px // 2), name, px, ink, bold=True)
+        w, h = text_width(name, px, True) + 2 * pad, int(px * 1.3) + 2 * pad
+        offsets = [(0, h / 2 + r), (0, -h / 2 - r), (w / 2 + r, 0), (-w / 2 - r, 0), (0, h / 2 + r + px), (0, -h / 2 - r - px)]
+        box = _place((w, h), [(x + dx, y + dy) for dx, dy in offsets], taken, bounds, segments)
+        text_box(draw, (box[0] + pad, box[1] + pad), name, px, ink, bold=True)
     boxes: dict[str, Box] = {}
-    for entry, a, b in zip(rows, points, points[1:]):
-        mx, my = (a[0] + b[0]) // 2, (a[1] + b[1]) // 2 - px
-        w = text_width(entry.text, px)
-        draw.rectangle((mx - w // 2 - 3, my - 2, mx + w // 2 + 3, my + int(px * 1.3)), fill=(255, 255, 255))
-        boxes[entry.label] = text_box(draw, (mx - w // 2, my), entry.text, px, ink)
+    for entry, (a, b) in zip(rows, segments):
+        w, h = text_width(entry.text, px, True) + 2 * pad, int(px * 1.3) + 2 * pad
+        length = max(1.0, math.hypot(b[0] - a[0], b[1] - a[1]))
+        nx, ny = -(b[1] - a[1]) / length, (b[0] - a[0]) / length  # unit normal of the segment
+        reach = abs(nx) * w / 2 + abs(ny) * h / 2 + max(2, px // 4)  # half-extent of the box along the normal
+        centers = [(a[0] + (b[0] - a[0]) * t + nx * side * (reach + extra), a[1] + (b[1] - a[1]) * t + ny * side * (reach + extra))
+                   for extra in (0, px, 2 * px, 4 * px) for t in (0.5, 0.35, 0.65, 0.2, 0.8) for side in (1, -1)]
+        box = _place((w, h), centers, taken, bounds, segments)
+        draw.rectangle(box, fill=(255, 255, 255))
+        boxes[entry.label] = text_box(draw, (box[0] + pad, box[1] + pad), entry.text, px, ink, bold=True)
     return Panel(image, boxes, background)

@@ -21,7 +21,7 @@ from vtb_env.synth.scenes import Scene, render
 from vtb_env.tasks import ImageRef, Rubric, Task, Turn
 
 TOOL_REQUIRED, TOOL_REDUNDANT = "tool_required", "tool_redundant"
-CLEAR_PX = 26  # body text of tool-redundant renderings
+CLEAR_PX = 32  # body text of tool-redundant renderings (OCR misreads some bold digits below ~30 px)
 
 
 def _panels(scene: Scene, split: bool, px: int, rng: np.random.Generator, printable: bool = False) -> list[Panel]:
