@@ -603,7 +603,7 @@ def _need(ep: Episode, q: Question, count: int, names: Sequence[str] | None = No
     return found, rows
 
 
-def _say(row: Row, money: bool) -> str:
+def _say(row: Row) -> str:
     return f"{row.label} is {row.text}"
 
 
@@ -837,9 +837,9 @@ def two_values_rule(ep: Episode, q: Question) -> Action | None:
     if kind == "ride":
         return f"It departs {a.label} at {a.text} and {b.label} at {b.text}, so the ride takes {_fmt(abs(b.value - a.value))} minutes."
     if kind == "diff":
-        return f"{_say(a, money)} and {_say(b, money)}; the difference is {abs(a.value - b.value):.2f}."
+        return f"{_say(a)} and {_say(b)}; the difference is {abs(a.value - b.value):.2f}."
     total = a.value + b.value
-    return f"{_say(a, money)} and {_say(b, money)}; together that is {_fmt(total, money)}."
+    return f"{_say(a)} and {_say(b)}; together that is {_fmt(total, money)}."
 
 
 def lookup_rule(ep: Episode, q: Question) -> Action:
