@@ -131,3 +131,18 @@ def test_judge_rescores_saved_answers_with_another_rule(tmp_path):
     assert all(r["episode"] and r["answers"] == ["13"] for r in records.values())
     again = vtb("judge", str(tmp_path / "run"), "--judge", "exact", "--out", str(tmp_path / "rejudged"), "--critical-rule", "either")
     assert "re-judged 0 records (2 already done)" in again.communicate(timeout=60)[0]
+
+
+def test_progress_writes_plain_lines_about_every_tenth_when_not_a_terminal():
+    import io
+
+    from vtb_env.evaluation.runner import Progress
+
+    stream = io.StringIO()
+    progress = Progress(25, stream=stream)
+    for i in range(25):
+        progress.update({"status": "ok", "score": {"passed": i < 5}})
+    lines = stream.getvalue().splitlines()
+    assert "\r" not in stream.getvalue()
+    assert 10 <= len(lines) <= 13
+    assert lines[-1].startswith("[" + "#" * 24 + "] 25/25") and "pass 20.0%" in lines[-1]

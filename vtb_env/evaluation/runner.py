@@ -192,6 +192,7 @@ class Progress:
         self.enabled = enabled
         self.start = time.perf_counter()
         self._lock = threading.Lock()
+        self._interactive = bool(getattr(self.stream, "isatty", lambda: False)())
 
     def update(self, record: Mapping[str, Any]) -> None:
         with self._lock:
@@ -215,9 +216,11 @@ class Progress:
             f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
             f"{elapsed:.0f}s ETA {eta:.0f}s pass {pass_rate} errors {self.errors}"
         )
-        self.stream.write(line)
-        if self.done >= self.total:
-            self.stream.write("\n")
+        if self._interactive:
+            self.stream.write(line + ("\n" if self.done >= self.total else ""))
+        elif self.done >= self.total or self.done % max(1, self.total // 10) == 0:
+            # Logs (CI, pipes) get a plain line about every 10% instead of hundreds of carriage returns.
+            self.stream.write(line.lstrip("\r") + "\n")
         self.stream.flush()
 
 
