@@ -113,6 +113,44 @@ def test_eval_survives_a_kill_resumes_without_loss_or_duplicates_and_retries_err
     assert [by_key[f"menu-{i}#0"]["score"]["passed"] for i in range(6)] == [False, True, False, False, True, False]
     assert "Overall" in stdout and "33.3%" in stdout  # 2 of 6 tasks ask for 13
 
+    report = vtb("report", str(out), "--out", str(tmp_path / "report"))
+    stdout, stderr = report.communicate(timeout=120)
+    assert report.returncode == 0, stderr
+    (summary,) = json.loads((tmp_path / "report" / "summary.json").read_text())["runs"]
+    assert (summary["n"], summary["n_errors"], summary["apr"]) == (6, 0, pytest.approx(2 / 6))
+    header, row = [[cell.strip() for cell in line.strip("|").split("|")] for line in stdout.splitlines() if line.startswith("| ")][:2]
+    assert (row[header.index("tasks")], row[header.index("errors")]) == ("6", "0")
+    written = {path.name for path in (tmp_path / "report").iterdir()}
+    assert {"tables.md", "summary.json", "report.html", "apr_by_category.png", "apr_vs_tool_use.png", "image_operations.png"} <= written
+
+
+@pytest.mark.slow
+def test_ctrl_c_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path):
+    data = write_menu_tasks(tmp_path / "data", n=6)
+    out = tmp_path / "run"
+    with ChatServer(lambda request: {"content": "The answer is 13."}, latency_s=0.3) as server:
+        args = ["eval", "--data", str(data), "--agent", f"openai:m@{server.base_url}", "--out", str(out), "--no-progress", "--concurrency", "2"]
+        process = vtb(*args)
+        deadline = time.time() + 60
+        while time.time() < deadline and len(list(iter_records(out / "records.jsonl"))) < 2:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+        assert process.returncode == 130, stderr
+        before = [r["key"] for r in iter_records(out / "records.jsonl")]
+        assert 2 <= len(before) < 6 and len(set(before)) == len(before), "the interrupt should land mid-run"
+        assert "Traceback" not in stderr and f"interrupted: {len(before)} items done" in stderr and "--resume" in stderr
+        assert len(server.requests) == len(before)  # one request per episode: the episodes in flight finished and were kept
+
+        resumed = vtb(*args, "--resume")
+        stdout, stderr = resumed.communicate(timeout=120)
+        assert resumed.returncode == 0, stderr
+        assert f"{6 - len(before)} done, 0 errors, {len(before)} already done" in stdout
+
+    records = list(iter_records(out / "records.jsonl"))
+    assert sorted(r["key"] for r in records) == [f"menu-{i}#0" for i in range(6)]  # each exactly once, none lost
+    assert all(r["status"] == "ok" for r in records)
+
 
 @pytest.mark.slow
 def test_judge_rescores_saved_answers_with_another_rule(tmp_path):

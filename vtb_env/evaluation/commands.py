@@ -143,6 +143,10 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
             config_hash=digest, samples=samples, concurrency=args.concurrency, seed=args.seed,
             resume=args.resume, scoring=scoring, progress=not args.no_progress, identity=identity, mode_labels=mode_labels,
         )
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {len(done_keys(out / RECORDS_FILE))} items done in {out / RECORDS_FILE}; "
+              "rerun the same command with --resume to finish", file=sys.stderr)
+        return 130, out, []
     finally:
         if hasattr(agent, "close"):
             agent.close()

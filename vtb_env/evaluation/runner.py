@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
@@ -300,17 +300,30 @@ def evaluate(
     bar = Progress(len(items), enabled=progress)
     succeeded = failed = 0
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
+    pending: set[Future] = set()  # submitted and not yet taken from as_completed
     with RunLog(path) as log:
+
+        def keep(future: Future) -> None:
+            nonlocal succeeded, failed
+            record = future.result()
+            log.append(record)
+            bar.update(record)
+            succeeded += record["status"] == "ok"
+            failed += record["status"] != "ok"
+
         try:
-            futures = [pool.submit(run_item, task, sample) for task, sample in items]
-            for future in as_completed(futures):
-                record = future.result()
-                log.append(record)
-                bar.update(record)
-                succeeded += record["status"] == "ok"
-                failed += record["status"] != "ok"
+            pending.update(pool.submit(run_item, task, sample) for task, sample in items)
+            for future in as_completed(set(pending)):
+                pending.discard(future)
+                keep(future)
+        except KeyboardInterrupt:
+            # Ctrl-C: queued items are dropped (they rerun on resume); items in flight finish and are kept.
+            pool.shutdown(wait=True, cancel_futures=True)
+            for future in pending:
+                if not future.cancelled():
+                    keep(future)
+            raise
         finally:
-            # On Ctrl-C: drop queued items (they rerun on resume); items in flight finish unrecorded.
             pool.shutdown(wait=True, cancel_futures=True)
             for env in envs:
                 env.close()
