@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,6 @@ from PIL import Image
 from tests.support.chat_server import ChatServer
 from tests.test_eval import ROOT, write_menu_tasks
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
 
@@ -53,10 +51,9 @@ def test_report_writes_tables_and_real_pngs(report):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs it)")
-def test_html_report_renders_in_headless_chromium(report, tmp_path):
+def test_html_report_renders_in_headless_chromium(report, chromium, tmp_path):
     page = (report / "report.html").resolve().as_uri()
-    common = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
+    common = [chromium, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run([*common, "--dump-dom", page], capture_output=True, text=True, timeout=90).stdout
     assert dom.count('class="trajectory"') == 6  # 3 tasks x 2 runs
     assert dom.count('class="verdicts"') == 6 and dom.count('class="seen"') == 6
