@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from agents.transformers_agent import TransformersAgent, to_hf_messages
-from tests.support.tiny_models import build_scripted_model, build_tiny_idefics3, build_tiny_llava
+from tests.support.tiny_models import build_scripted_model, build_tiny_idefics3, build_tiny_llava, build_tiny_mllama
 
 pytestmark = pytest.mark.slow  # builds and runs several tiny checkpoints (~10 s)
 
@@ -69,6 +69,28 @@ def test_scripted_vlm_calls_the_tool_with_an_image_in_the_prompt(tmp_path):
     path = build_scripted_model(tmp_path / "scripted_idefics3", "idefics3", CALL, "Done.")
     agent = TransformersAgent(path, max_new_tokens=8)
     assert agent.is_vision and agent.act(observation(with_image=True)).startswith("<tool_call>")
+
+
+def test_mllama_cross_attends_to_the_observation_image(tmp_path):
+    import torch
+
+    agent = TransformersAgent(build_tiny_mllama(tmp_path / "mllama"), max_new_tokens=4)
+    assert agent.is_vision and type(agent.model).__name__ == "MllamaForConditionalGeneration"
+    seen = []
+    generate = agent.model.generate
+    agent.model.generate = lambda **inputs: seen.append(inputs) or generate(**inputs)
+    action = agent.act(observation(with_image=True, after_tool=True))
+    assert isinstance(action, str) and agent.drain_records()[0].completion_tokens >= 1
+    (inputs,) = seen
+    assert inputs["pixel_values"].shape[:3] == (1, 1, 4)  # batch, images, tiles (max_num_tiles = 4)
+    image_position = inputs["input_ids"][0].tolist().index(agent.processor.image_token_id)
+    mask = inputs["cross_attention_mask"][0, :, 0, 0]  # per token: attends to the image's first tile
+    assert mask[image_position:].all() and not mask[:image_position].any()  # text from the image on sees it
+    model_inputs = {k: v for k, v in inputs.items() if k not in ("max_new_tokens", "pad_token_id", "eos_token_id", "do_sample")}
+    with torch.inference_mode():
+        logits = agent.model(**model_inputs).logits[0, -1]
+        blank = agent.model(**{**model_inputs, "pixel_values": torch.zeros_like(inputs["pixel_values"])}).logits[0, -1]
+    assert not torch.allclose(logits, blank)  # the image changes what the model says
 
 
 def test_text_models_get_string_content_and_no_images():

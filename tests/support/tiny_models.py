@@ -30,10 +30,14 @@ from transformers import (
     LlavaConfig,
     LlavaForConditionalGeneration,
     LlavaProcessor,
+    MllamaConfig,
+    MllamaForConditionalGeneration,
+    MllamaProcessor,
     PreTrainedTokenizerFast,
 )
 from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
 from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
+from transformers.models.mllama.image_processing_pil_mllama import MllamaImageProcessorPil
 
 Family = Literal["llama", "idefics3", "llava"]
 FAMILIES: tuple[Family, ...] = ("llama", "idefics3", "llava")
@@ -190,6 +194,35 @@ def build_tiny_llava(path: str | Path) -> Path:
     """A random-weight LLaVA (CLIP vision + Llama) and processor. vLLM CPU needs torchvision for it."""
     tokenizer = build_tokenizer()
     return _save(*_build("llava", tokenizer, _llama_config(tokenizer)), path)
+
+
+def build_tiny_mllama(path: str | Path) -> Path:
+    """A random-weight Mllama (Llama 3.2 Vision: tiled vision encoder, cross-attention text layers) and processor.
+
+    Loads with AutoModelForImageTextToText/AutoProcessor. ``max_num_tiles`` must stay 4 (the
+    default supported aspect ratios assume it). Not in ``FAMILIES``: vLLM no longer serves Mllama.
+    """
+    tokenizer = build_tokenizer()
+    text = _llama_config(tokenizer).to_dict()
+    text["cross_attention_layers"] = [1]  # layer 0 self-attention, layer 1 cross-attends to the image
+    image_size, patch_size = 32, 16
+    config = MllamaConfig(
+        vision_config=dict(
+            hidden_size=_HEAD_DIM, intermediate_size=2 * _HEAD_DIM, num_hidden_layers=2, num_global_layers=1,
+            attention_heads=1, image_size=image_size, patch_size=patch_size, max_num_tiles=4,
+            intermediate_layers_indices=[0], vision_output_dim=2 * _HEAD_DIM,  # hidden x (1 + intermediate layers)
+        ),
+        text_config=text, image_token_index=tokenizer.convert_tokens_to_ids(IMAGE),
+    )
+    torch.manual_seed(0)
+    model = MllamaForConditionalGeneration(config).eval()
+    with torch.no_grad():  # the cross-attention gates start at 0 (image ignored) until trained: open them
+        for name, parameter in model.named_parameters():
+            if name.endswith(("cross_attn_attn_gate", "cross_attn_mlp_gate")):
+                parameter.fill_(1.0)
+    image_processor = MllamaImageProcessorPil(size={"height": image_size, "width": image_size}, max_image_tiles=4)
+    # The processor takes its image token from the tokenizer (ours: <image>, as in CHAT_TEMPLATE).
+    return _save(model, MllamaProcessor(image_processor, tokenizer, chat_template=CHAT_TEMPLATE), path)
 
 
 def build_scripted_model(
