@@ -124,6 +124,30 @@ def test_env_never_raises_on_strange_actions():
         assert obs in env.observation_space and not terminated
 
 
+def unserializable_actions():
+    """Dict actions that JSON cannot encode: a tuple key, a 100,000-deep nesting, a reference cycle."""
+    deep: dict = {"content": "hi"}
+    for _ in range(100_000):
+        deep = {"role": "assistant", "content": deep}
+    cyclic = {"role": "assistant"}
+    cyclic["self"] = cyclic
+    return [({(1, 2): "x", "content": "hi"}, "TypeError"), (deep, "RecursionError"), (cyclic, "ValueError: Circular reference")]
+
+
+@pytest.mark.parametrize(("action", "reason"), unserializable_actions(), ids=["tuple_key", "deep", "cyclic"])
+def test_unserializable_dict_action_is_a_parse_error_not_an_exception(action, reason):
+    env = make_env()
+    env.reset(seed=1)
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert not terminated and not truncated and roles(obs)[-1] == "tool"
+    error = json.loads(obs["messages"][-1]["content"])["error"]
+    assert error.startswith("the action is not a JSON-serializable assistant message") and reason in error
+    assert info["parse_errors"] == [error] and info["record"].tool_calls[0].error_kind == "parse_error"
+    assert len(info["record"].turns[0].steps[0].action_text) < 1000  # a bounded repr, not the whole structure
+    _, _, terminated, *_ = env.step("It is 10.")  # the episode goes on
+    assert env._episode.turn_index == 1
+
+
 def test_history_model_keeps_the_exchange_and_golden_replaces_it():
     actions = [hermes("python_image_processing", code="save"), "It is 10."]
     for history, expected in [

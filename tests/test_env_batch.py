@@ -8,6 +8,7 @@ from concurrent.futures import as_completed
 import pytest
 
 from tests.support.env_tools import hermes, make_task, small_tools
+from tests.test_env import unserializable_actions
 from vtb_env.batch import EnvPool
 from vtb_env.env import VisualToolBenchEnv, check_reward
 
@@ -61,4 +62,16 @@ def test_batched_results_match_sequential_stepping():
             obs, reward, terminated, truncated, info = env.step(action)
         assert obs["messages"] == batched[i].observation["messages"] and reward == batched[i].reward
         assert info["record"] == batched[i].info["record"]
+    pool.close()
+
+
+def test_unserializable_dict_actions_are_parse_errors_in_the_pool():
+    actions = [action for action, _ in unserializable_actions()]
+    pool = make_pool(len(actions))
+    pool.reset(seed=0)
+    results = pool.step(actions)
+    for result, (_, reason) in zip(results, unserializable_actions()):
+        assert not result.terminated and reason in result.info["parse_errors"][0]
+        assert result.observation["messages"][-1]["role"] == "tool"
+    assert all(r.terminated for r in pool.step(["It is 10."] * len(actions)))
     pool.close()

@@ -15,7 +15,7 @@ import gymnasium as gym
 
 from vtb_env.config import CAP_PLACEHOLDER_ANSWER, VISION_TOOL, EnvConfig, resolve_config
 from vtb_env.observation import Dialogue, ImageAsset, reingestion_message, user_message
-from vtb_env.parsers import ParsedAction, ParsedCall, parse_action
+from vtb_env.parsers import ParsedAction, ParsedCall, action_text, parse_action
 from vtb_env.prompts import resolve_system_prompt
 from vtb_env.render import render_ansi, render_html
 from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
@@ -139,8 +139,7 @@ class VisualToolBenchEnv(gym.Env):
             parsed = parse_action(action, self.config.tool_format)
         except Exception as exc:  # a parser bug must not end a rollout
             parsed = ParsedAction(content="", calls=[ParsedCall(name="", arguments="", error=f"could not parse the action: {type(exc).__name__}: {exc}")])
-        action_text = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False, default=str)
-        step = StepRecord(action_text=action_text, reasoning=parsed.reasoning, parser=parsed.parser, parse_errors=[c.error for c in parsed.calls if c.error])
+        step = StepRecord(action_text=action_text(action), reasoning=parsed.reasoning, parser=parsed.parser, parse_errors=[c.error for c in parsed.calls if c.error])
         pending = PendingStep(env=self, parsed=parsed, record=step)
         for call in parsed.calls:
             call_id = self._call_id(episode, call.call_id)

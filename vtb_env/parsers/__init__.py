@@ -12,13 +12,14 @@ matches; text that matches none is a plain answer.
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any, Mapping
 
 from vtb_env.parsers.base import ParsedAction, ParsedCall, ToolCallParser, load_json_lenient, split_reasoning
 from vtb_env.parsers.function_tag import FunctionTagParser
 from vtb_env.parsers.hermes import HermesParser
 from vtb_env.parsers.llama3_json import Llama3JsonParser
-from vtb_env.parsers.openai_message import parse_message
+from vtb_env.parsers.openai_message import message_text, parse_message
 from vtb_env.parsers.pythonic import PythonicParser
 
 PARSERS: dict[str, ToolCallParser] = {}
@@ -41,6 +42,15 @@ AUTO_ORDER: tuple[str, ...] = ("function_tag", "hermes", "llama3_json", "pythoni
 FORMATS: tuple[str, ...] = ("auto", OPENAI_FORMAT, *AUTO_ORDER)
 
 
+def action_text(action: Any) -> str:
+    """The action as recorded in the trajectory: the text itself, or a message dict as JSON. Never raises."""
+    if isinstance(action, str):
+        return action
+    if isinstance(action, Mapping):
+        return message_text(action)[0]
+    return reprlib.repr(action)
+
+
 def parse_action(action: str | Mapping[str, Any], fmt: str = "auto") -> ParsedAction:
     """Read one policy action (raw assistant text or an OpenAI message dict). Never raises on content.
 
@@ -49,6 +59,9 @@ def parse_action(action: str | Mapping[str, Any], fmt: str = "auto") -> ParsedAc
     if fmt != "auto" and fmt != OPENAI_FORMAT and fmt not in PARSERS:
         raise ValueError(f"unknown tool-call format {fmt!r}; known: auto, {OPENAI_FORMAT}, {', '.join(PARSERS)}")
     if isinstance(action, Mapping):
+        text, problem = message_text(action)
+        if problem is not None:  # checked first: the parser below must only see plain JSON data
+            return ParsedAction(content="", calls=[ParsedCall(name="", arguments=text, raw=text, error=problem)])
         content, reasoning, calls = parse_message(action)
         content, more_reasoning = split_reasoning(content)
         reasoning = "\n".join(part for part in (reasoning, more_reasoning) if part)
@@ -56,7 +69,7 @@ def parse_action(action: str | Mapping[str, Any], fmt: str = "auto") -> ParsedAc
             return _parse_text(content, reasoning, fmt)
         return ParsedAction(content=content, reasoning=reasoning, calls=calls, parser=OPENAI_FORMAT if calls else None)
     if not isinstance(action, str):
-        return ParsedAction(content="", calls=[ParsedCall(name="", arguments=repr(action)[:200], error=f"an action must be a string or an assistant message dict, got {type(action).__name__}")], parser=None)
+        return ParsedAction(content="", calls=[ParsedCall(name="", arguments=reprlib.repr(action), error=f"an action must be a string or an assistant message dict, got {type(action).__name__}")], parser=None)
     text, reasoning = split_reasoning(action)
     return _parse_text(text, reasoning, fmt)
 
@@ -80,6 +93,7 @@ __all__ = [
     "ParsedAction",
     "ParsedCall",
     "ToolCallParser",
+    "action_text",
     "load_json_lenient",
     "parse_action",
     "register_parser",

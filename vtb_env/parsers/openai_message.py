@@ -8,9 +8,22 @@ servers add (``reasoning_content``, ``reasoning``) are kept as reasoning.
 from __future__ import annotations
 
 import json
+import reprlib
 from typing import Any, Mapping
 
 from vtb_env.parsers.base import ParsedCall, arguments_from_string
+
+
+def message_text(message: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The message as JSON text for the trajectory, and why it is not a JSON message (None if it is).
+
+    Never raises: keys that are not strings, reference cycles and nesting too deep to encode give
+    an error and a bounded ``reprlib`` text instead.
+    """
+    try:
+        return json.dumps(message, ensure_ascii=False, default=str), None
+    except (TypeError, ValueError, RecursionError) as exc:
+        return reprlib.repr(message), f"the action is not a JSON-serializable assistant message ({type(exc).__name__}: {exc})"
 
 
 def parse_message(message: Mapping[str, Any]) -> tuple[str, str, list[ParsedCall]]:
