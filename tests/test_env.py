@@ -4,6 +4,7 @@ history modes, the cap in both presets, image re-ingestion, seeding, caching and
 from __future__ import annotations
 
 import json
+import time
 
 import gymnasium
 import pytest
@@ -146,6 +147,18 @@ def test_unserializable_dict_action_is_a_parse_error_not_an_exception(action, re
     assert len(info["record"].turns[0].steps[0].action_text) < 1000  # a bounded repr, not the whole structure
     _, _, terminated, *_ = env.step("It is 10.")  # the episode goes on
     assert env._episode.turn_index == 1
+
+
+def test_5000_pythonic_calls_take_one_quick_step():
+    env = make_env()
+    env.reset(seed=0)
+    start = time.perf_counter()
+    obs, _, terminated, truncated, info = env.step("[" + ", ".join(f'calculator(expression="{i}")' for i in range(5000)) + "]")
+    elapsed = time.perf_counter() - start
+    assert elapsed < 2.0, f"{elapsed:.1f} s (was 104 s)"
+    kinds = [call.error_kind for call in info["record"].tool_calls]
+    assert kinds == [None] * 20 + ["over_cap"] * 80 + ["parse_error"] and not terminated and not truncated
+    assert "4900 more tool calls were not read" in obs["messages"][-2]["content"]
 
 
 def test_history_model_keeps_the_exchange_and_golden_replaces_it():

@@ -6,7 +6,9 @@ import json
 
 import pytest
 
-from vtb_env.parsers import FORMATS, PARSERS, ParsedCall, ToolCallParser, parse_action, register_parser, split_reasoning
+import time
+
+from vtb_env.parsers import FORMATS, MAX_CALLS_PER_ACTION, PARSERS, ParsedCall, ToolCallParser, parse_action, register_parser, split_reasoning
 
 CALC = {"expression": "2+2"}
 SEARCH = {"query": "Rio 2016 badminton", "num_results": 3}
@@ -103,6 +105,44 @@ def test_near_miss_json_is_repaired_and_flagged():
         assert _names_args(parsed) == [("calculator", CALC)]
         assert parsed.calls[0].repaired and parsed.calls[0].error is None
     assert not parse_action('<tool_call>{"name": "calculator", "arguments": {"expression": "2+2"}}</tool_call>').calls[0].repaired
+
+
+def test_pythonic_segments_are_exact_across_lines_and_non_ascii_text():
+    text = '[web_search(query="Zürich café ☕"),\n  calculator(expression=x + 1),\n\tnot_a_call]'
+    parsed = parse_action(text)
+    assert parsed.calls[0].raw == 'web_search(query="Zürich café ☕")' and parsed.calls[0].arguments == {"query": "Zürich café ☕"}
+    assert parsed.calls[1].error == "calculator: argument expression=x + 1 is not a literal value"
+    assert parsed.calls[2].error == "not a function call: not_a_call"
+
+
+@pytest.mark.parametrize("fmt", ["pythonic", "hermes", "openai"])
+def test_calls_beyond_the_per_action_bound_become_one_error(fmt):
+    n = MAX_CALLS_PER_ACTION + 7
+    action = {
+        "pythonic": "[" + ", ".join(f'calculator(expression="{i}")' for i in range(n)) + "]",
+        "hermes": "".join(f'<tool_call>{{"name": "calculator", "arguments": {{"expression": "{i}"}}}}</tool_call>' for i in range(n)),
+        "openai": {"role": "assistant", "tool_calls": [{"function": {"name": "calculator", "arguments": {"expression": str(i)}}} for i in range(n)]},
+    }[fmt]
+    calls = parse_action(action).calls
+    assert len(calls) == MAX_CALLS_PER_ACTION + 1 and calls[-2].arguments == {"expression": str(MAX_CALLS_PER_ACTION - 1)}
+    assert calls[-1].error == f"7 more tool calls were not read: at most {MAX_CALLS_PER_ACTION} calls per action"
+
+
+def test_5000_pythonic_calls_parse_in_linear_time():
+    text = "[" + ", ".join(f'calculator(expression="{i}+1")' for i in range(5000)) + "]"
+    start = time.perf_counter()
+    parsed = parse_action(text)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 2.0, f"{elapsed:.1f} s: quadratic again? (was 107 s)"
+    assert parsed.calls[0].raw == 'calculator(expression="0+1")' and "4900 more tool calls" in parsed.calls[-1].error
+
+
+def test_huge_unclosed_json_is_not_repaired_and_fails_fast():
+    start = time.perf_counter()
+    parsed = parse_action('<tool_call>{"name":"calculator","arguments":{"expression":"' + "x" * 1_000_000)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 2.0, f"{elapsed:.1f} s: repairing a 1 MB payload (was 20 s)"
+    assert "invalid JSON of 1,000,048 characters; repair is attempted only up to 65,536" in parsed.calls[0].error
 
 
 def test_pythonic_parser_never_evaluates_code(tmp_path):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import reprlib
 from typing import Any, Mapping
 
-from vtb_env.parsers.base import ParsedAction, ParsedCall, ToolCallParser, load_json_lenient, split_reasoning
+from vtb_env.parsers.base import MAX_CALLS_PER_ACTION, ParsedAction, ParsedCall, ToolCallParser, bound_calls, load_json_lenient, split_reasoning
 from vtb_env.parsers.function_tag import FunctionTagParser
 from vtb_env.parsers.hermes import HermesParser
 from vtb_env.parsers.llama3_json import Llama3JsonParser
@@ -67,7 +67,7 @@ def parse_action(action: str | Mapping[str, Any], fmt: str = "auto") -> ParsedAc
         reasoning = "\n".join(part for part in (reasoning, more_reasoning) if part)
         if not calls and fmt != OPENAI_FORMAT:  # some servers leave calls in the text
             return _parse_text(content, reasoning, fmt)
-        return ParsedAction(content=content, reasoning=reasoning, calls=calls, parser=OPENAI_FORMAT if calls else None)
+        return ParsedAction(content=content, reasoning=reasoning, calls=bound_calls(calls), parser=OPENAI_FORMAT if calls else None)
     if not isinstance(action, str):
         return ParsedAction(content="", calls=[ParsedCall(name="", arguments=reprlib.repr(action), error=f"an action must be a string or an assistant message dict, got {type(action).__name__}")], parser=None)
     text, reasoning = split_reasoning(action)
@@ -83,11 +83,12 @@ def _parse_text(text: str, reasoning: str, fmt: str) -> ParsedAction:
     if parser is None:
         return ParsedAction(content=text, reasoning=reasoning)
     content, calls = parser.parse(text)
-    return ParsedAction(content=content, reasoning=reasoning, calls=calls, parser=parser.name)
+    return ParsedAction(content=content, reasoning=reasoning, calls=bound_calls(calls), parser=parser.name)
 
 
 __all__ = [
     "AUTO_ORDER",
+    "MAX_CALLS_PER_ACTION",
     "FORMATS",
     "PARSERS",
     "ParsedAction",

@@ -15,6 +15,13 @@ from typing import Any, Mapping
 
 import json_repair
 
+MAX_CALLS_PER_ACTION = 100
+"""Calls read from one action; the rest become one error call. Any cap (20 per turn by default) is far below."""
+
+MAX_REPAIR_CHARS = 65_536
+"""Longest text that JSON repair is attempted on (its cost grows quadratically). Tool arguments are
+far shorter (code is at most 5,000 characters), so longer invalid JSON is reported, not repaired."""
+
 
 @dataclass
 class ParsedCall:
@@ -85,6 +92,8 @@ def load_json_lenient(text: str) -> tuple[Any, bool]:
         pass
     if not text.strip():
         raise ValueError("empty JSON")
+    if len(text) > MAX_REPAIR_CHARS:
+        raise ValueError(f"invalid JSON of {len(text):,} characters; repair is attempted only up to {MAX_REPAIR_CHARS:,}")
     try:
         value = json_repair.loads(text)
     except Exception as exc:  # json_repair has no stable exception type
@@ -92,6 +101,14 @@ def load_json_lenient(text: str) -> tuple[Any, bool]:
     if value in ("", None, [], {}) and text.strip() not in ('""', "null", "[]", "{}"):
         raise ValueError(f"invalid JSON: {_clip(text)}")
     return value, True
+
+
+def bound_calls(calls: list[ParsedCall]) -> list[ParsedCall]:
+    """The first ``MAX_CALLS_PER_ACTION`` calls, then one error call standing for the rest."""
+    if len(calls) <= MAX_CALLS_PER_ACTION:
+        return calls
+    extra = len(calls) - MAX_CALLS_PER_ACTION
+    return calls[:MAX_CALLS_PER_ACTION] + [ParsedCall(name="", arguments="", error=f"{extra} more tool calls were not read: at most {MAX_CALLS_PER_ACTION} calls per action")]
 
 
 def call_from_object(obj: Any, raw: str, repaired: bool = False, arguments_keys: tuple[str, ...] = ("arguments", "parameters")) -> ParsedCall:

@@ -33,11 +33,28 @@ class PythonicParser(ToolCallParser):
             return content.strip(), [ParsedCall(name="", arguments=body, raw=body, error=f"pythonic tool call is not valid Python: {exc.msg} (line {exc.lineno}, column {exc.offset})")]
         if not isinstance(tree, ast.List):
             return content.strip(), [ParsedCall(name="", arguments=body, raw=body, error="pythonic tool calls must be a list like [name(arg=value)]")]
-        return content.strip(), [_call(node, body) for node in tree.elts]
+        source = _Source(body)
+        return content.strip(), [_call(node, source) for node in tree.elts]
 
 
-def _call(node: ast.expr, source: str) -> ParsedCall:
-    raw = ast.get_source_segment(source, node) or ""
+class _Source:
+    """Source segments of AST nodes in O(segment length): ``ast.get_source_segment`` re-splits the
+    whole source on every call, which made an action with thousands of calls quadratic."""
+
+    def __init__(self, text: str):
+        self.data = text.encode("utf-8")  # AST columns are UTF-8 byte offsets
+        self.line_starts = [0]
+        for line in self.data.splitlines(keepends=True):
+            self.line_starts.append(self.line_starts[-1] + len(line))
+
+    def segment(self, node: ast.expr) -> str:
+        start = self.line_starts[node.lineno - 1] + node.col_offset
+        end = self.line_starts[node.end_lineno - 1] + node.end_col_offset  # type: ignore[operator]
+        return self.data[start:end].decode("utf-8", errors="replace")
+
+
+def _call(node: ast.expr, source: _Source) -> ParsedCall:
+    raw = source.segment(node)
     if not isinstance(node, ast.Call):
         return ParsedCall(name="", arguments=raw, raw=raw, error=f"not a function call: {raw}")
     name = _dotted_name(node.func)
@@ -52,7 +69,7 @@ def _call(node: ast.expr, source: str) -> ParsedCall:
         try:
             arguments[keyword.arg] = ast.literal_eval(keyword.value)
         except (ValueError, SyntaxError, TypeError):
-            segment = ast.get_source_segment(source, keyword.value)
+            segment = source.segment(keyword.value)
             return ParsedCall(name=name, arguments=raw, raw=raw, error=f"{name}: argument {keyword.arg}={segment} is not a literal value")
     return ParsedCall(name=name, arguments=arguments, raw=raw)
 
