@@ -101,6 +101,8 @@ def test_every_action_format_drives_a_call():
         (hermes("calculator", expression=7), "invalid_call", "7 is not of type 'string'"),
         (hermes("python_image_processing", code="x" * 5001), "invalid_call", "5001 characters, must be at most 5000"),
         (hermes("calculator", expression="fail"), "tool_error", "cannot evaluate"),
+        ({"foo": "bar"}, "parse_error", "an assistant message needs 'content' and/or 'tool_calls'"),
+        ({"role": "assistant", "content": [{"type": "text", "text": None}]}, "parse_error", "'text' must be a string, got NoneType"),
     ],
 )
 def test_malformed_and_failing_calls_become_error_tool_messages(action, kind, fragment):

@@ -89,6 +89,11 @@ def test_openai_message_without_calls_falls_back_to_text_formats():
         ({"role": "assistant", "tool_calls": [{"id": "x", "function": {"arguments": "{}"}}]}, "no function name"),
         ({"role": "assistant", "tool_calls": [{"id": "x", "function": {"name": "calculator", "arguments": "{broken"}}]}, "not valid JSON"),
         (12345, "must be a string or an assistant message dict"),
+        ({"foo": "bar"}, "an assistant message needs 'content' and/or 'tool_calls'; got the keys ['foo']"),
+        ({"role": "user", "content": "hi"}, "must be an assistant message, got role 'user'"),
+        ({"role": "assistant", "content": 7}, "'content' must be a string, a list of content parts or null, got int"),
+        ({"role": "assistant", "content": [{"type": "text", "text": 3}]}, "content part 0 is a text part whose 'text' must be a string, got int"),
+        ({"role": "assistant", "content": [{"type": "text", "text": "a"}, "b"]}, "content part 1 must be an object, got str"),
     ],
 )
 def test_malformed_calls_are_returned_with_a_precise_error(action, expected_error):

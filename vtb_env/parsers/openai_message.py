@@ -27,16 +27,39 @@ def message_text(message: Mapping[str, Any]) -> tuple[str, str | None]:
 
 
 def parse_message(message: Mapping[str, Any]) -> tuple[str, str, list[ParsedCall]]:
-    """Returns (content, reasoning, calls)."""
-    content = message.get("content") or ""
-    if isinstance(content, list):  # content parts: keep the text ones
-        content = "".join(part.get("text", "") for part in content if isinstance(part, Mapping))
+    """Returns (content, reasoning, calls); a message that is not an assistant message gives one error call."""
+    content, problem = _content_text(message)
+    if problem is not None:
+        return "", "", [ParsedCall(name="", arguments=message_text(message)[0][:200], error=problem)]
     reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
     items = message.get("tool_calls") or []
     if not isinstance(items, list):
         return str(content), str(reasoning), [ParsedCall(name="", arguments=repr(items)[:200], error=f"tool_calls must be a list, got {type(items).__name__}")]
     calls = [_call(item) for item in items]
     return str(content), str(reasoning), calls
+
+
+def _content_text(message: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The message's text (text parts joined), or why the message cannot be read."""
+    if "content" not in message and "tool_calls" not in message:
+        return "", f"an assistant message needs 'content' and/or 'tool_calls'; got the keys {sorted(map(str, message))}"
+    if message.get("role", "assistant") != "assistant":
+        return "", f"the action must be an assistant message, got role {message.get('role')!r}"
+    content = message.get("content")
+    if content is None or isinstance(content, str):
+        return content or "", None
+    if not isinstance(content, list):
+        return "", f"'content' must be a string, a list of content parts or null, got {type(content).__name__}"
+    texts = []
+    for i, part in enumerate(content):
+        if not isinstance(part, Mapping):
+            return "", f"content part {i} must be an object, got {type(part).__name__}"
+        if part.get("type", "text") != "text":  # e.g. an image part: no text to keep
+            continue
+        if not isinstance(part.get("text"), str):
+            return "", f"content part {i} is a text part whose 'text' must be a string, got {type(part.get('text')).__name__}"
+        texts.append(part["text"])
+    return "".join(texts), None
 
 
 def _call(item: Any) -> ParsedCall:
