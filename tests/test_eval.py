@@ -97,7 +97,8 @@ def test_eval_survives_a_kill_resumes_without_loss_or_duplicates_and_retries_err
 
         fail_first["on"] = False
         again = vtb(*args)  # without --resume an existing run is refused
-        assert again.wait() != 0 and "--resume" in again.stderr.read()
+        refusal = again.stderr.read()
+        assert again.wait() == 2 and "--resume" in refusal and "Traceback" not in refusal
 
         resumed = vtb(*args, "--resume")
         stdout, stderr = resumed.communicate(timeout=120)

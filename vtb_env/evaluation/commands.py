@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vtb_env.evaluation.records import RECORDS_FILE, RunLog, done_keys, latest_records, read_config, write_config
+from vtb_env.evaluation.records import RECORDS_FILE, RunConflictError, RunLog, done_keys, latest_records, read_config, write_config
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -134,15 +134,18 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     }
     if store is not None:
         config["mode_labels"] = {"file": str(Path(store.path).resolve()), "model": model, "labels": mode_labels}
-    digest = write_config(out, config)
     reward = episode_reward(judge, scoring, mode_labels)
     identity = {"agent": agent.name, "model": base_agent.name, "judge": judge.judge_id, "ablation": ablation, "preset": args.preset}
     try:
+        digest = write_config(out, config)
         result = evaluate(
             tasks, agent, lambda ts: VisualToolBenchEnv(ts, reward=reward, config=env_config), judge, out,
             config_hash=digest, samples=samples, concurrency=args.concurrency, seed=args.seed,
             resume=args.resume, scoring=scoring, progress=not args.no_progress, identity=identity, mode_labels=mode_labels,
         )
+    except RunConflictError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2, out, []
     except KeyboardInterrupt:
         print(f"\ninterrupted: {len(done_keys(out / RECORDS_FILE))} items done in {out / RECORDS_FILE}; "
               "rerun the same command with --resume to finish", file=sys.stderr)

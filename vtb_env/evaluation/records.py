@@ -101,6 +101,10 @@ def done_keys(path: str | Path) -> set[str]:
     return {key for key, record in latest_records(path).items() if record.get("status") == "ok"}
 
 
+class RunConflictError(RuntimeError):
+    """The output directory already holds a different run, or records without ``--resume``."""
+
+
 def write_config(run_dir: Path, config: Mapping[str, Any]) -> str:
     """Write ``config.json`` (with its hash); on resume the stored hash must match."""
     digest = config_hash(config)
@@ -108,7 +112,7 @@ def write_config(run_dir: Path, config: Mapping[str, Any]) -> str:
     if path.exists():
         stored = json.loads(path.read_text())
         if stored.get("config_hash") != digest:
-            raise ValueError(
+            raise RunConflictError(
                 f"{run_dir} holds a run with a different configuration (hash {stored.get('config_hash')} != {digest}); "
                 "use another --out directory, or the same options as that run"
             )

@@ -24,7 +24,7 @@ from rewards.compose import EpisodeReward, RewardConfig
 from rewards.judge.judge import Judge, judge_task
 from rewards.scoring import score_task
 from vtb_env.evaluation.metrics import episode_calls
-from vtb_env.evaluation.records import RECORDS_FILE, RunLog, done_keys, record_key
+from vtb_env.evaluation.records import RECORDS_FILE, RunConflictError, RunLog, done_keys, record_key
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord
 
@@ -260,7 +260,7 @@ def evaluate(
     run_dir = Path(run_dir)
     path = run_dir / RECORDS_FILE
     if path.exists() and path.stat().st_size and not resume:
-        raise FileExistsError(f"{path} already has records: pass --resume to continue that run, or choose another --out")
+        raise RunConflictError(f"{path} already has records: pass --resume to continue that run, or choose another --out")
     finished = done_keys(path) if resume else set()
     items = [(task, sample) for task in tasks for sample in range(samples) if record_key(task.id, sample) not in finished]
     store = _ImageStore(run_dir) if save_images else None
