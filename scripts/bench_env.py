@@ -24,7 +24,7 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vtb_env.env import VisualToolBenchEnv, check_reward  # noqa: E402
+from vtb_env.env import VisualToolBenchEnv  # noqa: E402
 from vtb_env.tasks import ImageRef, Task, Turn  # noqa: E402
 from vtb_env.tools.base import NamedImage, Tool, ToolContext, ToolRegistry, ToolResult  # noqa: E402
 
@@ -75,7 +75,7 @@ def timed(fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
 
 
 def env_overheads(preset: str, action: str, tools: ToolRegistry, task: Task, steps: int, steps_per_episode: int = 10) -> tuple[float, float]:
-    env = VisualToolBenchEnv(tasks=[task], tools=tools, reward=check_reward, config=preset)
+    env = VisualToolBenchEnv(tasks=[task], tools=tools, config=preset)  # the default reward (no rubrics here)
     samples: list[float] = []
     while len(samples) < steps:
         env.reset(seed=len(samples))

@@ -10,9 +10,9 @@ import gymnasium
 import pytest
 
 import vtb_env  # noqa: F401  (registers VisualToolBench-v0)
-from tests.support.env_tools import ImageMakerTool, hermes, make_task, png, small_tools
+from tests.support.env_tools import ImageMakerTool, exact_reward, hermes, make_task, png, small_tools
 from vtb_env.config import CAP_PLACEHOLDER_ANSWER, EnvConfig
-from vtb_env.env import VisualToolBenchEnv, check_reward
+from vtb_env.env import VisualToolBenchEnv
 from vtb_env.observation import ImageAsset, to_hf_messages
 from vtb_env.prompts import STRONG_SYSTEM_PROMPT, WEAK_SYSTEM_PROMPT
 from vtb_env.tasks import Task, Turn
@@ -20,7 +20,7 @@ from vtb_env.tools.base import ToolRegistry
 
 
 def make_env(tasks=None, config="default", **kwargs) -> VisualToolBenchEnv:
-    return VisualToolBenchEnv(tasks=tasks or [make_task("a", turns=2)], tools=small_tools(), reward=check_reward, config=config, **kwargs)
+    return VisualToolBenchEnv(tasks=tasks or [make_task("a", turns=2)], tools=small_tools(), reward=exact_reward(), config=config, **kwargs)
 
 
 def roles(observation):
@@ -59,7 +59,7 @@ def test_scripted_two_turn_episode_produces_the_expected_trajectory():
     assert obs["image_names"][-1] == "transformed_image_2.png"
     obs, reward, terminated, truncated, info = env.step("The answer is 20.")
     assert (terminated, truncated, reward) == (True, False, 1.0)
-    assert info["reward_components"]["check_score"] == 1.0 and obs["tools"] == []
+    assert info["reward_components"]["rubric_score"] == 1.0 and info["reward_components"]["tool_success"] == 1.0 and obs["tools"] == []
 
     record = info["record"]
     assert record.final_answers == ["It is 10.", "The answer is 20."]
@@ -254,7 +254,7 @@ def test_undecodable_tool_image_is_reported_not_shown():
             result.images[0] = type(result.images[0])(result.images[0].name, b"\x89PNG\r\n\x1a\ngarbage")
             return result
 
-    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([Broken()]), reward=check_reward)
+    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([Broken()]), reward=exact_reward())
     env.reset(seed=0)
     obs, *_ = env.step(hermes("python_image_processing", code="save save"))
     assert obs["image_names"] == ["image_1.png", "transformed_image_0.png"]
@@ -335,21 +335,23 @@ def test_reward_failure_is_reported_not_raised():
     assert terminated and reward == 0.0 and "judge down" in info["reward_error"]
 
 
-def test_check_reward_pools_turns_and_skips_unchecked_rubrics():
+def test_default_reward_pools_the_turns_and_reports_its_components():
     env = make_env()
     env.reset(seed=0)
     env.step("It is 10.")
     _, reward, _, _, info = env.step("It is 99.")
-    assert reward == 0.5 and info["reward_components"] == {"check_score": 0.5, "checked_weight": 10.0, "check_spec_errors": 0.0}
+    components = info["reward_components"]
+    assert (components["rubric_score"], components["passed"], components["format"]) == (0.5, 0.0, 1.0)
+    assert "tool_success" not in components and reward == pytest.approx((1.0 * 0.5 + 1.0 * 0.0 + 0.1 * 1.0) / 2.1)
     plain = Task(id="p", turns=(Turn(prompt="hi"),))
-    env = VisualToolBenchEnv(tasks=[plain], tools=small_tools(), reward=check_reward)
+    env = VisualToolBenchEnv(tasks=[plain], tools=small_tools())  # the env's own default reward
     obs, _ = env.reset()
     assert obs["messages"][-1] == {"role": "user", "content": "hi"} and obs["images"] == []
-    assert env.step("hello")[1] == 0.0
+    assert env.step("hello")[4]["reward_components"]["rubric_score"] == 0.0
 
 
 def test_gymnasium_make_and_html_render():
-    env = gymnasium.make("VisualToolBench-v0", tasks=[make_task("a")], tools=small_tools(), reward=check_reward, render_mode="html")
+    env = gymnasium.make("VisualToolBench-v0", tasks=[make_task("a")], tools=small_tools(), reward=exact_reward(), render_mode="html")
     env.reset(seed=1)
     env.step(hermes("python_image_processing", code="save"))
     page = env.render()
@@ -358,7 +360,7 @@ def test_gymnasium_make_and_html_render():
 
 
 def test_large_image_step_observation_contains_it():
-    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([ImageMakerTool(size=(2000, 1500))]), reward=check_reward)
+    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([ImageMakerTool(size=(2000, 1500))]), reward=exact_reward())
     env.reset(seed=0)
     obs, *_ = env.step(hermes("python_image_processing", code="save"))
     assert obs["images"][-1].size == (2000, 1500) and len(png()) > 0
@@ -366,7 +368,7 @@ def test_large_image_step_observation_contains_it():
 
 def test_full_episode_through_the_real_vision_tool():
     python_tools = pytest.importorskip("vtb_env.tools.python_tools")
-    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([python_tools.PythonImageProcessing()]), reward=check_reward)
+    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([python_tools.PythonImageProcessing()]), reward=exact_reward())
     obs, _ = env.reset(seed=0)
     assert "image_1.png" in obs["tools"][0]["function"]["description"]  # the schema lists the visible files
     code = "from PIL import Image\nimg = Image.open('image_1.png')\nprint(img.size)\nimg.crop((0, 0, 20, 10)).save('transformed_image_0.png')\nimg.resize((5, 5)).save('other.png')"

@@ -7,14 +7,14 @@ from concurrent.futures import as_completed
 
 import pytest
 
-from tests.support.env_tools import hermes, make_task, small_tools
+from tests.support.env_tools import exact_reward, hermes, make_task, small_tools
 from tests.test_env import unserializable_actions
 from vtb_env.batch import EnvPool
-from vtb_env.env import VisualToolBenchEnv, check_reward
+from vtb_env.env import VisualToolBenchEnv
 
 
 def make_pool(n: int) -> EnvPool:
-    return EnvPool.make(n, tasks=[make_task(f"t{i}") for i in range(4)], tools=small_tools(), reward=check_reward)
+    return EnvPool.make(n, tasks=[make_task(f"t{i}") for i in range(4)], tools=small_tools(), reward=exact_reward())
 
 
 def test_batched_step_runs_tool_calls_concurrently():
@@ -27,7 +27,7 @@ def test_batched_step_runs_tool_calls_concurrently():
     assert elapsed < 1.2, f"4 calls of 0.4 s took {elapsed:.2f} s: not concurrent"
     assert all(r.observation["messages"][-1]["role"] == "tool" and r.reward == 0.0 for r in results)
     finals = pool.step(["It is 10.", None, "It is 10.", "nothing"])
-    assert finals[1] is None and finals[0].terminated and finals[0].reward == 1.0 and finals[3].reward == 0.0
+    assert finals[1] is None and finals[0].terminated and finals[0].reward == 1.0 and finals[3].info["reward_components"]["rubric_score"] == 0.0
     pool.close()
 
 
@@ -56,7 +56,7 @@ def test_batched_results_match_sequential_stepping():
     pool.reset(seed=5)
     batched = [pool.step([a[k] for a in actions]) for k in range(2)][-1]
     for i, env_actions in enumerate(actions):
-        env = VisualToolBenchEnv(tasks=[make_task(f"t{j}") for j in range(4)], tools=small_tools(), reward=check_reward)
+        env = VisualToolBenchEnv(tasks=[make_task(f"t{j}") for j in range(4)], tools=small_tools(), reward=exact_reward())
         env.reset(seed=5 + i)
         for action in env_actions:
             obs, reward, terminated, truncated, info = env.step(action)

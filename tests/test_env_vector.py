@@ -9,15 +9,14 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
 import vtb_env  # noqa: F401
-from tests.support.env_tools import hermes, make_task, small_tools
-from vtb_env.env import check_reward
+from tests.support.env_tools import exact_reward, hermes, make_task, small_tools
 from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
 
 TASKS = [make_task("a"), make_task("b", turns=2)]
 
 
 def _make():
-    return gymnasium.make("VisualToolBench-v0", tasks=TASKS, tools=small_tools(), reward=check_reward)
+    return gymnasium.make("VisualToolBench-v0", tasks=TASKS, tools=small_tools(), reward=exact_reward())
 
 
 def test_check_env_passes_without_warnings():

@@ -9,10 +9,12 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import gymnasium as gym
 
+from rewards import default_reward
+from rewards.compose import RewardFn
 from vtb_env.config import CAP_PLACEHOLDER_ANSWER, VISION_TOOL, EnvConfig, resolve_config
 from vtb_env.observation import Dialogue, ImageAsset, reingestion_message, user_message
 from vtb_env.parsers import ParsedAction, ParsedCall, action_text, parse_action
@@ -25,7 +27,6 @@ from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRe
 
 logger = logging.getLogger(__name__)
 
-RewardFn = Callable[[Task, EpisodeRecord], "tuple[float, dict[str, float]]"]
 CAP_PROMPT = "You have reached the limit of {limit} tool {unit} for this turn. Tools are no longer available: reply now with your final answer."
 _TASK_IMAGE_CACHE_SIZE = 32
 
@@ -55,7 +56,8 @@ class VisualToolBenchEnv(gym.Env):
     ## Rewards
     0.0 on every step but the last; at the end (terminated or truncated) ``reward(task, record)``
     gives the reward and ``info["reward_components"]``. Default: ``rewards.default_reward()``
-    when available, else ``check_reward`` (the interim weighted share of Met programmatic checks).
+    (rubric score, critical-rubric pass, mode, format and tool-success components; the judge
+    from the ``VTB_JUDGE_*`` variables, else exact rubric checks only).
 
     ## Starting State
     A task drawn with the env's RNG (or ``options={"task_id": ...}`` / ``{"index": ...}``); the
@@ -93,7 +95,7 @@ class VisualToolBenchEnv(gym.Env):
         self._index_of = {task.id: i for i, task in enumerate(self.tasks)}
         self._owns_tools = tools is None
         self.tools = ablate(tools if tools is not None else _default_tools(), self.config.tool_set)
-        self.reward_fn: RewardFn = reward if reward is not None else _default_reward()
+        self.reward_fn: RewardFn = reward if reward is not None else default_reward()
         self.system_prompt = resolve_system_prompt(self.config.system_prompt)
         self.render_mode = render_mode
         self.action_space = AssistantActionSpace()
@@ -442,38 +444,6 @@ def _default_tools() -> ToolRegistry:
         logger.warning("vtb_env.tools.default_tools is unavailable: the environment offers no tools")
         return ToolRegistry([])
     return default_tools()
-
-
-def _default_reward() -> RewardFn:
-    try:
-        from rewards import default_reward
-    except ImportError:
-        return check_reward
-    return default_reward()
-
-
-def check_reward(task: Task, record: EpisodeRecord) -> tuple[float, dict[str, float]]:
-    """Interim default reward: the weighted share of Met programmatic checks (``rewards.checks``),
-    over the rubrics of all turns that carry one, each judged on its turn's final answer.
-
-    Rubrics without a check are ignored; a task without checks scores 0.0.
-    """
-    from rewards.checks import CheckSpecError, run_check
-
-    met = total = errors = 0.0
-    for turn, answer in zip(task.turns, record.final_answers + [None] * len(task.turns)):
-        for rubric in turn.rubrics:
-            if rubric.check is None:
-                continue
-            try:
-                passed = run_check(rubric.check, answer or "")
-            except CheckSpecError:
-                errors += 1
-                continue
-            total += rubric.weight
-            met += rubric.weight * passed
-    score = met / total if total else 0.0
-    return score, {"check_score": score, "checked_weight": total, "check_spec_errors": errors}
 
 
 def _arguments_text(arguments: Any) -> str:

@@ -12,6 +12,8 @@ from typing import Any, Mapping
 
 from PIL import Image
 
+from rewards import EpisodeReward, default_reward
+from rewards.judge.judge import Judge
 from vtb_env.tasks import ImageRef, Rubric, Task, Turn
 from vtb_env.tools.base import NamedImage, Tool, ToolContext, ToolRegistry, ToolResult
 
@@ -86,3 +88,9 @@ def make_task(task_id: str = "t1", turns: int = 1, images_per_turn: int = 1) -> 
 
 def hermes(name: str, **arguments: Any) -> str:
     return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+
+
+def exact_reward() -> EpisodeReward:
+    """The environment's default reward, judged by exact rubric checks only (never a judge server,
+    whatever ``VTB_JUDGE_*`` says), so that tests are hermetic."""
+    return default_reward(judge=Judge(backend=None))
