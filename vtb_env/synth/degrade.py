@@ -150,8 +150,8 @@ def compose(panels: Sequence[Panel], degradation: Degradation, rng: np.random.Ge
 
 
 def upscale_factor(px: int) -> int:
-    """How much to enlarge text of ``px`` pixels so that it reads comfortably (~30 px; larger
-    enlargements of soft glyphs make OCR split bold digits, e.g. "18" -> "i8")."""
+    """How much to enlarge text of ``px`` pixels in one step (to ~30 px: one larger step makes OCR
+    split soft bold digits, e.g. "18" -> "i8"; the rows get a second, 1.5x step once cleaned)."""
     return max(2, math.ceil(30 / px))
 
 
@@ -189,9 +189,11 @@ def reference_code(image_name: str, placement: Placement, degradation: Degradati
         lines.append(f"row = panel.crop({box})  # {label}")
         if degradation.noise:
             lines.append("row = row.filter(ImageFilter.MedianFilter(3))  # remove sensor noise")
-        lines.append("row = ImageOps.autocontrast(row.convert('L'), cutoff=1)  # restore contrast")
-        if placement.dark_background:
-            lines.append("row = ImageOps.invert(row)  # dark text on a light background")
+        gray = "ImageOps.invert(row.convert('L'))  # dark text on a light background" if placement.dark_background else "row.convert('L')"
+        lines.append(f"row = {gray}")
+        # The brightest fifth of a row is paper: clipping it to white leaves no texture around the glyphs.
+        lines.append("row = ImageOps.autocontrast(row, cutoff=(1, 20))  # restore contrast, clean paper")
+        lines.append("row = row.resize((row.width * 3 // 2, row.height * 3 // 2), Image.Resampling.LANCZOS)  # ~45 px text")
         lines.append("row = ImageOps.expand(row, border=24, fill=255)  # a quiet margin around the text")
         lines.append(f"row.save('transformed_image_{first_index + j}.png')")
     return "\n".join(lines) + "\n"
