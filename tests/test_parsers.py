@@ -8,6 +8,7 @@ import pytest
 
 import time
 
+from vtb_env.parsers.base import MAX_REPAIR_CHARS
 from vtb_env.parsers import FORMATS, MAX_CALLS_PER_ACTION, PARSERS, ParsedCall, ToolCallParser, parse_action, register_parser, split_reasoning
 
 CALC = {"expression": "2+2"}
@@ -147,7 +148,7 @@ def test_huge_unclosed_json_is_not_repaired_and_fails_fast():
     parsed = parse_action('<tool_call>{"name":"calculator","arguments":{"expression":"' + "x" * 1_000_000)
     elapsed = time.perf_counter() - start
     assert elapsed < 2.0, f"{elapsed:.1f} s: repairing a 1 MB payload (was 20 s)"
-    assert "invalid JSON of 1,000,048 characters; repair is attempted only up to 65,536" in parsed.calls[0].error
+    assert f"invalid JSON of 1,000,048 characters; repair is attempted only up to {MAX_REPAIR_CHARS:,}" in parsed.calls[0].error
 
 
 def test_pythonic_parser_never_evaluates_code(tmp_path):

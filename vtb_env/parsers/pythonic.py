@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import re
 
-from vtb_env.parsers.base import ParsedCall, ToolCallParser
+from vtb_env.parsers.base import MAX_CALLS_PER_ACTION, ParsedCall, ToolCallParser, unread_calls
 
 _TAGS = re.compile(r"<\|python_start\|>|<\|python_end\|>|<\|eom\|>|<\|eot\|>")
 _LOOKS_LIKE_CALL = re.compile(r"^\s*\[\s*[A-Za-z_][\w.]*\s*\(")
@@ -31,10 +31,15 @@ class PythonicParser(ToolCallParser):
             tree = ast.parse(body, mode="eval").body
         except SyntaxError as exc:
             return content.strip(), [ParsedCall(name="", arguments=body, raw=body, error=f"pythonic tool call is not valid Python: {exc.msg} (line {exc.lineno}, column {exc.offset})")]
+        except (RecursionError, MemoryError, ValueError):  # absurd nesting; NUL bytes
+            return content.strip(), [ParsedCall(name="", arguments=body, raw=body, error="pythonic tool call is nested too deeply or contains NUL bytes")]
         if not isinstance(tree, ast.List):
             return content.strip(), [ParsedCall(name="", arguments=body, raw=body, error="pythonic tool calls must be a list like [name(arg=value)]")]
         source = _Source(body)
-        return content.strip(), [_call(node, source) for node in tree.elts]
+        calls = [_call(node, source) for node in tree.elts[:MAX_CALLS_PER_ACTION]]
+        if len(tree.elts) > MAX_CALLS_PER_ACTION:
+            calls.append(unread_calls(len(tree.elts) - MAX_CALLS_PER_ACTION))
+        return content.strip(), calls
 
 
 class _Source:
@@ -68,7 +73,7 @@ def _call(node: ast.expr, source: _Source) -> ParsedCall:
             return ParsedCall(name=name, arguments=raw, raw=raw, error=f"{name}: **kwargs is not allowed")
         try:
             arguments[keyword.arg] = ast.literal_eval(keyword.value)
-        except (ValueError, SyntaxError, TypeError):
+        except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
             segment = source.segment(keyword.value)
             return ParsedCall(name=name, arguments=raw, raw=raw, error=f"{name}: argument {keyword.arg}={segment} is not a literal value")
     return ParsedCall(name=name, arguments=arguments, raw=raw)
