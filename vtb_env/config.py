@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-from vtb_env.parsers import FORMATS
+from vtb_env.parsers import FORMATS, PARSERS
 
 CAP_PLACEHOLDER_ANSWER = "Model hit the maximum number of tool calls"
 TOOL_SETS: tuple[str, ...] = ("all", "no_vision", "none")
@@ -38,7 +38,7 @@ class EnvConfig:
     cap_unit: Literal["calls", "rounds"] = "calls"
     at_cap: Literal["ask_final", "placeholder"] = "ask_final"
     history: Literal["model", "golden"] = "model"
-    tool_format: str = "auto"  # a name in vtb_env.parsers.FORMATS
+    tool_format: str = "auto"  # a name in vtb_env.parsers.FORMATS, or a format added with register_parser
     image_parts: Literal["data_url", "name"] = "data_url"  # "name": parts carry the file name only, no base64 is ever made
     image_encoding: Literal["original", "jpeg"] = "original"
     jpeg_quality: int = 85
@@ -49,7 +49,7 @@ class EnvConfig:
             "cap_unit": self.cap_unit in ("calls", "rounds"),
             "at_cap": self.at_cap in ("ask_final", "placeholder"),
             "history": self.history in ("model", "golden"),
-            "tool_format": self.tool_format in FORMATS,
+            "tool_format": self.tool_format in FORMATS or self.tool_format in PARSERS,  # registered formats too
             "image_parts": self.image_parts in ("data_url", "name"),
             "image_encoding": self.image_encoding in ("original", "jpeg"),
             "max_tool_calls": isinstance(self.max_tool_calls, int) and self.max_tool_calls >= 1,

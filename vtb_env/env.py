@@ -20,6 +20,7 @@ from vtb_env.observation import Dialogue, ImageAsset, reingestion_message, user_
 from vtb_env.parsers import ParsedAction, ParsedCall, action_text, parse_action
 from vtb_env.prompts import resolve_system_prompt
 from vtb_env.render import render_ansi, render_html
+from vtb_env.safe_text import clean_action, clean_parsed_action, clean_tool_result
 from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
 from vtb_env.tasks import ImageDecodeError, Task
 from vtb_env.tools.base import ToolContext, ToolRegistry, ToolResult
@@ -137,8 +138,9 @@ class VisualToolBenchEnv(gym.Env):
         """Parse the action and plan its tool calls (fast, no tool runs)."""
         episode = self._require_episode()
         start = time.perf_counter()
+        action = clean_action(action)  # policy text enters here, so everything emitted encodes as UTF-8
         try:
-            parsed = parse_action(action, self.config.tool_format)
+            parsed = clean_parsed_action(parse_action(action, self.config.tool_format))
         except Exception as exc:  # a parser bug must not end a rollout
             parsed = ParsedAction(content="", calls=[ParsedCall(name="", arguments="", error=f"could not parse the action: {type(exc).__name__}: {exc}")])
         step = StepRecord(action_text=action_text(action), reasoning=parsed.reasoning, parser=parsed.parser, parse_errors=[c.error for c in parsed.calls if c.error])
@@ -270,7 +272,7 @@ class VisualToolBenchEnv(gym.Env):
             if call.error is not None:
                 call.output = json.dumps({"error": call.error})
                 continue
-            result = self.tools.call(call.name, call.arguments, self.tool_context(pending.new_images))
+            result = clean_tool_result(self.tools.call(call.name, call.arguments, self.tool_context(pending.new_images)))
             call.output, call.latency_s = result.text, result.latency_s
             if result.error is not None:
                 call.error, call.error_kind = result.error, str(result.meta.get("kind", "tool_error"))
