@@ -10,6 +10,10 @@ reproduces the public toolkit's deliberate rules. Every field on which they diff
 | ``history`` | ``"model"`` | ``"golden"`` | later turns see the model's own earlier dialogue vs. the golden answers (toolkit flag ``--use_GT_answer``) |
 | ``image_encoding`` | ``"original"`` | ``"jpeg"`` | default sends the image bytes as they are (PNG/JPEG/WebP/GIF, others as PNG); the toolkit re-encodes as JPEG quality 85 |
 
+Both presets bound a step's tool work (the toolkit does not): at most ``max_calls_per_round``
+calls of one action run, and once ``round_time_budget_s`` of tool time has passed in a round the
+remaining calls are not started; each cut-off call gets an error tool message.
+
 The toolkit's defects (one image per turn, earlier turns' images dropped, the image message
 placed between the tool messages of a round, a malformed call aborting the task) are not
 reproduced by either preset: see docs/environment.md.
@@ -42,6 +46,8 @@ class EnvConfig:
     image_parts: Literal["data_url", "name"] = "data_url"  # "name": parts carry the file name only, no base64 is ever made
     image_encoding: Literal["original", "jpeg"] = "original"
     jpeg_quality: int = 85
+    max_calls_per_round: int = 20  # calls run from one action; the rest get an error tool message
+    round_time_budget_s: float | None = 120.0  # tool wall-clock of one round (= one step); None: unbounded
 
     def __post_init__(self) -> None:
         checks = {
@@ -54,6 +60,8 @@ class EnvConfig:
             "image_encoding": self.image_encoding in ("original", "jpeg"),
             "max_tool_calls": isinstance(self.max_tool_calls, int) and self.max_tool_calls >= 1,
             "jpeg_quality": 1 <= self.jpeg_quality <= 95,
+            "max_calls_per_round": isinstance(self.max_calls_per_round, int) and self.max_calls_per_round >= 1,
+            "round_time_budget_s": self.round_time_budget_s is None or self.round_time_budget_s > 0,
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:

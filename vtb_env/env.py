@@ -255,6 +255,8 @@ class VisualToolBenchEnv(gym.Env):
             return "tools are no longer available in this turn: the tool-call limit was reached; give your final answer", "tools_withdrawn"
         if self.config.cap_unit == "calls" and episode.calls_in_turn + position >= self.config.max_tool_calls:
             return f"not executed: the limit of {self.config.max_tool_calls} tool calls per turn was reached", "over_cap"
+        if position >= self.config.max_calls_per_round:
+            return f"not executed: at most {self.config.max_calls_per_round} tool calls run per round", "over_round_cap"
         return None
 
     # ---- tools ---------------------------------------------------------------------------
@@ -266,9 +268,14 @@ class VisualToolBenchEnv(gym.Env):
         return ToolContext(task_id=episode.task.id, images=images, next_image_index=episode.next_image_index, turn_index=episode.turn_index)
 
     def _run_calls(self, pending: "PendingStep") -> None:
-        """Run the round's valid calls in order; each sees the images of the calls before it."""
+        """Run the round's valid calls in order; each sees the images of the calls before it. Calls
+        not started before the round's time budget is spent get an error instead."""
         episode = self._require_episode()
+        budget = self.config.round_time_budget_s
+        deadline = None if budget is None else time.monotonic() + budget
         for call in pending.calls:
+            if call.error is None and deadline is not None and time.monotonic() >= deadline:
+                call.error, call.error_kind = f"not executed: this round's tool time budget of {budget:g} s was spent", "round_time_budget"
             if call.error is not None:
                 call.output = json.dumps({"error": call.error})
                 continue
