@@ -39,7 +39,7 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "hermes unbalanced quotes": lambda n: _fill('<tool_call>{"a"a"a', '"a', n),
     "hermes quote-space runs": lambda n: _fill('<tool_call>{"', 'a" ', n),
     "hermes 4 KB quote blocks": lambda n: _fill("", '<tool_call>{"' + 'a" ' * 1300 + "</tool_call>", n),
-    "hermes 16 KB quote blocks": lambda n: _fill("", "<tool_call>{\"" + "a\" " * 5400 + "</tool_call>", n),
+    "hermes 8 KB quote blocks": lambda n: _fill("", "<tool_call>{\"" + "a\" " * 2700 + "</tool_call>", n),
     "unclosed <think> x N": lambda n: _fill("", "<think>", n),
     "<function= x N": lambda n: _fill("", "<function=", n),
     "<function=f><parameter= x N": lambda n: _fill("<function=f>", "<parameter=", n),

@@ -20,11 +20,11 @@ MAX_CALLS_PER_ACTION = 100
 """Calls read from one action; the rest are counted, not parsed, and become one error call. Any cap
 (20 per turn by default) is far below."""
 
-MAX_REPAIR_CHARS = 16_384
+MAX_REPAIR_CHARS = 8_192
 """Longest text that JSON repair is attempted on. Tool arguments are shorter (code is at most 5,000
 characters), so longer invalid JSON is reported, not repaired."""
 
-REPAIR_BUDGET_READS = 64_000
+REPAIR_BUDGET_READS = 32_000
 """Character reads that JSON repair may spend on one action, all its calls together (under 0.1 s).
 ``json_repair`` is quadratic on unbalanced quotes; counting its reads (not timing them) keeps the
 bound deterministic, so the same action is always read the same way."""

@@ -11,6 +11,10 @@ import re
 
 from vtb_env.parsers.base import MAX_CALLS_PER_ACTION, ParsedCall, ToolCallParser, unread_calls
 
+MAX_PYTHONIC_CHARS = 262_144
+"""Longest call list given to ``ast.parse`` (~1.3 us per character, all at once): far above 100
+calls of realistic size; a longer one is one error call instead of seconds of parsing."""
+
 _TAGS = re.compile(r"<\|python_start\|>|<\|python_end\|>|<\|eom\|>|<\|eot\|>")
 _LOOKS_LIKE_CALL = re.compile(r"^\s*\[\s*[A-Za-z_][\w.]*\s*\(")
 
@@ -27,6 +31,8 @@ class PythonicParser(ToolCallParser):
         else:
             content, body = "", text
         body = _TAGS.sub("", body).strip()
+        if len(body) > MAX_PYTHONIC_CHARS:
+            return content.strip(), [ParsedCall(name="", arguments=body, raw=body, error=f"pythonic tool calls of {len(body):,} characters were not read: at most {MAX_PYTHONIC_CHARS:,}")]
         try:
             tree = ast.parse(body, mode="eval").body
         except SyntaxError as exc:
