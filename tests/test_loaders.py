@@ -341,3 +341,20 @@ def test_hostile_project_lines_are_bad_rows(tmp_path):
     assert "nested too deeply" in reasons["tasks.jsonl:4"] and "must be a JSON object" in reasons["tasks.jsonl:5"]
     assert report.skipped_kinds == {"invalid UTF-8": 1, "invalid row": 2, "invalid JSON": 1, "duplicate id": 1}
     assert "skipped 5 bad rows" in report.summary()
+
+
+def test_toolkit_entries_that_are_not_rows_and_escaped_surrogates(tmp_path):
+    root = write_toolkit_dir(tmp_path / "VisualToolBench", official_rows())
+    dataset = next(root.rglob("dataset.json"))
+    entries = json.loads(dataset.read_text(encoding="utf-8"))
+    entries[0]["turn_prompts"][0] = "half an emoji \ud83d here"
+    entries.append({"id": "no-columns", "question": "q"})
+    entries.append({"id": "odd-paths", "turn_prompts": ["p"], "rubrics_by_turn": ["{}"], "images_by_turn_paths": 7})
+    dataset.write_text(json.dumps(entries), encoding="utf-8")  # ASCII JSON: the surrogate is a \\ud83d escape
+    report = LoadReport()
+    tasks = by_id(load_tasks(root, report=report))
+    assert tasks[entries[0]["id"]].turns[0].prompt == "half an emoji \ufffd here"
+    assert {label for label, _ in report.skipped} >= {"no-columns", "odd-paths"}
+    dataset.write_bytes(b"[\xff]")
+    with pytest.raises(DatasetError, match="cannot read"):
+        load_tasks(root)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from vtb_env.loaders.common import Candidate, DatasetError, LoadReport
+from vtb_env.safe_text import clean_value
 from vtb_env.tasks import ImageRef, Task, decode_image
 
 TASKS_FILE = "tasks.jsonl"
@@ -48,6 +49,7 @@ def project_candidates(path: Path, report: LoadReport) -> Iterator[Candidate]:
             if not isinstance(data, dict):
                 yield Candidate.unreadable(label, f"a task line must be a JSON object, got {type(data).__name__}", "invalid row")
                 continue
+            data = clean_value(data)  # "\\ud83d" escapes would reach every observation of the task
             yield Candidate(str(data.get("id") or label), data, partial(Task.from_dict, data, image_dir))
 
 
