@@ -261,11 +261,12 @@ class Server:
                 except OSError as exc:
                     skipped.append(f"{name}: {exc.strerror}")
                     continue
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:  # directories, fifos, hard links
+                    os.close(fd)
+                    skipped.append(f"{name}: not a regular file")
+                    continue
                 with os.fdopen(fd, "rb") as f:
-                    st = os.fstat(fd)
-                    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-                        skipped.append(f"{name}: not a regular file")
-                        continue
                     if st.st_size > self.limits.max_output_file_bytes:
                         skipped.append(f"{name}: larger than {self.limits.max_output_file_bytes} bytes")
                         continue
@@ -320,8 +321,11 @@ class Zygote:
 
     def spawn(self, timeout: float) -> tuple[int, bool, float, int]:
         """Run the code now in the code file; raises ConnectionError if the zygote has gone."""
-        self._socket.sendall(_SPAWN.pack(timeout))
-        reply = self._socket.recv(_DONE.size)
+        try:
+            self._socket.sendall(_SPAWN.pack(timeout))
+            reply = self._socket.recv(_DONE.size)
+        except OSError as exc:
+            raise ConnectionError(f"the zygote died ({exc})") from None
         if len(reply) != _DONE.size:
             raise ConnectionError("the zygote died")
         return _DONE.unpack(reply)
