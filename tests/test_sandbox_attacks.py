@@ -325,7 +325,7 @@ def test_leftover_sweep_never_kills_a_process_of_someone_else():
 
 def test_skipped_files_list_is_capped(sandbox):
     code = "import os\nfor i in range(1500):\n    os.mkdir(f'{i:04d}_' + 'x' * 200)"  # directories: never collected
-    result = sandbox.run(code, collect_files=True)
+    result = sandbox.run(code, collect_files=True, timeout_s=30)
     assert result.exit_code == 0, result.stderr
     assert len(result.skipped_files) == 17 and result.skipped_files[-1] == "... and 1484 more files skipped"
     assert sum(len(entry) for entry in result.skipped_files) < 4000
@@ -363,3 +363,32 @@ def test_attack_suite_as_unprivileged_user():
     tail = (run.stdout + run.stderr)[-3000:]
     assert run.returncode == 0, tail
     assert " passed" in tail and "failed" not in tail, tail
+
+
+def test_pixels_one_call_returns_are_capped(sandbox, monkeypatch):
+    from vtb_env.tools import ToolContext, python_tools
+
+    monkeypatch.setattr(python_tools, "MAX_PIXELS_PER_CALL", 3 * 400 * 300)
+    tool = python_tools.PythonImageProcessing(sandbox)
+    code = "from PIL import Image\nfor i in range(4):\n    Image.new('RGB', (400, 300), (i, 0, 0)).save(f'transformed_image_{i}.png')"
+    result = tool.run({"code": code}, ToolContext(task_id="t"))
+    assert [image.name for image in result.images] == [f"transformed_image_{i}.png" for i in range(3)]
+    assert "transformed_image_3.png: 400x300 is over" in result.text
+    alive(sandbox)
+
+
+def test_tool_pixels_per_episode_are_capped_and_kept_encoded(monkeypatch):
+    from tests.support.env_tools import ImageMakerTool, exact_reward, hermes, make_task
+    from vtb_env import env as env_module
+    from vtb_env.tools.base import ToolRegistry
+
+    monkeypatch.setattr(env_module, "MAX_TOOL_PIXELS_PER_EPISODE", 3 * 32 * 24)
+    env = env_module.VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([ImageMakerTool()]), reward=exact_reward())
+    env.reset(seed=0)
+    obs, *_ = env.step(hermes("python_image_processing", code="save save"))
+    assert obs["image_names"][1:] == ["transformed_image_0.png", "transformed_image_1.png"]
+    assert all(image.tile for image in obs["images"][1:])  # pending tiles: not decoded until someone reads pixels
+    obs, *_ = env.step(hermes("python_image_processing", code="save save"))
+    assert obs["image_names"][1:] == ["transformed_image_0.png", "transformed_image_1.png", "transformed_image_2.png"]
+    assert f"capped at {3 * 32 * 24} pixels" in obs["messages"][-2]["content"]
+    assert obs["images"][-1].convert("RGB").size == (32, 24)

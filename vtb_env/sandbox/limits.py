@@ -26,6 +26,18 @@ class Limits:
     max_output_file_bytes: int = 32 * MiB
 
 
+MAX_LISTED = 16  # entries of a skipped-files list shown one by one; the rest are counted
+MAX_LISTED_CHARS = 120  # characters of one entry
+
+
+def capped_listing(entries: list[str]) -> list[str]:
+    """At most MAX_LISTED short entries, then a count: a call cannot flood the tool message."""
+    shown = [entry if len(entry) <= MAX_LISTED_CHARS else entry[:MAX_LISTED_CHARS] + "..." for entry in entries]
+    if len(shown) > MAX_LISTED:
+        return shown[:MAX_LISTED] + [f"... and {len(shown) - MAX_LISTED} more files skipped"]
+    return shown
+
+
 def mapped_bytes() -> int:
     """Virtual memory this process maps now (the forked child starts with the same)."""
     with open("/proc/self/statm") as f:

@@ -37,8 +37,6 @@ from vtb_env.sandbox.limits import Limits
 
 SHARED_WORK_DIR = "/tmp/vtb-sandbox-work"  # same path in every slot: each mounts its own tmpfs there privately
 OPTIONAL_LAYERS = ("netns", "ipcns", "tmpfs", "uid", "landlock", "seccomp")
-MAX_SKIPPED_FILES = 16  # entries of skipped_files listed one by one; the rest are counted
-MAX_LISTED_NAME = 120  # characters of a file name shown in skipped_files
 SETUP_FAILED = 125  # child exit code when an isolation layer could not be applied: the code never ran
 
 
@@ -283,15 +281,7 @@ class Server:
                 files.append(data)
         finally:
             os.close(dir_fd)
-        return names, files, _capped(skipped)
-
-
-def _capped(skipped: list[str]) -> list[str]:
-    """At most MAX_SKIPPED_FILES entries with short names, then a count: a call cannot flood the tool message."""
-    shown = [entry if len(entry) <= MAX_LISTED_NAME else entry[:MAX_LISTED_NAME] + "..." for entry in skipped]
-    if len(shown) > MAX_SKIPPED_FILES:
-        return shown[:MAX_SKIPPED_FILES] + [f"... and {len(shown) - MAX_SKIPPED_FILES} more files skipped"]
-    return shown
+        return names, files, limits_mod.capped_listing(skipped)
 
 
 _SPAWN = struct.Struct("<d")  # server -> zygote: the timeout, nothing else
