@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 from dataclasses import asdict, dataclass, field
-from typing import Mapping
+from typing import BinaryIO, Mapping
 
 from vtb_env.sandbox import cleanup, identity, protocol
 from vtb_env.sandbox.limits import Limits
@@ -82,7 +82,7 @@ class _Slot:
         self.config = dict(config)
         self.uid_claim: identity.UidClaim | None = None
         self.process: subprocess.Popen | None = None
-        self.stderr: tempfile.TemporaryFile | None = None
+        self.stderr: BinaryIO | None = None  # an unlinked file: the server's stderr, quoted on failures
         self.hello: dict = {}
 
     def ensure_started(self) -> None:
