@@ -111,6 +111,46 @@ def test_no_trace_of_the_previous_call_in_frames_or_heap(sandbox):
     alive(sandbox)
 
 
+SCAN_RAW_MEMORY = """
+import ctypes, sys
+marker = "".join(["VTB", "LEAK", "{token}"]).encode()
+own = id(marker) + sys.getsizeof(b"") - 1  # where this bytes object keeps its own copy
+hits, scanned, step = [], 0, 1 << 24
+with open("/proc/self/maps") as f:
+    maps = f.read().splitlines()
+for line in maps:
+    addr, perms = line.split()[:2]
+    if perms[0] != "r" or line.endswith(("[vvar]", "[vsyscall]", "[vvar_vclock]")):
+        continue
+    lo, hi = (int(x, 16) for x in addr.split("-"))
+    for start in range(lo, hi, step):
+        chunk = ctypes.string_at(start, min(step + len(marker) - 1, hi - start))  # overlap: no marker split
+        scanned += len(chunk)
+        at = chunk.find(marker)
+        while at >= 0:
+            if start + at != own:
+                hits.append(hex(start + at))
+            at = chunk.find(marker, at + 1)
+        del chunk
+print(len(hits), scanned // 2**20)
+"""
+
+
+def test_no_trace_of_the_previous_call_in_raw_memory():
+    """Stronger than frames and the heap: every readable byte of the child (landlock off to read /proc/self/maps)."""
+    with Sandbox(1, limits=LIMITS, disable=("landlock",)) as sb:
+        token = os.urandom(6).hex()
+        marker = f"VTBLEAK{token}"
+        first = sb.run(f"import sys\nprint({marker!r})\nprint({marker!r}, file=sys.stderr)\n"
+                       f"open('out.txt', 'w').write({marker!r})", {"in.txt": marker.encode()}, collect_files=True)
+        assert first.files == {"out.txt": marker.encode()}
+        second = sb.run(SCAN_RAW_MEMORY.format(token=token), timeout_s=30)
+        assert second.exit_code == 0, second.stderr
+        hits, scanned_mib = map(int, second.stdout.split())
+        assert hits == 0 and scanned_mib > 50, second.stdout
+        alive(sb)
+
+
 # -- 2. SysV IPC is private -----------------------------------------------------------------------
 
 IPC_CODE = """
