@@ -111,7 +111,7 @@ def setup(slot_uid: int | None, lim: Limits, disable: frozenset[str] = frozenset
         os.makedirs(SHARED_WORK_DIR, mode=0o755, exist_ok=True)
         if os.path.islink(SHARED_WORK_DIR) or not os.path.isdir(SHARED_WORK_DIR):
             raise OSError(errno.ENOTDIR, f"{SHARED_WORK_DIR} is not a plain directory")
-        namespaces.mount_work_tmpfs(SHARED_WORK_DIR, lim.disk_mb, slot_uid if root and slot_uid else os.getuid())
+        namespaces.mount_work_tmpfs(SHARED_WORK_DIR, lim.disk_mb, slot_uid if root and slot_uid is not None else os.getuid())
         iso.work_dir = SHARED_WORK_DIR
         iso.layers.append(f"tmpfs({lim.disk_mb}MiB)")
         hidden = namespaces.reveal(interpreter_paths) if root else []
