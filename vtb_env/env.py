@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 
 CAP_PROMPT = "You have reached the limit of {limit} tool {unit} for this turn. Tools are no longer available: reply now with your final answer."
 _TASK_IMAGE_CACHE_SIZE = 32
+MAX_TOOL_PIXELS_PER_EPISODE = 256_000_000  # four full-size (64 Mpx) tool images; more are refused with a note
 
 
 class VisualToolBenchEnv(gym.Env):
@@ -296,6 +297,11 @@ class VisualToolBenchEnv(gym.Env):
             except ImageDecodeError as exc:
                 notes.append(f"image {image.name} was not shown: {exc}")
                 continue
+            width, height = asset.pil.size  # header only: pixels stay encoded until an observation needs them
+            if episode.tool_pixels + width * height > MAX_TOOL_PIXELS_PER_EPISODE:
+                notes.append(f"image {image.name} was not shown: tool images of an episode are capped at {MAX_TOOL_PIXELS_PER_EPISODE} pixels")
+                continue
+            episode.tool_pixels += width * height
             episode.next_image_index += 1
             if image.name != name:  # names stay unique per episode; say where the tool's file went
                 notes.append(f"{image.name} is shown as {name}")
@@ -400,6 +406,7 @@ class _Episode:
     rounds_in_turn: int = 0
     awaiting_final: bool = False
     next_image_index: int = 0
+    tool_pixels: int = 0  # pixels of the tool images shown so far (bounded by MAX_TOOL_PIXELS_PER_EPISODE)
     call_counter: int = 0
     call_ids: set[str] = field(default_factory=set)
     done: bool = False

@@ -40,8 +40,10 @@ class ImageAsset:
 
     @classmethod
     def validated(cls, name: str, data: bytes) -> "ImageAsset":
-        """An asset from untrusted bytes (a tool's output): fully decoded now; raises ImageDecodeError."""
-        return cls(name, data, decode_image(data))
+        """An asset from untrusted bytes (a tool's output): fully decoded once now to prove it decodes (raises
+        ImageDecodeError), then kept as bytes only; ``pil`` reopens them lazily when an observation needs pixels."""
+        decode_image(data).close()
+        return cls(name, data)
 
     @cached_property
     def data(self) -> bytes:

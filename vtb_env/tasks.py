@@ -61,12 +61,12 @@ def yes_no(value: Any) -> bool:
 def decode_image(data: bytes, *, max_pixels: int = MAX_IMAGE_PIXELS) -> Image.Image:
     """Decode image bytes fully, refusing bombs; raises ImageDecodeError with the reason."""
     try:
-        with Image.open(io.BytesIO(data)) as probe:
-            width, height = probe.size
-            if width * height > max_pixels:
-                raise ImageDecodeError(f"image of {width}x{height} exceeds {max_pixels} pixels")
-            probe.load()
-            return probe.copy()
+        image = Image.open(io.BytesIO(data))  # in memory: nothing to close, and no copy of the pixels
+        width, height = image.size
+        if width * height > max_pixels:
+            raise ImageDecodeError(f"image of {width}x{height} exceeds {max_pixels} pixels")
+        image.load()
+        return image
     except ImageDecodeError:
         raise
     except Exception as exc:  # PIL raises many types for bad data
