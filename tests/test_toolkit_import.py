@@ -84,6 +84,7 @@ def test_import_rescore_and_report_a_toolkit_run(tmp_path, capsys):
     # Re-score with the exact checks (r1: the price; r2: the word "answer"): menu-1 ($12 for a $13 item) now fails.
     assert main(["judge", str(run), "--judge", "exact", "--out", str(tmp_path / "rejudged")]) == 0
     rejudged = {r["task_id"]: r for r in latest_records(tmp_path / "rejudged" / "records.jsonl").values()}
+    assert rejudged.pop("menu-2")["status"] == "error"  # the harness failure comes along, still counted
     assert {tid: r["score"]["passed"] for tid, r in rejudged.items()} == {"menu-0": True, "menu-1": False, "menu-3": False}
     assert rejudged["menu-1"]["score"]["complete"] and rejudged["menu-1"]["reward"] < records["menu-1"]["reward"]
     capsys.readouterr()
@@ -92,4 +93,6 @@ def test_import_rescore_and_report_a_toolkit_run(tmp_path, capsys):
     table = capsys.readouterr().out
     assert "| toolkit" in table and "| exact" in table and "report.html" in table
     summary = {s["name"]: s for s in json.loads((tmp_path / "report" / "summary.json").read_text())["runs"]}
-    assert summary["toolkit"]["apr"] == 2 / 3 and summary["toolkit"]["n_errors"] == 1 and summary["exact"]["apr"] == 1 / 3
+    # APR over ALL tasks: the harness failure (menu-2) counts as not passed, in both runs.
+    assert summary["toolkit"]["apr"] == 2 / 4 and summary["toolkit"]["apr_completed"] == 2 / 3 and summary["toolkit"]["n_errors"] == 1
+    assert summary["exact"]["apr"] == 1 / 4 and summary["exact"]["n_errors"] == 1 and summary["exact"]["n_missing"] == 0
