@@ -399,28 +399,28 @@ def test_images_are_encoded_once_and_never_decoded_to_measure(tmp_path, monkeypa
     import base64
     import io
 
-    from PIL import ImageFile
+    from PIL import Image as PILImage
 
     from agents.images import ImagePolicy
     from agents.openai_chat import OpenAIChatAgent
 
     buffer = io.BytesIO()
-    Image.effect_noise((4000, 3000), 60).convert("RGB").save(buffer, format="JPEG", quality=90)  # a 12-megapixel photo
+    Image.effect_noise((4000, 3000), 20).convert("RGB").save(buffer, format="JPEG", quality=90)  # a 12-megapixel photo, ~6 MB
     url = "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode()
     observation = {"messages": [{"role": "user", "content": [{"type": "text", "text": "[t0] total?"},
                                                              {"type": "image_url", "image_url": {"url": url}}]}], "images": [], "tools": []}
-    loads = []
-    original = ImageFile.ImageFile.load
-    monkeypatch.setattr(ImageFile.ImageFile, "load", lambda self: (loads.append(self.size), original(self))[1])
+    decodes = []  # every pixel decode PIL starts (one per image actually decoded)
+    original = PILImage._getdecoder
+    monkeypatch.setattr(PILImage, "_getdecoder", lambda mode, name, *args: (decodes.append(name), original(mode, name, *args))[1])
     with ChatServer(answers()) as server:
         agent = OpenAIChatAgent("m", server.base_url)
         for _ in range(3):
             agent.act(observation)
-        assert loads == []  # within the policy: measured from the header, sent as is
+        assert decodes == []  # within the policy: measured from the header, sent as is
         assert server.requests[0]["messages"][0]["content"][1]["image_url"]["url"] is not None
         small = OpenAIChatAgent("m", server.base_url, image_policy=ImagePolicy(max_side=1000))
         for _ in range(3):
             small.act(observation)
-        assert loads == [(4000, 3000)] and small.images.misses == 1 and small.images.hits == 2  # decoded and encoded once
+        assert decodes == ["jpeg"] and small.images.misses == 1 and small.images.hits == 2  # decoded and encoded once
         sent = server.requests[-1]["messages"][0]["content"][1]["image_url"]["url"]
         assert Image.open(io.BytesIO(base64.b64decode(sent.split(",", 1)[1]))).size == (1000, 750)

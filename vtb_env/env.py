@@ -191,9 +191,10 @@ class VisualToolBenchEnv(gym.Env):
         first = sum(len(t.images) for t in episode.task.turns[:index]) + 1
         assets = [self._task_asset(episode.task, first + j, ref) for j, ref in enumerate(turn.images)]
         episode.record.metadata["images"].extend({"name": a.name, "sha256": a.sha256, "turn": index} for a in assets)
-        episode.turn_index, episode.awaiting_final = index, False
         if self.config.cap_scope == "turn":  # per task (the paper), the counts run on across turns
             episode.calls_in_turn, episode.rounds_in_turn = 0, 0
+        used = episode.calls_in_turn if self.config.cap_unit == "calls" else episode.rounds_in_turn
+        episode.turn_index, episode.awaiting_final = index, used >= self.config.max_tool_calls  # task budget spent: no tools
         episode.turn_record = TurnRecord(index=index)
         episode.record.turns.append(episode.turn_record)
         episode.turn_start = len(episode.dialogue)

@@ -46,7 +46,7 @@ class Verdict:
         return cls(JUDGE_ERROR, source=source, error=error)
 
 
-_RESULT_LINE = re.compile(r"""["']?judge_result["']?\s*[:=]\s*["']?([^"'\n,}]*)""", re.IGNORECASE)
+_RESULT_LINE = re.compile(r"""["']?judge_result["']?\s*[:=]\s*["']?([^"'\n}]*)""", re.IGNORECASE)
 _OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
 _TEMPLATE_ECHO = re.compile(r"""["']met["']\s+or\s+["']not met["']""", re.IGNORECASE)
 
