@@ -324,7 +324,7 @@ def test_prompts_tool_sets_and_configuration_errors():
     obs, *_ = env.step(hermes("calculator", expression="1"))
     assert "available tools: none" in obs["messages"][-1]["content"]
     assert EnvConfig.preset("official").differences(EnvConfig.preset("default")) == {
-        "preset_name": ("official", "default"), "cap_unit": ("rounds", "calls"), "at_cap": ("placeholder", "ask_final"),
+        "preset_name": ("official", "default"), "cap_unit": ("rounds", "calls"), "cap_scope": ("turn", "task"), "at_cap": ("placeholder", "ask_final"),
         "history": ("golden", "model"), "image_encoding": ("jpeg", "original"),
     }
     with pytest.raises(ValueError, match="history"):

@@ -190,8 +190,9 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     except SpecError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2, out, []
-    # No fixed request seed: the runner gives every (task, sample) its own (runner.sample_seed).
-    base_agent = make_agent(args.agent, temperature=args.temperature, max_tokens=args.max_tokens, extra_body=args.agent_extra_body)
+    # HTTP agents get every (task, sample) its own request seed from the runner (runner.sample_seed);
+    # in-process models seed their sampler once with --seed.
+    base_agent = make_agent(args.agent, seed=args.seed, temperature=args.temperature, max_tokens=args.max_tokens, extra_body=args.agent_extra_body)
     agent = ablate_agent(base_agent, ablation)
     model = getattr(args, "mode_model", None) or base_agent.name
     # The model's own text-only labels come first; a task's built-in label is the fallback (seed 000).

@@ -324,7 +324,9 @@ def rejudge(record: Mapping[str, Any], task: Task, judge: Judge, scoring: Scorin
     if episode is None:  # an imported record without an episode: rubrics only
         return {**record, **judge_episode(task, record["answers"], judge, scoring), "config_hash": config_hash}
     judged = judge_record(task, episode, judge, scoring, passes, record.get("mode_label"))
-    return {**record, **judged, "config_hash": config_hash, "judge": judge.judge_id, "rejudged_at": time.time()}
+    # The optional passes' results belong to the judge that made them: kept only when made again now.
+    kept = {key: value for key, value in record.items() if key not in ("process", "error_type")}
+    return {**kept, **judged, "config_hash": config_hash, "judge": judge.judge_id, "rejudged_at": time.time()}
 
 
 WorkItem = Callable[[], dict[str, Any]]
