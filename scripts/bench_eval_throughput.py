@@ -2,8 +2,8 @@
 
 1. Requests/s of `vtb eval`'s runner (``evaluate``: env, agent over HTTP, exact judge, records)
    against a local server that answers every request after a fixed latency, at concurrency
-   1/8/32/64/128, as a ratio to the ideal ``concurrency / latency``. Concurrency 1 was the old
-   default; 64 is the new one for OpenAI-compatible agents.
+   1/8/32/64/128, as a ratio to the ideal ``concurrency / latency``, next to the HTTP agent alone
+   (no env). Concurrency 1 was the old default; 64 is the new one for OpenAI-compatible agents.
 2. Client CPU per request for a dialogue holding four 12-megapixel JPEG photos (as the env sends
    them: original bytes in data URLs), before and after, in the same run:
    - before: the old code path (each request base64-decodes and fully decodes every image to
@@ -70,6 +70,25 @@ def requests_per_second(latency: float, concurrency: int, per_slot: int, workdir
     return requests / elapsed, requests
 
 
+def agent_requests_per_second(latency: float, concurrency: int, per_slot: int) -> float:
+    """Requests/s of the HTTP agent alone (``OpenAIChatAgent.act`` from ``concurrency`` threads, no env):
+    what the client side can keep in flight, for comparison with the whole runner."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agents.openai_chat import OpenAIChatAgent
+
+    observation = {"messages": [{"role": "user", "content": "[t0] What is the total?"}], "images": [], "tools": []}
+    n = max(8, concurrency * per_slot)
+    with ChatServer(lambda request: {"content": "The total is 9."}, latency_s=latency) as server:
+        agent = OpenAIChatAgent("m", server.base_url)
+        start = time.perf_counter()
+        with ThreadPoolExecutor(concurrency) as pool:
+            list(pool.map(lambda _: agent.act(observation), range(n)))
+        elapsed = time.perf_counter() - start
+        agent.close()
+    return n / elapsed
+
+
 def old_within_policy(url: str, policy: ImagePolicy) -> tuple[str, tuple[int, int]]:
     """The code path before this change (agents/messages.py at main): decode every image to measure it."""
     try:
@@ -125,12 +144,13 @@ def main() -> None:
     args = parser.parse_args()
 
     print(f"1. requests/s against a server with {args.latency:.2f} s latency (ideal = concurrency / latency)")
-    print(f"{'concurrency':>11} {'requests':>9} {'req/s':>8} {'ideal':>8} {'ratio':>6}")
+    print(f"{'concurrency':>11} {'requests':>9} {'ideal':>8} {'vtb eval req/s':>15} {'ratio':>6} {'agent only req/s':>17} {'ratio':>6}")
     with tempfile.TemporaryDirectory() as tmp:
         for concurrency in args.concurrency:
             rate, n = requests_per_second(args.latency, concurrency, args.requests_per_slot, Path(tmp))
+            alone = agent_requests_per_second(args.latency, concurrency, args.requests_per_slot)
             ideal = concurrency / args.latency
-            print(f"{concurrency:>11} {n:>9} {rate:>8.1f} {ideal:>8.1f} {rate / ideal:>6.2f}", flush=True)
+            print(f"{concurrency:>11} {n:>9} {ideal:>8.1f} {rate:>15.1f} {rate / ideal:>6.2f} {alone:>17.1f} {alone / ideal:>6.2f}", flush=True)
 
     urls = [photo_url(i) for i in range(4)]
     observation = {"messages": [{"role": "user", "content": [{"type": "text", "text": "Which photo shows the receipt?"},
