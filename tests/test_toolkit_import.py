@@ -96,3 +96,20 @@ def test_import_rescore_and_report_a_toolkit_run(tmp_path, capsys):
     # APR over ALL tasks: the harness failure (menu-2) counts as not passed, in both runs.
     assert summary["toolkit"]["apr"] == 2 / 4 and summary["toolkit"]["apr_completed"] == 2 / 3 and summary["toolkit"]["n_errors"] == 1
     assert summary["exact"]["apr"] == 1 / 4 and summary["exact"]["n_errors"] == 1 and summary["exact"]["n_missing"] == 0
+
+
+def test_the_toolkits_judge_failure_placeholder_imports_as_judge_error(tmp_path, capsys):
+    data = write_menu_tasks(tmp_path / "data", n=4)
+    responses, judged = write_toolkit_output(tmp_path)
+    rows = json.loads(judged.read_text())
+    placeholder = '{"explanation": "Failed to get judge result", "judge_result": "Not Met"}'  # run_judge_*_turn.py after its retries
+    rows[0]["judge_result"][1]["judge_result"] = placeholder
+    judged.write_text(json.dumps(rows))
+    run = tmp_path / "imported"
+    assert main(["import-toolkit", str(responses), "--judge-results", str(judged), "--data", str(data), "--out", str(run)]) == 0
+    salad = latest_records(run / "records.jsonl")["menu-0#0"]
+    assert [v["status"] for v in salad["verdicts"][0]] == ["Met", "judge_error"] and "Failed to get judge result" in salad["verdicts"][0][1]["error"]
+    assert salad["score"]["complete"] is False
+    capsys.readouterr()
+    assert main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
+    assert json.loads((tmp_path / "report" / "summary.json").read_text())["runs"][0]["n_judge_incomplete"] == 2  # menu-0 and menu-1
