@@ -6,6 +6,7 @@ reproduces the public toolkit's deliberate rules. Every field on which they diff
 | field | default | official | why |
 |---|---|---|---|
 | ``cap_unit`` | ``"calls"`` | ``"rounds"`` | the paper caps tool *calls*; the toolkit counts rounds of parallel calls |
+| ``cap_scope`` | ``"task"`` | ``"turn"`` | the paper: "20 per task"; the toolkit gives each turn a fresh budget of 20 rounds |
 | ``at_cap`` | ``"ask_final"`` | ``"placeholder"`` | default: tools are withdrawn and the model is asked once for its answer; official: the turn's answer becomes ``CAP_PLACEHOLDER_ANSWER`` |
 | ``history`` | ``"model"`` | ``"golden"`` | later turns see the model's own earlier dialogue vs. the golden answers (toolkit flag ``--use_GT_answer``) |
 | ``image_encoding`` | ``"original"`` | ``"jpeg"`` | default sends the image bytes as they are (PNG/JPEG/WebP/GIF, others as PNG); the toolkit re-encodes as JPEG quality 85 |
@@ -38,8 +39,9 @@ class EnvConfig:
     preset_name: str = "default"
     system_prompt: str | None = "strong"  # "strong" | "weak" | any text | None (no system message)
     tool_set: Literal["all", "no_vision", "none"] = "all"  # the paper's ablations
-    max_tool_calls: int = 20  # per turn; each turn starts a fresh budget
+    max_tool_calls: int = 20  # per task (cap_scope="task", the paper) or per turn ("turn", the toolkit)
     cap_unit: Literal["calls", "rounds"] = "calls"
+    cap_scope: Literal["task", "turn"] = "task"
     at_cap: Literal["ask_final", "placeholder"] = "ask_final"
     history: Literal["model", "golden"] = "model"
     tool_format: str = "auto"  # a name in vtb_env.parsers.FORMATS, or a format added with register_parser
@@ -48,11 +50,16 @@ class EnvConfig:
     jpeg_quality: int = 85
     max_calls_per_round: int = 20  # calls run from one action; the rest get an error tool message
     round_time_budget_s: float | None = 120.0  # tool wall-clock of one round (= one step); None: unbounded
+    # Keep only the last K images in each observation (older ones become a text note); None: all.
+    # Set K to the server's vLLM --limit-mm-per-prompt image limit (or below) for long episodes.
+    max_dialogue_images: int | None = None
 
     def __post_init__(self) -> None:
         checks = {
             "tool_set": self.tool_set in TOOL_SETS,
             "cap_unit": self.cap_unit in ("calls", "rounds"),
+            "cap_scope": self.cap_scope in ("task", "turn"),
+            "max_dialogue_images": self.max_dialogue_images is None or (isinstance(self.max_dialogue_images, int) and self.max_dialogue_images >= 1),
             "at_cap": self.at_cap in ("ask_final", "placeholder"),
             "history": self.history in ("model", "golden"),
             "tool_format": self.tool_format in FORMATS or self.tool_format in PARSERS,  # registered formats too
@@ -81,7 +88,7 @@ class EnvConfig:
 
 PRESETS: dict[str, EnvConfig] = {
     "default": EnvConfig(),
-    "official": EnvConfig(preset_name="official", cap_unit="rounds", at_cap="placeholder", history="golden", image_encoding="jpeg"),
+    "official": EnvConfig(preset_name="official", cap_unit="rounds", cap_scope="turn", at_cap="placeholder", history="golden", image_encoding="jpeg"),
 }
 
 

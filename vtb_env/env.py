@@ -28,7 +28,7 @@ from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRe
 
 logger = logging.getLogger(__name__)
 
-CAP_PROMPT = "You have reached the limit of {limit} tool {unit} for this turn. Tools are no longer available: reply now with your final answer."
+CAP_PROMPT = "You have reached the limit of {limit} tool {unit} for this {scope}. Tools are no longer available: reply now with your final answer."
 _TASK_IMAGE_CACHE_SIZE = 32
 MAX_TOOL_PIXELS_PER_EPISODE = 256_000_000  # four full-size (64 Mpx) tool images; more are refused with a note
 
@@ -194,7 +194,10 @@ class VisualToolBenchEnv(gym.Env):
         first = sum(len(t.images) for t in episode.task.turns[:index]) + 1
         assets = [self._task_asset(episode.task, first + j, ref) for j, ref in enumerate(turn.images)]
         episode.record.metadata["images"].extend({"name": a.name, "sha256": a.sha256, "turn": index} for a in assets)
-        episode.turn_index, episode.calls_in_turn, episode.rounds_in_turn, episode.awaiting_final = index, 0, 0, False
+        if self.config.cap_scope == "turn":  # per task (the paper), the counts run on across turns
+            episode.calls_in_turn, episode.rounds_in_turn = 0, 0
+        used = episode.calls_in_turn if self.config.cap_unit == "calls" else episode.rounds_in_turn
+        episode.turn_index, episode.awaiting_final = index, used >= self.config.max_tool_calls  # task budget spent: no tools
         episode.turn_record = TurnRecord(index=index)
         episode.record.turns.append(episode.turn_record)
         episode.turn_start = len(episode.dialogue)
@@ -242,7 +245,7 @@ class VisualToolBenchEnv(gym.Env):
         episode.turn_record.hit_tool_cap = True
         if self.config.at_cap == "ask_final":
             episode.awaiting_final = True
-            episode.dialogue.append({"role": "user", "content": CAP_PROMPT.format(limit=self.config.max_tool_calls, unit=self.config.cap_unit)})
+            episode.dialogue.append({"role": "user", "content": CAP_PROMPT.format(limit=self.config.max_tool_calls, unit=self.config.cap_unit, scope=self.config.cap_scope)})
             return False, False
         last_turn = episode.turn_index + 1 >= len(episode.task.turns)
         self._close_turn(CAP_PLACEHOLDER_ANSWER, step)
@@ -255,7 +258,7 @@ class VisualToolBenchEnv(gym.Env):
         if episode.awaiting_final:
             return "tools are no longer available in this turn: the tool-call limit was reached; give your final answer", "tools_withdrawn"
         if self.config.cap_unit == "calls" and episode.calls_in_turn + position >= self.config.max_tool_calls:
-            return f"not executed: the limit of {self.config.max_tool_calls} tool calls per turn was reached", "over_cap"
+            return f"not executed: the limit of {self.config.max_tool_calls} tool calls per {self.config.cap_scope} was reached", "over_cap"
         if position >= self.config.max_calls_per_round:
             return f"not executed: at most {self.config.max_calls_per_round} tool calls run per round", "over_round_cap"
         return None
@@ -355,7 +358,8 @@ class VisualToolBenchEnv(gym.Env):
     def _observation(self) -> dict[str, Any]:
         episode = self._require_episode()
         tools = [] if episode.awaiting_final or episode.done else self.tools.schemas(self.tool_context())
-        return episode.dialogue.observation(tools, self.config.image_parts, self.config.image_encoding, self.config.jpeg_quality)
+        return episode.dialogue.observation(tools, self.config.image_parts, self.config.image_encoding, self.config.jpeg_quality,
+                                            keep_last_images=self.config.max_dialogue_images)
 
     def _info(self) -> dict[str, Any]:
         episode = self._require_episode()
