@@ -253,8 +253,7 @@ def run_episodes(
     resets = pool.reset(seed=seed, options=[{"task_id": t} for t in task_ids], indices=indices)
     live = []
     for i, (task_id, (obs, info)) in enumerate(zip(task_ids, resets)):
-        episode = Episode(task_id, [], images=_rgb(obs["images"]), image_names=list(obs["image_names"]))
-        episode.prompt_ids = renderer.encode(renderer.text(obs["messages"], obs["tools"], add_generation_prompt=True), _shown(renderer, episode.images))
+        episode = start_episode(renderer, task_id, obs)
         live.append(_Live(i, episode, obs["messages"], obs["tools"], info["task"].get("mode_label"), info["record"], time.perf_counter()))
     while active := [s for s in live if not s.done]:
         images = [s.episode.images for s in active] if renderer.is_vision else None
@@ -273,16 +272,43 @@ def run_episodes(
             if result.terminated or result.truncated:
                 _finish(state, result.reward, result.info)
                 continue
-            after = result.observation["messages"]  # the old ones, the env's copy of the policy's message, then new ones
-            new_images = _rgb(result.observation["images"][len(state.episode.images):])
-            env_ids = renderer.appended_tokens(after[: len(state.messages) + 1], after, state.tools, _shown(renderer, new_images))
-            state.episode.extend(env_ids, None)
-            state.episode.images += new_images
-            state.episode.image_names += result.observation["image_names"][len(state.episode.image_names):]
-            state.messages = result.observation["messages"]
+            state.messages = append_env_reply(renderer, state.episode, state.messages, state.tools, result.observation)
             if len(state.episode.completion_ids) > max_completion_tokens:
                 _stop_for_length(pool, state)
     return [s.episode for s in live]
+
+
+def start_episode(renderer: ChatRenderer, task_id: str, observation: dict[str, Any]) -> Episode:
+    """A new episode from the env's first observation: prompt tokens and the images shown so far."""
+    episode = Episode(task_id, [], images=_rgb(observation["images"]), image_names=list(observation["image_names"]))
+    text = renderer.text(observation["messages"], observation["tools"], add_generation_prompt=True)
+    episode.prompt_ids = renderer.encode(text, _shown(renderer, episode.images))
+    return episode
+
+
+def append_env_reply(
+    renderer: ChatRenderer, episode: Episode, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], observation: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Append what the env added after the policy's message (env tokens, mask 0, and new images) to ``episode``.
+
+    ``messages`` is the dialogue before the policy's message; returns the env's dialogue now.
+    """
+    after = observation["messages"]  # the old ones, the env's copy of the policy's message, then new ones
+    new_images = _rgb(observation["images"][len(episode.images):])
+    episode.extend(renderer.appended_tokens(after[: len(messages) + 1], after, tools, _shown(renderer, new_images)), None)
+    episode.images += new_images
+    episode.image_names += observation["image_names"][len(episode.image_names):]
+    return list(after)
+
+
+def score_unfinished(env: Any, task_id: str, record: "EpisodeRecord") -> tuple[float, dict[str, Any]]:
+    """The env's reward for an episode stopped before its final answer, and the step info to finish it with."""
+    task = next(t for t in env.tasks if t.id == task_id)
+    try:
+        reward, components = env.reward_fn(task, record)
+        return reward, {"reward_components": components, "record": record}
+    except Exception as exc:  # a judge outage must not end the rollout
+        return 0.0, {"record": record, "reward_error": f"{type(exc).__name__}: {exc}"}
 
 
 def _rgb(images: Sequence[Image.Image]) -> list[Image.Image]:
@@ -308,13 +334,7 @@ def _finish(state: _Live, reward: float, info: dict[str, Any]) -> None:
 
 def _stop_for_length(pool: EnvPool, state: _Live) -> None:
     """Score the unfinished episode with the env's reward function (it has no final answer yet)."""
-    env, record = pool.envs[state.index], state.record
-    task = next(t for t in env.tasks if t.id == state.episode.task_id)
-    try:
-        reward, components = env.reward_fn(task, record)
-        info = {"reward_components": components, "record": record}
-    except Exception as exc:  # a judge outage must not end the rollout
-        reward, info = 0.0, {"record": record, "reward_error": f"{type(exc).__name__}: {exc}"}
+    reward, info = score_unfinished(pool.envs[state.index], state.episode.task_id, state.record)
     state.episode.length_truncated = True
     _finish(state, reward, info)
 
