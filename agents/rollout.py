@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 from PIL import Image
 
@@ -97,6 +97,8 @@ class HFGenerator:
     def __call__(self, prompts: Sequence[list[int]], images: Sequence[list[Image.Image]] | None = None) -> list[Generation]:
         import torch
 
+        if not prompts:
+            return []
         width = max(len(p) for p in prompts)
         device = next(self.model.parameters()).device
         input_ids = torch.tensor([[self.pad_id] * (width - len(p)) + list(p) for p in prompts], device=device)
@@ -236,6 +238,7 @@ def run_episodes(
     *,
     max_completion_tokens: int = 2048,
     seed: int | None = None,
+    round_sync: Callable[[int], int] | None = None,
 ) -> list[Episode]:
     """Play one episode per task id (repeat ids for a GRPO group), all in lock-step.
 
@@ -243,6 +246,11 @@ def run_episodes(
     the environments, and their tool calls run concurrently (``EnvPool``). An episode whose
     sequence passes ``max_completion_tokens`` is stopped and scored as it stands (no answer:
     format 0, rubrics not met) with ``length_truncated`` set.
+
+    ``round_sync`` (several processes generating together): given this process's live-episode
+    count, returns the largest count of any process; rounds go on while it is above 0 and each
+    batch is padded to it with one-token filler prompts (their output is dropped), so every
+    process calls ``generate`` the same number of times with the same batch width.
     """
     if len(task_ids) > len(pool):
         raise ValueError(f"{len(task_ids)} episodes need {len(task_ids)} environments; the pool has {len(pool)}")
@@ -255,9 +263,15 @@ def run_episodes(
     for i, (task_id, (obs, info)) in enumerate(zip(task_ids, resets)):
         episode = start_episode(renderer, task_id, obs)
         live.append(_Live(i, episode, obs["messages"], obs["tools"], info["task"].get("mode_label"), info["record"], time.perf_counter()))
-    while active := [s for s in live if not s.done]:
-        images = [s.episode.images for s in active] if renderer.is_vision else None
-        generations = generate([s.episode.prompt_ids + s.episode.completion_ids for s in active], images)
+    filler = live[0].episode.prompt_ids[:1]
+    while True:
+        active = [s for s in live if not s.done]
+        width = round_sync(len(active)) if round_sync is not None else len(active)
+        if width == 0:
+            break
+        padding = width - len(active)
+        images = [s.episode.images for s in active] + [[]] * padding if renderer.is_vision else None
+        generations = generate([s.episode.prompt_ids + s.episode.completion_ids for s in active] + [filler] * padding, images)
         actions: list[str | None] = [None] * len(pool)
         for state, gen in zip(active, generations):
             state.episode.extend(gen.token_ids, gen.logprobs)
