@@ -133,10 +133,37 @@ def test_vtb_agent_loop_plays_multi_turn_episodes_inside_verls_worker(policy, tm
     assert list(info["vtb_tool_calls"]) == [3.0, 2.0]
     assert server.calls == (3 + 2) + (2 + 1)
     assert list(info["vtb_image_names"][0]) == ["image_1.png", "transformed_image_0.png", "image_2.png"]
+    assert "rollout_log_probs" in out.batch.keys()  # the server's sampling log-probs reach verl
     mask = out.batch["response_mask"][0]
     assert 0 < mask.sum() < out.batch["attention_mask"][0, -mask.size(0):].sum()  # env tokens are masked out
     text = _responses(out, worker.tokenizer)[0]
     assert "Question 2: what is the value?[image_2.png]" in text and "transformed_image_0.png.[transformed_image_0.png]" in text and text.count("The answer is 42.") == 2
+
+
+def test_vtb_agent_loop_stops_at_response_length_and_scores_the_unfinished_episode(policy, tmp_path):
+    pd.DataFrame([agent_row(_task("long", 42, turns=2))]).to_parquet(tmp_path / "train.parquet")
+    loops = tmp_path / "agent_loops.yaml"
+    loops.write_text(yaml.safe_dump(agent_loop_config(FACTORY, reward_factory=REWARD)))
+    config = _verl_config(policy, [
+        f"data.train_files={tmp_path / 'train.parquet'}", f"actor_rollout_ref.rollout.agent.agent_loop_config_path={loops}",
+        "actor_rollout_ref.rollout.response_length=200",
+    ])
+    worker = AgentLoopWorker(config, llm_client=HFServer(policy))
+    out = asyncio.run(worker.generate_sequences(_batch(config, tmp_path / "train.parquet", worker)))
+    info = out.non_tensor_batch
+    assert list(info["vtb_length_truncated"]) == [1.0] and out.batch["responses"].size(1) == 200
+    assert out.batch["rm_scores"].sum().item() == pytest.approx(info["vtb_reward"][0])
+    assert info["vtb_reward_components"][0]["rubric_score"] == 0.0  # no final answer yet
+
+
+def test_agent_row_refuses_a_row_without_the_task():
+    from vtb_env.integrations.verl_rows import task_from_row
+
+    with pytest.raises(ValueError, match="not a vtb_agent row"):
+        task_from_row({"index": 0})
+    row = agent_row(_task("t", 1, turns=2))["extra_info"]
+    with pytest.raises(ValueError, match="names 2 images but the row stores 1"):
+        task_from_row({**row, "vtb_images": row["vtb_images"][:1]})
 
 
 def test_tool_agent_loop_runs_vtbtool_through_verls_registry_and_scores_with_custom_reward(policy, tmp_path):

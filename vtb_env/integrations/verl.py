@@ -109,6 +109,7 @@ class VTBAgentLoop(AgentLoopBase):
         episode = start_episode(self.renderer, task_id, observation)
         messages, tools = observation["messages"], observation["tools"]
         request_id, timing = uuid4().hex, {"generate_sequences": 0.0, "tool_calls": 0.0}
+        has_logprobs = True  # verl uses rollout log-probs only when the server returned them for every step
         while True:
             start = time.perf_counter()
             output = await self.server_manager.generate(
@@ -116,6 +117,7 @@ class VTBAgentLoop(AgentLoopBase):
                 image_data=list(episode.images) if self.renderer.is_vision and episode.images else None,
             )
             timing["generate_sequences"] += time.perf_counter() - start
+            has_logprobs = has_logprobs and bool(output.log_probs)
             episode.extend(output.token_ids, output.log_probs or [0.0] * len(output.token_ids))
             episode.policy_steps += 1
             if len(episode.completion_ids) >= self.response_length:
@@ -132,16 +134,18 @@ class VTBAgentLoop(AgentLoopBase):
                 reward, info = score_unfinished(env, task_id, record)
                 episode.length_truncated = True
                 break
-        return self._output(episode, float(reward), info, timing)
+        return self._output(episode, float(reward), info, timing, has_logprobs)
 
-    def _output(self, episode: Any, reward: float, info: dict[str, Any], timing: dict[str, float]) -> AgentLoopOutput:
+    def _output(self, episode: Any, reward: float, info: dict[str, Any], timing: dict[str, float], has_logprobs: bool) -> AgentLoopOutput:
         n = self.response_length
         record = info["record"]
+        if len(episode.prompt_ids) > self.rollout_config.prompt_length and self.renderer.is_vision:
+            raise ValueError(f"the prompt has {len(episode.prompt_ids)} tokens, over rollout.prompt_length: image tokens cannot be cut; raise it")
         return AgentLoopOutput(
-            prompt_ids=episode.prompt_ids,
+            prompt_ids=self._cap_text_prompt_length(episode.prompt_ids),  # verl's own loops left-truncate text prompts too
             response_ids=episode.completion_ids[:n],
             response_mask=episode.env_mask[:n],
-            response_logprobs=episode.logprobs[:n],
+            response_logprobs=episode.logprobs[:n] if has_logprobs else None,
             multi_modal_data={"images": episode.images} if self.renderer.is_vision else {},
             reward_score=reward,
             num_turns=2 * episode.policy_steps,
