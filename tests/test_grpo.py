@@ -303,3 +303,52 @@ def test_grpo_step_through_environment_factory(policy_path, tools, tmp_path):
     after = dict(trainer.model.named_parameters())
     assert any(not torch.equal(p, after[n].detach().cpu()) for n, p in before.items())
     print(f"\nenvironment_factory GRPO: 1 step x 8 episodes in {elapsed:.1f} s; {len(calls)} tool calls; log {dict((k, round(v, 3)) for k, v in log.items() if isinstance(v, float))}")
+
+
+def _rank_rollout(rank: int, world: int, port: int, model_path: str, out_dir: str) -> None:
+    """One process of a 2-process CPU (gloo) group: rank 0 plays 1-turn tasks, rank 1 2-turn tasks."""
+    import os
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world))
+    from accelerate import Accelerator
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tests.support.env_tools import exact_reward, make_task
+    from vtb_env.tools.calculator import Calculator
+
+    accelerator = Accelerator(cpu=True)
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    sampler = HFGenerator(AutoModelForCausalLM.from_pretrained(model_path), tokenizer, max_new_tokens=16)
+    widths: list[int] = []
+
+    def generate(prompts, images=None):
+        widths.append(len(prompts))
+        return sampler(prompts, images)
+
+    task = make_task(f"r{rank}", turns=rank + 1)
+    pool = EnvPool([VisualToolBenchEnv(tasks=[task], tools=ToolRegistry([Calculator()]), reward=exact_reward(), config=_config()) for _ in range(2)])
+    episodes = run_episodes(pool, [task.id] * 2, generate, ChatRenderer(tokenizer), round_sync=vtb_trl.accelerator_round_sync(accelerator))
+    pool.close()
+    Path(out_dir, f"{rank}.json").write_text(json.dumps({"widths": widths, "calls": [len(e.record.tool_calls) for e in episodes], "steps": [e.policy_steps for e in episodes]}))
+    accelerator.wait_for_everyone()
+
+
+@pytest.mark.slow
+def test_round_sync_across_two_real_processes(tmp_path):
+    """Real torch.distributed (gloo) group through accelerate: with round_sync both ranks generate equally often."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    from tests.support.tiny_models import build_scripted_model
+
+    model = build_scripted_model(tmp_path / "m", "llama", tool_call={"name": "calculator", "arguments": {"expression": "6*7"}})
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    mp.spawn(_rank_rollout, args=(2, port, str(model), str(tmp_path)), nprocs=2)
+    ranks = [json.loads((tmp_path / f"{rank}.json").read_text()) for rank in range(2)]
+    # rank 0's episodes need 2 rounds (a call, the answer), rank 1's 4 (two turns): without round_sync
+    # rank 0 would stop generating after 2 calls and leave rank 1 alone in the collective
+    assert [r["calls"] for r in ranks] == [[1, 1], [2, 2]] and [r["steps"] for r in ranks] == [[2, 2], [4, 4]]
+    assert ranks[0]["widths"] == ranks[1]["widths"] == [2, 2, 2, 2]  # same number of calls, same batch width
