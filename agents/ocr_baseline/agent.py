@@ -11,7 +11,7 @@ from typing import Any
 
 from agents.base import Action, BaseAgent, CallRecord, Observation
 from agents.ocr_baseline.episode import Episode
-from agents.ocr_baseline.questions import named_rows
+from agents.ocr_baseline.questions import Question, named_rows
 from agents.ocr_baseline.rules import Missing, solve
 from agents.ocr_baseline.vision import enhance_code, repair_plan
 from vtb_env.config import VISION_TOOL
@@ -79,15 +79,18 @@ def decide(ep: Episode) -> Action:
 def underspecified(ep: Episode) -> bool:
     """First person, no entry named, not a question about all entries, several candidates in sight."""
     q = ep.question
-    if q.clarified or not _FIRST_PERSON.search(q.prompt):
-        return False
-    if _SELF_CONTAINED.search(q.low):
+    if not sounds_vague(q):
         return False
     names = ep.in_view()
     rows = [r for n in names for r in ep.reading(n).rows] if names else []
     if named_rows(q.text, rows) or _TICKER.search(q.prompt):
         return False
     return len(rows) != 1  # several candidates (or none legible): which one is meant is unknown
+
+
+def sounds_vague(q: Question) -> bool:
+    """A first-person question that does not say what it is about (and does not answer our question)."""
+    return not q.clarified and bool(_FIRST_PERSON.search(q.prompt)) and not _SELF_CONTAINED.search(q.low)
 
 
 def clarify(ep: Episode) -> str:

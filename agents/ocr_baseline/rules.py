@@ -1,9 +1,13 @@
 """The question rules: each kind of question the synthetic tasks ask, solved from what was read.
 
-A rule returns None when the question is not its kind; otherwise an ``Outcome``: the answer
-text, the action that makes the tool call it still needs (a lookup), or ``Missing``: what it
-could not read yet and in which images (the agent then repairs those images with the vision
-tool, or admits the failure). Rules are tried in order, ``lookup_rule`` last.
+A rule is a cue on the question's words (which kind it is) and a solver. The solver returns an
+``Outcome``: the answer text, the action that makes the tool call it still needs (a lookup), or
+``Missing``: what it could not read yet and in which images (the agent then repairs those images
+with the vision tool, or admits the failure). The first rule whose cue matches solves the
+question; a single-value lookup is the default.
+
+The cues are keyed to the wording of the synthetic tasks (``vtb_env.synth.templates``): this is a
+solver for those tasks, not a general reader of questions.
 """
 
 from __future__ import annotations
@@ -31,7 +35,21 @@ class Missing:
 
 
 Outcome = Union[Action, Missing]  # an answer text, a tool-call message, or what is still missing
-Rule = Callable[[Episode, Question], Union[Outcome, None]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A kind of question: its cue (a test of the lowercased question) and its solver."""
+
+    kind: str
+    cue: Callable[[str], bool]
+    solve: Callable[[Episode, Question], Outcome]
+
+
+# The cues follow the wording of ``vtb_env.synth.templates`` (tests check every template's kind).
+_ORDER = re.compile(r"i want (\d+) \w+ of (.+?) and (\d+) \w+ of (.+?) at the prices shown, plus a (\d+(?:\.\d+)?)%")
+_SPEED = re.compile(r"is (\d+(?:\.\d+)?) km long.*average speed")
+_FROM_TO = re.compile(r"from ([a-z][a-z ]+?) to ([a-z][a-z ]+?)[?.,]")
 
 
 @dataclass(frozen=True)
@@ -79,12 +97,8 @@ def _clarified_text(q: Question) -> str | None:
 
 
 def solve(ep: Episode, q: Question) -> Outcome:
-    """The outcome of the first rule that knows the question's kind (``lookup_rule`` by default)."""
-    for rule in RULES:
-        outcome = rule(ep, q)
-        if outcome is not None:
-            return outcome
-    return lookup_rule(ep, q)
+    """The outcome of the rule for the question's kind."""
+    return rule_for(q).solve(ep, q)
 
 
 # --- formatting ---------------------------------------------------------------------------------
@@ -115,9 +129,7 @@ def _say(row: Row) -> str:
 
 # --- the rules ----------------------------------------------------------------------------------
 
-def weather_rule(ep: Episode, q: Question) -> Outcome | None:
-    if "temperature" not in q.low or "ticket" not in q.low:
-        return None
+def weather_rule(ep: Episode, q: Question) -> Outcome:
     names = ep.in_view()
     text = "\n".join(" ".join(w.text for w in line) for n in names for words in ep.word_sets(n) for line in group_lines(words))
     city = re.search(r"\bTo:?\s+([A-Z][a-z]+)", text)
@@ -137,9 +149,7 @@ def weather_rule(ep: Episode, q: Question) -> Outcome | None:
             f"{float(found.group(1)):.1f} °C there that day.")
 
 
-def dividend_rule(ep: Episode, q: Question) -> Outcome | None:
-    if "dividend" not in q.low:
-        return None
+def dividend_rule(ep: Episode, q: Question) -> Outcome:
     named = find_named(ep, q, 1)
     if isinstance(named, Missing):
         return named
@@ -170,23 +180,19 @@ def dividend_rule(ep: Episode, q: Question) -> Outcome | None:
     return f"The statement shows {row.text} shares of {ticker}; at ${dividend:.2f} a year per share that is ${income:,.2f} a year."
 
 
-def order_rule(ep: Episode, q: Question) -> Outcome | None:
-    m = re.search(r"i want (\d+) \w+ of (.+?) and (\d+) \w+ of (.+?) at the prices shown, plus a (\d+(?:\.\d+)?)%", q.low)
-    if not m:
-        return None
+def order_rule(ep: Episode, q: Question) -> Outcome:
     named = find_named(ep, q, 2)
     if isinstance(named, Missing):
         return named
     a, b = named.rows
+    m = _ORDER.search(q.low)
+    assert m is not None  # the cue matched
     qa, qb, pct = int(m.group(1)), int(m.group(3)), float(m.group(5))
     total = (qa * a.value + qb * b.value) * (1 + pct / 100)
     return f"{a.label} costs {a.text} and {b.label} costs {b.text}; ({qa} x {a.text} + {qb} x {b.text}) plus {pct:g}% is ${total:,.2f}."
 
 
-def speed_rule(ep: Episode, q: Question) -> Outcome | None:
-    m = re.search(r"is (\d+(?:\.\d+)?) km long.*average speed", q.low)
-    if not m:
-        return None
+def speed_rule(ep: Episode, q: Question) -> Outcome:
     named = find_named(ep, q, 2)
     if isinstance(named, Missing):
         return named
@@ -194,13 +200,13 @@ def speed_rule(ep: Episode, q: Question) -> Outcome | None:
     minutes = abs(b.value - a.value)
     if not minutes:
         return named.table.missing("two different departure times")
+    m = _SPEED.search(q.low)
+    assert m is not None  # the cue matched
     speed = float(m.group(1)) / (minutes / 60)
     return f"It leaves {a.label} at {a.text} and {b.label} at {b.text}: {_fmt(minutes)} minutes, an average speed of {speed:.1f} km/h."
 
 
-def share_rule(ep: Episode, q: Question) -> Outcome | None:
-    if "share of the combined total" not in q.low:
-        return None
+def share_rule(ep: Episode, q: Question) -> Outcome:
     named = find_named(ep, q, 2)
     if isinstance(named, Missing):
         return named
@@ -209,9 +215,7 @@ def share_rule(ep: Episode, q: Question) -> Outcome | None:
     return f"{a.label} has {a.text} and {b.label} has {b.text}, so {a.label}'s share is {share:.1f}%."
 
 
-def limit_rule(ep: Episode, q: Question) -> Outcome | None:
-    if "upper limit" not in q.low:
-        return None
+def limit_rule(ep: Episode, q: Question) -> Outcome:
     named = find_named(ep, q, 1)
     if isinstance(named, Missing):
         return named
@@ -222,10 +226,9 @@ def limit_rule(ep: Episode, q: Question) -> Outcome | None:
     return f"The {a.label} result is {a.text} and the upper limit is {_fmt(high)}, so it is {100 * a.value / high:.1f}% of the limit."
 
 
-def route_rule(ep: Episode, q: Question) -> Outcome | None:
-    m = re.search(r"from ([a-z][a-z ]+?) to ([a-z][a-z ]+?)[?.,]", q.low)
-    if not (("route" in q.low or "how far" in q.low) and m) or "ride" in q.low:
-        return None
+def route_rule(ep: Episode, q: Question) -> Outcome:
+    m = _FROM_TO.search(q.low)
+    assert m is not None  # the cue matched
     names = tuple(ep.in_view())
     readings = [map_distances(words) for n in names for words in ep.word_sets(n)]
     towns, distances = max(readings, key=lambda r: (len(r[1]) > 0) * (len(r[0]) + len(r[1])), default=([], []))
@@ -252,9 +255,7 @@ def _close(name: str, known: Mapping[str, float]) -> str | None:
     return hit[0] if hit else None
 
 
-def change_most_rule(ep: Episode, q: Question) -> Outcome | None:
-    if "changed the most" not in q.low:
-        return None
+def change_most_rule(ep: Episode, q: Question) -> Outcome:
     first = read_table(ep, ep.image_for_turn(len([n for n in ep.turn_originals if n]) - 1))
     last = read_table(ep, ep.current())
     before, after = first.rows, last.rows
@@ -265,9 +266,7 @@ def change_most_rule(ep: Episode, q: Question) -> Outcome | None:
     return f"{a.label} rose the most: from {b.text} to {a.text}, +{_fmt_change(growth)}."
 
 
-def changed_since_rule(ep: Episode, q: Question) -> Outcome | None:
-    if "changed since" not in q.low:
-        return None
+def changed_since_rule(ep: Episode, q: Question) -> Outcome:
     named = find_named(ep, q, 1)
     if isinstance(named, Missing):
         return named
@@ -285,9 +284,7 @@ def changed_since_rule(ep: Episode, q: Question) -> Outcome | None:
     return f"It went from {before.text} to {now.text}, {direction} of {_fmt_change(delta)}."
 
 
-def highest_rule(ep: Episode, q: Question) -> Outcome | None:
-    if not re.search(r"^which .*(highest|most|tallest|longest|latest)", q.low) or "changed" in q.low:
-        return None
+def highest_rule(ep: Episode, q: Question) -> Outcome:
     table = read_table(ep, ep.in_view())
     if len(table.rows) < 3:
         return table.missing("the entries to compare")
@@ -295,10 +292,7 @@ def highest_rule(ep: Episode, q: Question) -> Outcome | None:
     return f"{top.label} is the highest, with {top.text}."
 
 
-def that_rule(ep: Episode, q: Question) -> Outcome | None:
-    m = re.search(r"how much more is that than|how many minutes after (.+) is that", q.low)
-    if not m:
-        return None
+def that_rule(ep: Episode, q: Question) -> Outcome:
     table = read_table(ep, ep.in_view())
     other = named_rows(q.text, table.rows)
     that = [r for r in named_rows(q.previous_answer, table.rows) if r not in other]
@@ -310,9 +304,7 @@ def that_rule(ep: Episode, q: Question) -> Outcome | None:
     return f"{a.text} versus {b.text}: a difference of {_fmt(round(diff, 2))}{unit}."
 
 
-def lab_range_rule(ep: Episode, q: Question) -> Outcome | None:
-    if not re.search(r"reference range|result normal|my .+ result", q.low) or "upper limit" in q.low:
-        return None
+def lab_range_rule(ep: Episode, q: Question) -> Outcome:
     table = read_table(ep, ep.in_view())
     found = named_rows(q.prompt, table.rows) or named_rows(q.previous_answer, table.rows) or named_rows(q.text, table.rows)
     if not found:
@@ -327,9 +319,7 @@ def lab_range_rule(ep: Episode, q: Question) -> Outcome | None:
     return f"The {row.label} result is {row.text}; the reference range is {_fmt(low)}-{_fmt(high)}, so it is {verdict} the range{tail}."
 
 
-def behind_rule(ep: Episode, q: Question) -> Outcome | None:
-    if not re.search(r"behind the (leader|top)", q.low):
-        return None
+def behind_rule(ep: Episode, q: Question) -> Outcome:
     named = find_named(ep, q, 1, text=_clarified_text(q))
     if isinstance(named, Missing):
         return named
@@ -349,11 +339,9 @@ def _two_values_kind(low: str) -> str | None:
     return "both" if re.search(r"what are the .+ and .+", low) else None
 
 
-def two_values_rule(ep: Episode, q: Question) -> Outcome | None:
+def two_values_rule(ep: Episode, q: Question) -> Outcome:
     """Totals, differences, rides, means and "what are A and B"."""
     kind = _two_values_kind(q.low)
-    if kind is None:
-        return None
     named = find_named(ep, q, 3 if kind == "mean" else 2, text=_clarified_text(q))
     if isinstance(named, Missing):
         return named
@@ -381,7 +369,25 @@ def lookup_rule(ep: Episode, q: Question) -> Outcome:
     return f"{row.label} is {row.text}."
 
 
-RULES: tuple[Rule, ...] = (
-    weather_rule, dividend_rule, order_rule, speed_rule, share_rule, limit_rule, route_rule, change_most_rule,
-    changed_since_rule, highest_rule, that_rule, lab_range_rule, behind_rule, two_values_rule,
+LOOKUP = Rule("lookup", lambda low: True, lookup_rule)
+RULES: tuple[Rule, ...] = (  # in order: the first whose cue matches the question solves it
+    Rule("weather", lambda low: "temperature" in low and "ticket" in low, weather_rule),
+    Rule("dividend", lambda low: "dividend" in low, dividend_rule),
+    Rule("order", lambda low: bool(_ORDER.search(low)), order_rule),
+    Rule("speed", lambda low: bool(_SPEED.search(low)), speed_rule),
+    Rule("share", lambda low: "share of the combined total" in low, share_rule),
+    Rule("limit", lambda low: "upper limit" in low, limit_rule),
+    Rule("route", lambda low: bool(("route" in low or "how far" in low) and _FROM_TO.search(low)) and "ride" not in low, route_rule),
+    Rule("change_most", lambda low: "changed the most" in low, change_most_rule),
+    Rule("changed_since", lambda low: "changed since" in low, changed_since_rule),
+    Rule("highest", lambda low: bool(re.search(r"^which .*(highest|most|tallest|longest|latest)", low)) and "changed" not in low, highest_rule),
+    Rule("that", lambda low: bool(re.search(r"how much more is that than|how many minutes after (.+) is that", low)), that_rule),
+    Rule("lab_range", lambda low: bool(re.search(r"reference range|result normal|my .+ result", low)) and "upper limit" not in low, lab_range_rule),
+    Rule("behind", lambda low: bool(re.search(r"behind the (leader|top)", low)), behind_rule),
+    Rule("two_values", lambda low: _two_values_kind(low) is not None, two_values_rule),
 )
+
+
+def rule_for(q: Question) -> Rule:
+    """The rule that answers ``q``: the first whose cue matches, else the single-value lookup."""
+    return next((rule for rule in RULES if rule.cue(q.low)), LOOKUP)
