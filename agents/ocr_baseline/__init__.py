@@ -21,6 +21,15 @@ it never sees answers, rubrics, metadata or reference trajectories. Each step:
 4. Lookups (weather archive, company pages) go through ``historical_weather``, ``web_search`` and
    ``browser_get_page_text``; arithmetic is done by the agent itself (it is exact).
 5. Still missing what it needs: say so plainly (an honest failure, graded as such).
+
+It is a solver for the synthetic tasks (``vtb_env.synth``): its question rules are keyed to the
+wording in ``vtb_env.synth.templates``, and a test checks each template against them.
+
+Modules: ``reading`` (OCR words -> lines -> rows), ``vision`` (text regions, skew, the vision
+tool's code), ``dialogue`` (chat messages -> prompts, images, tool calls, earlier answers),
+``questions`` (the turn's question, the rows it names), ``episode`` (one decision's view of the
+dialogue and its images), ``rules`` (one rule per kind of question; each returns an answer, a
+tool call or ``Missing``), ``agent`` (``OcrBaselineAgent``: ask, solve, repair or give up).
 """
 
 from agents.ocr_baseline.agent import OcrBaselineAgent
