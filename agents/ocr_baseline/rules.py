@@ -50,6 +50,10 @@ class Rule:
 _ORDER = re.compile(r"i want (\d+) \w+ of (.+?) and (\d+) \w+ of (.+?) at the prices shown, plus a (\d+(?:\.\d+)?)%")
 _SPEED = re.compile(r"is (\d+(?:\.\d+)?) km long.*average speed")
 _FROM_TO = re.compile(r"from ([a-z][a-z ]+?) to ([a-z][a-z ]+?)[?.,]")
+_WHICH_TOP = re.compile(r"^which .*(highest|most|tallest|longest|latest)")
+_THAT = re.compile(r"how much more is that than|how many minutes after (.+) is that")
+_LAB = re.compile(r"reference range|result normal|my .+ result")
+_BEHIND = re.compile(r"behind the (leader|top)")
 
 
 @dataclass(frozen=True)
@@ -380,10 +384,10 @@ RULES: tuple[Rule, ...] = (  # in order: the first whose cue matches the questio
     Rule("route", lambda low: bool(("route" in low or "how far" in low) and _FROM_TO.search(low)) and "ride" not in low, route_rule),
     Rule("change_most", lambda low: "changed the most" in low, change_most_rule),
     Rule("changed_since", lambda low: "changed since" in low, changed_since_rule),
-    Rule("highest", lambda low: bool(re.search(r"^which .*(highest|most|tallest|longest|latest)", low)) and "changed" not in low, highest_rule),
-    Rule("that", lambda low: bool(re.search(r"how much more is that than|how many minutes after (.+) is that", low)), that_rule),
-    Rule("lab_range", lambda low: bool(re.search(r"reference range|result normal|my .+ result", low)) and "upper limit" not in low, lab_range_rule),
-    Rule("behind", lambda low: bool(re.search(r"behind the (leader|top)", low)), behind_rule),
+    Rule("highest", lambda low: bool(_WHICH_TOP.search(low)) and "changed" not in low, highest_rule),
+    Rule("that", lambda low: bool(_THAT.search(low)), that_rule),
+    Rule("lab_range", lambda low: bool(_LAB.search(low)) and "upper limit" not in low, lab_range_rule),
+    Rule("behind", lambda low: bool(_BEHIND.search(low)), behind_rule),
     Rule("two_values", lambda low: _two_values_kind(low) is not None, two_values_rule),
 )
 
