@@ -30,6 +30,17 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default=None, help="run name in reports (default: the output dir's name)")
     parser.add_argument("--resume", action="store_true", help="continue a run in --out: skip done tasks, retry errors")
     parser.add_argument("--no-progress", action="store_true")
+    _add_executor_arguments(parser)
+
+
+def _add_executor_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where episodes run: threads here (default) or Ray actors across a cluster (evaluation.ray_executor)."""
+    parser.add_argument("--executor", default="threads", choices=("threads", "ray"),
+                        help="threads: this process; ray: one actor per node of a Ray cluster (pip install 'vtb-gym[ray]')")
+    parser.add_argument("--ray-address", default=None, metavar="ADDR",
+                        help="an existing cluster (auto, HOST:PORT, ray://HOST:PORT); default: start a local one")
+    parser.add_argument("--ray-temp-dir", default=None, metavar="DIR",
+                        help="a new local cluster's session files (default: $VTB_RAY_TEMP_DIR or /tmp/vtb-ray-UID)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -105,6 +116,15 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     from vtb_env.evaluation.specs import load_eval_tasks, make_agent, make_judge
 
     out = Path(args.out)
+    if args.executor == "ray":
+        from vtb_env.evaluation.ray_executor import check_shareable
+        from vtb_env.evaluation.specs import SpecError
+
+        try:
+            check_shareable(args.agent, args.judge)
+        except SpecError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2, out, []
     tasks = load_eval_tasks(args.data, limit=args.limit)
     if not tasks:
         print(f"error: no tasks loaded from {args.data!r}", file=sys.stderr)
@@ -138,11 +158,14 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     identity = {"agent": agent.name, "model": base_agent.name, "judge": judge.judge_id, "ablation": ablation, "preset": args.preset}
     try:
         digest = write_config(out, config)
-        result = evaluate(
-            tasks, agent, lambda ts: VisualToolBenchEnv(ts, reward=reward, config=env_config), judge, out,
-            config_hash=digest, samples=samples, concurrency=args.concurrency, seed=args.seed,
-            resume=args.resume, scoring=scoring, progress=not args.no_progress, identity=identity, mode_labels=mode_labels,
-        )
+        if args.executor == "ray":
+            result = _evaluate_on_ray(args, tasks, ablation, samples, env_config, scoring, mode_labels, digest, identity)
+        else:
+            result = evaluate(
+                tasks, agent, lambda ts: VisualToolBenchEnv(ts, reward=reward, config=env_config), judge, out,
+                config_hash=digest, samples=samples, concurrency=args.concurrency, seed=args.seed,
+                resume=args.resume, scoring=scoring, progress=not args.no_progress, identity=identity, mode_labels=mode_labels,
+            )
     except RunConflictError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2, out, []
@@ -156,6 +179,20 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     print(f"{result.succeeded} done, {result.failed} errors, {result.skipped} already done; records in {out / RECORDS_FILE}")
     _print_tables([out])
     return (1 if result.failed else 0), out, tasks
+
+
+def _evaluate_on_ray(args: argparse.Namespace, tasks: list[Any], ablation: str, samples: int, env_config: Any, scoring: Any,
+                     mode_labels: dict[str, str], digest: str, identity: dict[str, Any]) -> Any:
+    """The ``--executor ray`` branch of ``_evaluate``: the same run, its parts rebuilt in each actor from their specs."""
+    from vtb_env.evaluation.ray_executor import RunSpec, evaluate_on_ray
+
+    spec = RunSpec(
+        agent=args.agent, judge=args.judge, env_config=env_config, ablation=ablation, scoring=scoring, mode_labels=mode_labels,
+        agent_options={"seed": args.seed, "temperature": args.temperature, "max_tokens": args.max_tokens, "extra_body": args.agent_extra_body},
+        seed=args.seed, config_hash=digest, identity=identity,
+    )
+    return evaluate_on_ray(tasks, spec, args.out, samples=samples, concurrency=args.concurrency, resume=args.resume,
+                           progress=not args.no_progress, address=args.ray_address, temp_dir=args.ray_temp_dir)
 
 
 def run_label_modes(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import sys
 import threading
 import time
@@ -132,7 +133,7 @@ class _ImageStore:
             if not target.exists():
                 buffer = io.BytesIO()
                 image.save(buffer, format="PNG")
-                tmp = target.with_suffix(f".{threading.get_ident()}.tmp")
+                tmp = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")  # Ray workers write here too
                 tmp.write_bytes(buffer.getvalue())
                 tmp.replace(target)
             files[name] = relpath
@@ -224,6 +225,55 @@ class Progress:
         self.stream.flush()
 
 
+def evaluate_item(
+    get_env: Callable[[], Any],
+    agent: Agent,
+    judge: Judge,
+    task: Task,
+    sample: int,
+    *,
+    seed: int,
+    scoring: Scoring,
+    store: _ImageStore | None,
+    config_hash: str,
+    identity: Mapping[str, Any] | None,
+    mode_labels: Mapping[str, str],
+) -> dict[str, Any]:
+    """One (task, sample): play, judge, and the record to append (``ok``, or ``error`` with its message).
+
+    Shared by the thread executor below and the Ray actors (``ray_executor``); ``get_env`` is
+    called inside the try, so an env that cannot be built is recorded as an error too.
+    """
+    key = record_key(task.id, sample)
+    base = {"key": key, "task_id": task.id, "sample": sample, "config_hash": config_hash, **(identity or {}), "task": task_summary(task)}
+    start = time.time()
+    agent.drain_records()
+    try:
+        played = play_episode(get_env(), agent, task, store, seed=seed + sample)
+        episode, episode_s = played.record, time.time() - start
+        judged = judge_episode(task, episode.final_answers, judge, scoring)
+    except Exception as exc:  # recorded and retried on resume; never counted as done
+        return {
+            **base,
+            "status": "error",
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(limit=8),
+            "usage": summarize_calls(agent.drain_records()),
+            "timings": {"wall_s": time.time() - start},
+        }
+    timings = {"wall_s": time.time() - start, "episode_s": episode_s, "judge_s": time.time() - start - episode_s}
+    return {**base, **ok_record(played, judged, mode_labels.get(task.id)), "usage": summarize_calls(agent.drain_records()),
+            "timings": timings, "started_at": start}
+
+
+def pending_items(tasks: Sequence[Task], samples: int, path: Path, resume: bool) -> tuple[list[tuple[Task, int]], set[str]]:
+    """The (task, sample) pairs still to run and the keys already done; records without ``resume`` are a conflict."""
+    if path.exists() and path.stat().st_size and not resume:
+        raise RunConflictError(f"{path} already has records: pass --resume to continue that run, or choose another --out")
+    finished = done_keys(path) if resume else set()
+    return [(task, sample) for task in tasks for sample in range(samples) if record_key(task.id, sample) not in finished], finished
+
+
 @dataclass
 class EvalResult:
     run_dir: Path
@@ -259,10 +309,7 @@ def evaluate(
     mode_labels = dict(mode_labels or {})
     run_dir = Path(run_dir)
     path = run_dir / RECORDS_FILE
-    if path.exists() and path.stat().st_size and not resume:
-        raise RunConflictError(f"{path} already has records: pass --resume to continue that run, or choose another --out")
-    finished = done_keys(path) if resume else set()
-    items = [(task, sample) for task in tasks for sample in range(samples) if record_key(task.id, sample) not in finished]
+    items, finished = pending_items(tasks, samples, path, resume)
     store = _ImageStore(run_dir) if save_images else None
     local = threading.local()
     envs: list[Any] = []
@@ -276,26 +323,8 @@ def evaluate(
         return local.env
 
     def run_item(task: Task, sample: int) -> dict[str, Any]:
-        key = record_key(task.id, sample)
-        base = {"key": key, "task_id": task.id, "sample": sample, "config_hash": config_hash, **(identity or {}), "task": task_summary(task)}
-        start = time.time()
-        agent.drain_records()
-        try:
-            played = play_episode(env_for_thread(), agent, task, store, seed=seed + sample)
-            episode, episode_s = played.record, time.time() - start
-            judged = judge_episode(task, episode.final_answers, judge, scoring)
-        except Exception as exc:  # recorded and retried on resume; never counted as done
-            return {
-                **base,
-                "status": "error",
-                "error": f"{type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc(limit=8),
-                "usage": summarize_calls(agent.drain_records()),
-                "timings": {"wall_s": time.time() - start},
-            }
-        timings = {"wall_s": time.time() - start, "episode_s": episode_s, "judge_s": time.time() - start - episode_s}
-        return {**base, **ok_record(played, judged, mode_labels.get(task.id)), "usage": summarize_calls(agent.drain_records()),
-                "timings": timings, "started_at": start}
+        return evaluate_item(env_for_thread, agent, judge, task, sample, seed=seed, scoring=scoring, store=store,
+                             config_hash=config_hash, identity=identity, mode_labels=mode_labels)
 
     bar = Progress(len(items), enabled=progress)
     succeeded = failed = 0
