@@ -27,6 +27,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   if ! command -v nvidia-smi >/dev/null 2>&1; then
     .venv/bin/python -m pip install -q "torch==2.13.0"
   fi
-  .venv/bin/python -m pip install -q -e ".[hf,dev,eval,train]"
+  .venv/bin/python -m pip install -q -e ".[hf,dev,eval,train,ray]"
   echo "$want" > "$stamp"
 fi
