@@ -146,7 +146,8 @@ class RayEnvPool:
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
-        self._ray.get([host.close.remote() for host in self._hosts])
+        closing = [host.close.remote() for host in self._hosts]
+        self._ray.wait(closing, num_returns=len(closing), timeout=30)  # a lost actor has nothing left to close
         for host in self._hosts:
             self._ray.kill(host)
         self._hosts = []

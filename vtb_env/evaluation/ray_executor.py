@@ -83,7 +83,6 @@ class EpisodeWorker:
     """A Ray actor (threaded: one episode per thread) that plays and judges episodes of one run."""
 
     def __init__(self, spec: RunSpec, tasks: Sequence[Task], cpus: int, run_dir: str, node_token: str):
-        from rewards.judge.judge import Judge  # noqa: F401  (import errors surface at start, not mid-episode)
         from vtb_env.evaluation.runner import episode_reward
         from vtb_env.evaluation.specs import make_judge
         from vtb_env.sandbox.pool import PROFILES, shared_sandbox
@@ -217,9 +216,11 @@ class _Fleet:
             self.ray.kill(worker.handle)
             self.short_handed = True
 
-    def close(self) -> None:
-        closing = [worker.handle.close.remote() for worker in self.workers]
-        self.ray.wait(closing, num_returns=len(closing), timeout=30)
+    def close(self, graceful: bool) -> None:
+        """Stop the actors: after a finished run let them close their envs first; after an error or Ctrl-C kill them."""
+        if graceful:
+            closing = [worker.handle.close.remote() for worker in self.workers]
+            self.ray.wait(closing, num_returns=len(closing), timeout=30)
         for worker in self.workers:
             self.ray.kill(worker.handle)
         self.workers.clear()
@@ -258,11 +259,13 @@ def evaluate_on_ray(
     (images / _NODE_CHECK).write_text(node_token)
     by_id = {task.id: task for task in tasks}
     fleet = _Fleet(ray, spec, ray.put(list(tasks)), run_dir, node_token, concurrency)
+    finished_run = False
     try:
         with RunLog(path) as log:
             succeeded, failed = _drive(ray, fleet, items, by_id, spec, run_dir, log, Progress(len(items), enabled=progress))
-    finally:
-        fleet.close()
+        finished_run = True
+    finally:  # episodes still in flight on Ctrl-C or an error were never recorded: --resume runs them
+        fleet.close(graceful=finished_run)
         (images / _NODE_CHECK).unlink(missing_ok=True)
         if owns_ray:
             ray.shutdown()
