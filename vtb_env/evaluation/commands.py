@@ -41,6 +41,7 @@ def _add_executor_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an existing cluster (auto, HOST:PORT, ray://HOST:PORT); default: start a local one")
     parser.add_argument("--ray-temp-dir", default=None, metavar="DIR",
                         help="a new local cluster's session files (default: $VTB_RAY_TEMP_DIR or /tmp/vtb-ray-UID)")
+    parser.add_argument("--ray-log-to-driver", action="store_true", help="show the actors' stdout/stderr here")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -192,7 +193,8 @@ def _evaluate_on_ray(args: argparse.Namespace, tasks: list[Any], ablation: str, 
         seed=args.seed, config_hash=digest, identity=identity,
     )
     return evaluate_on_ray(tasks, spec, args.out, samples=samples, concurrency=args.concurrency, resume=args.resume,
-                           progress=not args.no_progress, address=args.ray_address, temp_dir=args.ray_temp_dir)
+                           progress=not args.no_progress, address=args.ray_address, temp_dir=args.ray_temp_dir,
+                           log_to_driver=args.ray_log_to_driver)
 
 
 def run_label_modes(args: argparse.Namespace) -> int:
