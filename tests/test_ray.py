@@ -99,11 +99,11 @@ def eval_args(out: Path, *extra: str) -> list[str]:
 
 @pytest.mark.usefixtures("tesseract")
 def test_ocr_baseline_gives_the_same_records_on_ray_and_threads(cluster, tmp_path, capsys):
-    args = ["--limit", "3", "--samples", "2"]
+    args = ["--limit", "2", "--samples", "2"]
     assert main(eval_args(tmp_path / "threads", *args, "--concurrency", "2")) == 0
     assert main(eval_args(tmp_path / "ray", *args, "--executor", "ray", "--ray-address", cluster.address)) == 0
     threads, on_ray = comparable(tmp_path / "threads"), comparable(tmp_path / "ray")
-    assert len(threads) == 6 and on_ray == threads
+    assert len(threads) == 4 and on_ray == threads
     for relpath in {path for record in on_ray.values() for _, path in record[4]}:
         assert (tmp_path / "ray" / relpath).read_bytes() == (tmp_path / "threads" / relpath).read_bytes()
     assert not (tmp_path / "ray" / "images" / ".ray-node-check").exists()
