@@ -3,7 +3,9 @@
 - ``strong``: the main setting (strong system prompt, all tools);
 - ``weak``: the weak system prompt (appendix C.2), all tools;
 - ``no_vision``: strong prompt, every tool but ``python_image_processing``;
-- ``no_tools``: strong prompt, no tools offered at all (the agent is wrapped in TextOnlyAgent).
+- ``no_tools``: no tools offered at all (the agent is wrapped in TextOnlyAgent) and the neutral
+  ``vtb_env.prompts.NO_TOOLS_SYSTEM_PROMPT``, not the strong prompt, which tells the model to use
+  tools it does not have. `vtb label-modes` (the text-only pass) runs this setting.
 
 ``EnvConfig.preset(preset, **ABLATIONS[name])`` gives the env; ``ablate_agent`` the agent.
 """
@@ -19,7 +21,7 @@ ABLATIONS: Mapping[str, Mapping[str, Any]] = {
     "strong": {"system_prompt": "strong", "tool_set": "all"},
     "weak": {"system_prompt": "weak", "tool_set": "all"},
     "no_vision": {"system_prompt": "strong", "tool_set": "no_vision"},
-    "no_tools": {"system_prompt": "strong", "tool_set": "none"},
+    "no_tools": {"system_prompt": "no_tools", "tool_set": "none"},
 }
 
 

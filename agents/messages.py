@@ -3,8 +3,10 @@
 The env's messages are OpenAI-format; an image appears as a ready ``{"type": "image_url", ...}``
 part or as a placeholder ``{"type": "image", "name": ...}`` (env option ``image_parts="name"``);
 either way ``observation["images"][i]`` is the PIL image of the i-th image part. Placeholders
-are encoded here under the agent's image policy; ready ``data:`` URLs are re-encoded only when
-they break the policy. The observation itself is never mutated.
+are encoded here under the agent's image policy; ready ``data:`` URLs are measured without
+decoding (``images.data_url_info``) and re-encoded only when they break the policy. With an
+``EncodedImages`` cache each image is encoded once, not once per request. The observation itself
+is never mutated.
 """
 
 from __future__ import annotations
@@ -17,15 +19,16 @@ from typing import Any, Mapping
 from PIL import Image
 
 from agents.base import Observation
-from agents.images import ImagePolicy, image_data_url
+from agents.images import EncodedImages, ImagePolicy, data_url_info, image_data_url
 
 
 class ObservationError(ValueError):
     """The observation does not match its images (more placeholders than images, wrong type)."""
 
 
-def to_chat_messages(observation: Observation, policy: ImagePolicy) -> tuple[list[dict[str, Any]], int]:
+def to_chat_messages(observation: Observation, policy: ImagePolicy, cache: EncodedImages | None = None) -> tuple[list[dict[str, Any]], int]:
     """Request-ready messages and the longest image side sent (0 when there are no images)."""
+    cache = cache if cache is not None else EncodedImages(max_bytes=0)
     images = list(observation.get("images") or ())
     index = -1  # of the current image part
     largest = 0
@@ -41,11 +44,12 @@ def to_chat_messages(observation: Observation, policy: ImagePolicy) -> tuple[lis
                     image = images[index] if index < len(images) else None
                     if not isinstance(image, Image.Image):
                         raise ObservationError("an image placeholder has no matching PIL image in observation['images']")
-                    url, size = image_data_url(image, policy)
+                    url, size = cache.get((id(image), policy), image, lambda image=image: image_data_url(image, policy))
                     largest = max(largest, *size)
                     parts.append({"type": "image_url", "image_url": {"url": url}})
                 elif kind == "image_url":
-                    url, size = _within_policy(str((part.get("image_url") or {}).get("url", "")), policy)
+                    original = str((part.get("image_url") or {}).get("url", ""))
+                    url, size = cache.get((original, policy), original, lambda original=original: _within_policy(original, policy))
                     largest = max(largest, *size)
                     parts.append({**part, "image_url": {**part["image_url"], "url": url}})
                 else:
@@ -56,14 +60,20 @@ def to_chat_messages(observation: Observation, policy: ImagePolicy) -> tuple[lis
 
 
 def _within_policy(url: str, policy: ImagePolicy) -> tuple[str, tuple[int, int]]:
-    """A ``data:`` URL kept as is when it fits ``policy``, else re-encoded; other URLs pass (size unknown)."""
+    """A ``data:`` URL kept as is when it fits ``policy`` (measured from its header, no decoding),
+    else decoded and re-encoded; other URLs pass (size unknown)."""
     if not url.startswith("data:") or "," not in url:
         return url, (0, 0)
     try:
-        data = base64.b64decode(url.split(",", 1)[1])
-        image = Image.open(io.BytesIO(data))
+        nbytes, size = data_url_info(url)
+    except ValueError as exc:
+        raise ObservationError(f"an image_url part holds an undecodable data URL: {exc}") from exc
+    too_big = (policy.max_side and max(size) > policy.max_side) or (policy.max_bytes and nbytes > policy.max_bytes)
+    if not too_big:
+        return url, size
+    try:
+        image = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
         image.load()
     except (binascii.Error, ValueError, OSError) as exc:
         raise ObservationError(f"an image_url part holds an undecodable data URL: {exc}") from exc
-    too_big = (policy.max_side and max(image.size) > policy.max_side) or (policy.max_bytes and len(data) > policy.max_bytes)
-    return image_data_url(image, policy) if too_big else (url, image.size)
+    return image_data_url(image, policy)

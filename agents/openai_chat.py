@@ -9,13 +9,21 @@ A local vLLM server first of all, hosted APIs too. Two modes:
   text and the env's parsers read the calls from it.
 
 Transient failures (connection errors, timeouts, 408/409/429/5xx) are retried with
-exponential backoff (``Retry-After`` honoured); a request whose image the server rejects is
-resent with the images downscaled. Each call is logged as a ``CallRecord``.
+exponential backoff (``Retry-After`` honoured); a request whose image the server rejects as too
+large is resent with the images downscaled. A server that accepts fewer images per prompt than
+the dialogue holds (vLLM's "At most N image(s) may be provided in one prompt", set by
+``--limit-mm-per-prompt``) fails at once with ``TooManyImagesError``: shrinking cannot help; raise
+the server's limit or keep fewer images in the dialogue (env option ``max_dialogue_images``).
+Each call is logged as a ``CallRecord``.
+
+Seeds: ``set_episode_seed`` gives the calling thread's episode its own request seed (the
+evaluator sets one per (task, sample)); without it ``Sampling.seed`` applies (None: none sent).
 """
 
 from __future__ import annotations
 
 import random
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -24,7 +32,7 @@ from typing import Any, Literal, Mapping, NoReturn, Sequence
 import httpx
 
 from agents.base import Action, BaseAgent, CallRecord, Observation
-from agents.images import ImagePolicy
+from agents.images import EncodedImages, ImagePolicy
 from agents.messages import to_chat_messages
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -33,6 +41,14 @@ MAX_BACKOFF_S = 30.0
 
 class AgentCallError(RuntimeError):
     """A model call failed for good (non-transient error, or retries exhausted)."""
+
+
+class TooManyImagesError(AgentCallError):
+    """The server takes at most ``limit`` images per prompt and the dialogue holds more."""
+
+    def __init__(self, message: str, limit: int | None):
+        super().__init__(message)
+        self.limit = limit
 
 
 @dataclass(frozen=True)
@@ -79,6 +95,8 @@ class OpenAIChatAgent(BaseAgent):
         max_retries: int = 4,
         backoff_s: float = 1.0,
         concurrency: int = 8,
+        max_connections: int = 256,
+        image_cache_bytes: int = 512 << 20,
     ):
         super().__init__()
         if tool_mode not in ("native", "text"):
@@ -93,7 +111,10 @@ class OpenAIChatAgent(BaseAgent):
         self.concurrency = max(1, concurrency)
         self.name = f"openai:{model}"
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout_s)
+        self.images = EncodedImages(image_cache_bytes)  # each image encoded once while in a dialogue
+        # Enough pooled keep-alive connections for every episode in flight (httpx keeps 20 by default).
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout_s, limits=limits)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -104,6 +125,18 @@ class OpenAIChatAgent(BaseAgent):
             "sampling": self.sampling.to_request(),
             "image_policy": asdict(self.image_policy),
         }
+
+    def set_episode_seed(self, seed: int | None) -> None:
+        """The request seed for this thread's episode (None: no seed is sent)."""
+        self._local.seed = seed
+
+    def _sampling(self) -> dict[str, Any]:
+        body = self.sampling.to_request()
+        if hasattr(self._local, "seed"):
+            body.pop("seed", None)
+            if self._local.seed is not None:
+                body["seed"] = self._local.seed
+        return body
 
     def act(self, observation: Observation) -> Action:
         action, call = self._complete(observation)
@@ -124,8 +157,8 @@ class OpenAIChatAgent(BaseAgent):
     # -- one completion, with retries -------------------------------------------------------
 
     def _request_body(self, observation: Observation, policy: ImagePolicy) -> tuple[dict[str, Any], int]:
-        messages, largest_side = to_chat_messages(observation, policy)
-        body: dict[str, Any] = {"model": self.model, "messages": messages, **self.sampling.to_request()}
+        messages, largest_side = to_chat_messages(observation, policy, self.images)
+        body: dict[str, Any] = {"model": self.model, "messages": messages, **self._sampling()}
         tools = list(observation.get("tools") or [])
         if tools:
             body["tools"] = tools
@@ -150,6 +183,13 @@ class OpenAIChatAgent(BaseAgent):
                     return self._parse(response, start, attempts, image_shrinks)
                 problem = f"HTTP {response.status_code}: {_error_text(response)}"
                 retry_after = _retry_after(response)
+                limit = _image_count_limit(response)
+                if limit is not None:
+                    self.record(CallRecord(latency_s=time.perf_counter() - start, attempts=attempts, error=problem))
+                    raise TooManyImagesError(
+                        f"{self.name}: the server accepts at most {limit or '?'} image(s) per prompt and this dialogue has "
+                        f"{len(observation.get('images') or ())}; raise vLLM's --limit-mm-per-prompt or set the env's "
+                        f"max_dialogue_images (server said: {problem})", limit or None)
                 if _rejects_image(response) and largest_side:
                     smaller = policy.shrunk(largest_side)
                     if smaller is None:
@@ -205,6 +245,20 @@ def _error_text(response: httpx.Response) -> str:
     except ValueError:
         pass
     return response.text[:500]
+
+
+_IMAGE_COUNT = re.compile(r"at most (\d+) image|limit[-_]mm[-_]per[-_]prompt|too many images", re.IGNORECASE)
+
+
+def _image_count_limit(response: httpx.Response) -> int | None:
+    """The server's images-per-prompt limit when this response refuses the image count (0: limit
+    not stated), else None. vLLM: "At most 4 image(s) may be provided in one prompt"."""
+    if response.status_code not in (400, 413, 422):
+        return None
+    match = _IMAGE_COUNT.search(_error_text(response))
+    if match is None:
+        return None
+    return int(match.group(1)) if match.group(1) else 0
 
 
 def _rejects_image(response: httpx.Response) -> bool:

@@ -28,6 +28,10 @@ class TextOnlyAgent(BaseAgent):
     def act_batch(self, observations: Sequence[Observation]) -> list[Action]:
         return self.inner.act_batch([self.without_tools(o) for o in observations])
 
+    def set_episode_seed(self, seed: int | None) -> None:
+        if hasattr(self.inner, "set_episode_seed"):
+            self.inner.set_episode_seed(seed)
+
     def drain_records(self) -> list[CallRecord]:
         return self.inner.drain_records()
 

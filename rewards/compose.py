@@ -17,12 +17,17 @@ Components that do not apply are left out of both sums (and of ``info``), so an 
 tool calls is neither rewarded nor punished by ``tool_success``; the mode reward judges that.
 Default weights: rubric_score 1.0, passed 1.0, mode 0.25, format 0.1, tool_success 0.1,
 kcoverage 0, tool_effectiveness 0 (the judged process metrics cost calls: opt in).
+
+Judge outages: a rubric whose judging failed counts as not Met (``judge_incomplete="not_met"``,
+the default; ``info`` says ``judge_incomplete: 1``). With ``judge_incomplete="mask"`` such an
+episode's reward is NaN and ``masked: 1`` is in ``info``: ``rewards.grpo.group_advantages``
+leaves it out of its group (advantage 0) and the TRL reward function returns None for it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Literal, Mapping
 
 from rewards.judge.judge import Judge, judge_task
 from rewards.mode import ModeRewardConfig, mode_outcome
@@ -48,6 +53,7 @@ class RewardConfig:
     critical_rule: "CriticalRule" = "weight>=4"
     multi_turn: MultiTurnMode = "pooled"
     mode_values: ModeRewardConfig = field(default_factory=ModeRewardConfig)
+    judge_incomplete: Literal["not_met", "mask"] = "not_met"  # see the module docstring
 
     def weights(self) -> dict[str, float]:
         names = ("rubric_score", "passed", "mode", "format", "tool_success", "kcoverage", "tool_effectiveness")
@@ -108,6 +114,8 @@ class EpisodeReward:
 
     def __call__(self, task: "Task", record: "EpisodeRecord") -> tuple[float, dict[str, float]]:
         values = self.components(task, record)
+        if self.config.judge_incomplete == "mask" and values["judge_incomplete"]:
+            return float("nan"), {**values, "masked": 1.0, "reward": float("nan")}
         weights = {name: w for name, w in self.config.weights().items() if w > 0 and name in values}
         total = sum(weights.values())
         reward = sum(w * values[name] for name, w in weights.items()) / total if total else 0.0

@@ -36,6 +36,8 @@ def group_advantages(
 
     Groups are consecutive blocks of ``group_size`` (TRL's layout), or given by ``group_ids``.
     The std is the population std; a group with identical rewards gets zero advantages.
+    A NaN reward (a masked episode: ``RewardConfig(judge_incomplete="mask")``) is left out of its
+    group's mean and std and gets advantage 0, so it moves no gradient.
     """
     if group_ids is None:
         if not group_size or len(rewards) % group_size:
@@ -48,10 +50,12 @@ def group_advantages(
         members.setdefault(gid, []).append(index)
     advantages = [0.0] * len(rewards)
     for indices in members.values():
-        values = [float(rewards[i]) for i in indices]
-        mean = sum(values) / len(values)
-        std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
-        for i, v in zip(indices, values):
+        kept = [(i, float(rewards[i])) for i in indices if not math.isnan(float(rewards[i]))]
+        if not kept:
+            continue
+        mean = sum(v for _, v in kept) / len(kept)
+        std = math.sqrt(sum((v - mean) ** 2 for _, v in kept) / len(kept))
+        for i, v in kept:
             advantages[i] = (v - mean) / (std + eps) if scale else v - mean
     return advantages
 
@@ -155,7 +159,7 @@ def make_trl_reward_func(
         for task_id, completion, turn_index in zip(task_ids, completions, turn_indices):
             task = _single_turn(tasks[task_id], turn_index)
             value, info = episode_reward(task, record_from_completion(task_id, completion))
-            scores.append(value)
+            scores.append(None if math.isnan(value) else value)  # TRL skips None rewards (a masked episode)
             components.append(info)
         vtb_reward.last_components = components  # type: ignore[attr-defined]
         return scores

@@ -3,8 +3,10 @@ success rate and volume (paper appendix B.4), and the optional error-type pass (
 
 KCoverage. The seed writes ``(1/|K|) max_j prod_{i<=j} 1[k_i in reasoning]``; the product is 1
 exactly for the covered prefixes, so the max over j of ``j * prod`` is the length of the longest
-covered prefix of the key steps, and KCoverage = that length / |K| (what "how far the reasoning
-progresses along the key steps" means). Presence is decided by the judge, one call per key step.
+covered prefix of the key steps, and KCoverage = that length / |K| (``kcoverage``, reading
+"prefix"). The seed's text adds "rather than penalizing skipped or compressed steps", which the
+formula does not do; the reading "furthest" follows the text: the position of the furthest key
+step present / |K| (``kcoverage_furthest``). Presence is decided by the judge, one call per key step.
 
 Key steps: ``Turn.key_steps`` when the task has them (synthetic tasks); otherwise, for official
 tasks, ``derive_key_steps`` turns each call of the human reference tool trajectory into one step
@@ -23,6 +25,7 @@ import json_repair
 from rewards.judge.backends import BackendError, JudgeBackend
 from rewards.judge.judge import Judge, JudgeItem
 from rewards.judge.prompt import ERROR_TYPE_TEMPLATE, KEY_STEP_JUDGE_TEMPLATE, TOOL_CALL_JUDGE_TEMPLATE, render
+from rewards.judge.verdict import Verdict
 
 if TYPE_CHECKING:
     from vtb_env.tasks import Task, Turn
@@ -42,6 +45,16 @@ def kcoverage(present: Sequence[bool]) -> float:
             break
         prefix += 1
     return prefix / len(present)
+
+
+def kcoverage_furthest(present: Sequence[bool]) -> float:
+    """Position of the furthest key step present / |K| (skipped earlier steps are not penalised)."""
+    if not present:
+        raise ValueError("KCoverage needs at least one key step")
+    return max((i + 1 for i, covered in enumerate(present) if covered), default=0) / len(present)
+
+
+KCOVERAGE_READINGS = {"prefix": kcoverage, "furthest": kcoverage_furthest}
 
 
 _PURPOSE_KEYS = ("step", "description", "purpose", "reasoning", "thought", "rationale", "explanation", "goal")
@@ -109,27 +122,37 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_JUDGED_TEXT_CHARS else text[:MAX_JUDGED_TEXT_CHARS] + " [...]"
 
 
-def judge_kcoverage(judge: Judge, task: "Task", record: "EpisodeRecord", template: str = KEY_STEP_JUDGE_TEMPLATE) -> Measured:
-    """Mean KCoverage over the turns that have key steps (None if none has)."""
-    step_judge = replace(judge, template=template)
-    values, n_items, n_errors = [], 0, 0
+def judge_key_steps(judge: Judge, task: "Task", record: "EpisodeRecord", template: str = KEY_STEP_JUDGE_TEMPLATE) -> list[list[Verdict]]:
+    """Per turn that has key steps, the judge's presence verdict for each step, in order."""
+    step_judge = replace(judge, template=template, stats=judge.stats)
+    presence = []
     for turn, turn_record in zip(task.turns, record.turns):
         steps = key_steps_for(turn)
-        if not steps:
-            continue
-        reasoning = _clip(turn_record.reasoning)
-        verdicts = step_judge.judge([JudgeItem(turn.prompt, turn.golden_answer, step, reasoning) for step in steps])
-        values.append(kcoverage([v.met for v in verdicts]))
-        n_items += len(verdicts)
-        n_errors += sum(v.is_error for v in verdicts)
-    return Measured(sum(values) / len(values) if values else None, n_items, n_errors)
+        if steps:
+            reasoning = _clip(turn_record.reasoning)
+            presence.append(step_judge.judge([JudgeItem(turn.prompt, turn.golden_answer, step, reasoning) for step in steps]))
+    return presence
+
+
+def kcoverage_of(presence: Sequence[Sequence[Verdict]], reading: str = "prefix") -> Measured:
+    """Mean KCoverage over the judged turns under ``reading`` ("prefix" or "furthest")."""
+    metric = KCOVERAGE_READINGS[reading]
+    values = [metric([v.met for v in verdicts]) for verdicts in presence]
+    return Measured(sum(values) / len(values) if values else None, sum(map(len, presence)), sum(v.is_error for vs in presence for v in vs))
+
+
+def judge_kcoverage(
+    judge: Judge, task: "Task", record: "EpisodeRecord", template: str = KEY_STEP_JUDGE_TEMPLATE, reading: str = "prefix"
+) -> Measured:
+    """Mean KCoverage over the turns that have key steps (None if none has)."""
+    return kcoverage_of(judge_key_steps(judge, task, record, template), reading)
 
 
 def judge_tool_effectiveness(
     judge: Judge, task: "Task", record: "EpisodeRecord", template: str = TOOL_CALL_JUDGE_TEMPLATE
 ) -> Measured:
     """Share of tool calls that ran without error AND that the judge finds appropriate for their step."""
-    call_judge = replace(judge, template=template)
+    call_judge = replace(judge, template=template, stats=judge.stats)
     items, ok_flags = [], []
     for turn, turn_record in zip(task.turns, record.turns):
         for step in turn_record.steps:
@@ -184,6 +207,17 @@ ERROR_TYPES: tuple[str, ...] = ("visual_perception", "reasoning", "calculation",
 _ERROR_TYPE = re.compile(r"error_type[\"']?\s*[:=]\s*[\"']?\s*(visual[ _]perception|reasoning|calculation|other)", re.IGNORECASE)
 
 
+ERROR_TYPE_SCHEMA = {
+    "name": "error_type",
+    "schema": {
+        "type": "object",
+        "properties": {"explanation": {"type": "string"}, "error_type": {"type": "string", "enum": list(ERROR_TYPES)}},
+        "required": ["explanation", "error_type"],
+        "additionalProperties": False,
+    },
+}
+
+
 def parse_error_type(reply: str | BackendError) -> ErrorType:
     if isinstance(reply, BackendError) or not reply:
         return "judge_error"
@@ -199,4 +233,4 @@ def classify_errors(
         render(template, question=q, golden_answer=g, criterion="\n".join(f"- {r}" for r in unmet) or "(none)", answer=a)
         for q, g, unmet, a in failures
     ]
-    return [parse_error_type(reply) for reply in backend.complete_many(prompts)]
+    return [parse_error_type(reply) for reply in backend.complete_many(prompts, schema=ERROR_TYPE_SCHEMA)]

@@ -203,11 +203,19 @@ def test_default_cap_counts_calls_then_asks_once_for_the_answer():
 
 
 def test_default_cap_answer_after_withdrawal_continues():
+    env = make_env(config=EnvConfig.preset("default", max_tool_calls=1, cap_scope="turn"))
+    env.reset(seed=0)
+    env.step(hermes("calculator", expression="1"))
+    obs, reward, terminated, truncated, info = env.step("It is 10.")
+    assert not truncated and info["turn"] == 1 and obs["tools"]  # a fresh budget for turn 2 (cap per turn)
+
+
+def test_default_cap_is_per_task():
     env = make_env(config=EnvConfig.preset("default", max_tool_calls=1))
     env.reset(seed=0)
     env.step(hermes("calculator", expression="1"))
     obs, reward, terminated, truncated, info = env.step("It is 10.")
-    assert not truncated and info["turn"] == 1 and obs["tools"]  # a fresh budget for turn 2
+    assert not truncated and info["turn"] == 1 and obs["tools"] == []  # the task's budget is spent: turn 2 has no tools
 
 
 def test_official_cap_counts_rounds_and_uses_the_placeholder():
@@ -316,7 +324,7 @@ def test_prompts_tool_sets_and_configuration_errors():
     obs, *_ = env.step(hermes("calculator", expression="1"))
     assert "available tools: none" in obs["messages"][-1]["content"]
     assert EnvConfig.preset("official").differences(EnvConfig.preset("default")) == {
-        "preset_name": ("official", "default"), "cap_unit": ("rounds", "calls"), "at_cap": ("placeholder", "ask_final"),
+        "preset_name": ("official", "default"), "cap_unit": ("rounds", "calls"), "cap_scope": ("turn", "task"), "at_cap": ("placeholder", "ask_final"),
         "history": ("golden", "model"), "image_encoding": ("jpeg", "original"),
     }
     with pytest.raises(ValueError, match="history"):

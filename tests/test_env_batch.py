@@ -75,3 +75,38 @@ def test_unserializable_dict_actions_are_parse_errors_in_the_pool():
         assert result.observation["messages"][-1]["role"] == "tool"
     assert all(r.terminated for r in pool.step(["It is 10."] * len(actions)))
     pool.close()
+
+
+def test_a_slow_to_parse_action_does_not_hold_up_the_batch():
+    """Parsing runs in the worker: while env 0's action is still being parsed, env 1 is submitted and finishes."""
+    import threading
+
+    from vtb_env.config import EnvConfig
+    from vtb_env.parsers import PARSERS, ToolCallParser, register_parser
+
+    released, seen = threading.Event(), []
+
+    class SlowFormat(ToolCallParser):
+        name = "slow_test_format"
+
+        def detect(self, text):
+            return True
+
+        def parse(self, text):
+            seen.append(released.wait(timeout=10))  # False if nothing else could run meanwhile
+            return text, []
+
+    register_parser(SlowFormat())
+    try:
+        tasks = [make_task("t0")]
+        slow_env = VisualToolBenchEnv(tasks=tasks, tools=small_tools(), reward=exact_reward(), config=EnvConfig(tool_format="slow_test_format"))
+        pool = EnvPool([slow_env, VisualToolBenchEnv(tasks=tasks, tools=small_tools(), reward=exact_reward())])
+        pool.reset(seed=0)
+        slow = pool.submit(0, "It is 10.")
+        fast = pool.submit(1, hermes("calculator", expression="1")).result(timeout=10)
+        released.set()
+        assert fast.observation["messages"][-1]["role"] == "tool" and slow.result(timeout=10).terminated
+        assert seen == [True]
+        pool.close()
+    finally:
+        PARSERS.pop("slow_test_format")

@@ -64,3 +64,37 @@ def test_html_report_renders_in_headless_chromium(report, chromium, tmp_path):
         assert image.size == (1200, 900)
         colors = image.convert("RGB").getcolors(maxcolors=1 << 20)
         assert colors is not None and len(colors) > 50  # text, tables and plots drew, not a blank page
+
+
+def test_judge_and_report_stay_inside_their_run_directories(tmp_path):
+    """Issue 11 item 14: a records.jsonl with crafted image paths (absolute, `..`, links) makes
+    `vtb judge` and `vtb report` neither read nor write anything outside their run directories."""
+    import json
+    import os
+
+    data = write_menu_tasks(tmp_path / "data", n=1)
+    with ChatServer(lambda request: {"content": "The answer is 9."}) as server:
+        result = vtb("eval", "--data", str(data), "--agent", f"openai:m@{server.base_url}", "--out", str(tmp_path / "run"), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    secret = tmp_path / "secret.png"
+    Image.new("RGB", (40, 40), (250, 10, 10)).save(secret)
+    os.symlink(secret, tmp_path / "run" / "images" / "link.png")
+    crafted = {"a.png": str(secret), "b.png": "../secret.png", "c.png": "images/../../secret.png", "d.png": "images/link.png",
+               "e.png": "images/../../../../etc/hostname", "f.png": ["images", "x"]}
+    path = tmp_path / "run" / "records.jsonl"
+    record = json.loads(path.read_text().splitlines()[0])
+    record["image_files"] = crafted
+    record["episode"]["metadata"]["images"] = [{"name": name, "sha256": "0" * 64} for name in crafted]
+    path.write_text(json.dumps(record) + "\n")
+    outside_before = sorted(p.name for p in tmp_path.iterdir())
+
+    result = vtb("judge", str(tmp_path / "run"), "--judge", "exact", "--out", str(tmp_path / "rejudged"))
+    assert result.returncode == 0, result.stderr
+    rejudged = json.loads((tmp_path / "rejudged" / "records.jsonl").read_text().splitlines()[-1])
+    assert rejudged["image_files"] == {}  # nothing crafted was followed or copied
+    assert not any(p.is_symlink() or p.read_bytes() == secret.read_bytes() for p in (tmp_path / "rejudged").rglob("*") if p.is_file() or p.is_symlink())
+    result = vtb("report", str(tmp_path / "run"), str(tmp_path / "rejudged"), "--out", str(tmp_path / "report-crafted"))
+    assert result.returncode == 0, result.stderr
+    html = (tmp_path / "report-crafted" / "report.html").read_text()
+    assert "data:image/jpeg" not in html  # no thumbnail made from a file outside the run
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*outside_before, "rejudged", "report-crafted"])

@@ -230,7 +230,22 @@ def test_printing_a_gigabyte_is_capped(sandbox):
     alive(sandbox)
 
 
-def test_background_daemon_is_killed(sandbox):
+@pytest.fixture(scope="module")
+def forking():
+    """A pool that lets the code start processes (``allow_fork``): the leftover sweep must still get them all."""
+    with Sandbox(1, limits=Limits(timeout_s=2.0, memory_mb=1024, processes=32, allow_fork=True)) as sb:
+        yield sb
+
+
+def test_fork_bomb_with_fork_allowed_is_contained_and_reaped(forking):
+    result = forking.run("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass", timeout_s=1)
+    assert result.timed_out or result.exit_code != 0
+    assert slot_processes(forking) == []
+    alive(forking)
+
+
+def test_background_daemon_is_killed(forking):
+    sandbox = forking
     code = (
         "import os, time\n"
         "if os.fork() == 0:\n    try:\n        os.setsid()\n    except OSError:\n        pass\n"
@@ -271,8 +286,9 @@ def test_outputs_come_back_and_inputs_do_not(sandbox):
 
 @pytest.fixture(scope="module")
 def degraded():
-    """The profile of an unprivileged container: no namespaces, no uid switch; rlimits + landlock + seccomp."""
-    with Sandbox(1, limits=Limits(timeout_s=2.0, memory_mb=1024, processes=32),
+    """The profile of an unprivileged container: no namespaces, no uid switch; rlimits + landlock + seccomp
+    (fork allowed, so the leftover sweep without a slot uid is exercised too)."""
+    with Sandbox(1, limits=Limits(timeout_s=2.0, memory_mb=1024, processes=32, allow_fork=True),
                  disable=("netns", "tmpfs", "uid")) as sb:
         yield sb
 

@@ -84,6 +84,7 @@ def test_import_rescore_and_report_a_toolkit_run(tmp_path, capsys):
     # Re-score with the exact checks (r1: the price; r2: the word "answer"): menu-1 ($12 for a $13 item) now fails.
     assert main(["judge", str(run), "--judge", "exact", "--out", str(tmp_path / "rejudged")]) == 0
     rejudged = {r["task_id"]: r for r in latest_records(tmp_path / "rejudged" / "records.jsonl").values()}
+    assert rejudged.pop("menu-2")["status"] == "error"  # the harness failure comes along, still counted
     assert {tid: r["score"]["passed"] for tid, r in rejudged.items()} == {"menu-0": True, "menu-1": False, "menu-3": False}
     assert rejudged["menu-1"]["score"]["complete"] and rejudged["menu-1"]["reward"] < records["menu-1"]["reward"]
     capsys.readouterr()
@@ -92,4 +93,23 @@ def test_import_rescore_and_report_a_toolkit_run(tmp_path, capsys):
     table = capsys.readouterr().out
     assert "| toolkit" in table and "| exact" in table and "report.html" in table
     summary = {s["name"]: s for s in json.loads((tmp_path / "report" / "summary.json").read_text())["runs"]}
-    assert summary["toolkit"]["apr"] == 2 / 3 and summary["toolkit"]["n_errors"] == 1 and summary["exact"]["apr"] == 1 / 3
+    # APR over ALL tasks: the harness failure (menu-2) counts as not passed, in both runs.
+    assert summary["toolkit"]["apr"] == 2 / 4 and summary["toolkit"]["apr_completed"] == 2 / 3 and summary["toolkit"]["n_errors"] == 1
+    assert summary["exact"]["apr"] == 1 / 4 and summary["exact"]["n_errors"] == 1 and summary["exact"]["n_missing"] == 0
+
+
+def test_the_toolkits_judge_failure_placeholder_imports_as_judge_error(tmp_path, capsys):
+    data = write_menu_tasks(tmp_path / "data", n=4)
+    responses, judged = write_toolkit_output(tmp_path)
+    rows = json.loads(judged.read_text())
+    placeholder = '{"explanation": "Failed to get judge result", "judge_result": "Not Met"}'  # run_judge_*_turn.py after its retries
+    rows[0]["judge_result"][1]["judge_result"] = placeholder
+    judged.write_text(json.dumps(rows))
+    run = tmp_path / "imported"
+    assert main(["import-toolkit", str(responses), "--judge-results", str(judged), "--data", str(data), "--out", str(run)]) == 0
+    salad = latest_records(run / "records.jsonl")["menu-0#0"]
+    assert [v["status"] for v in salad["verdicts"][0]] == ["Met", "judge_error"] and "Failed to get judge result" in salad["verdicts"][0][1]["error"]
+    assert salad["score"]["complete"] is False
+    capsys.readouterr()
+    assert main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
+    assert json.loads((tmp_path / "report" / "summary.json").read_text())["runs"][0]["n_judge_incomplete"] == 2  # menu-0 and menu-1

@@ -162,3 +162,135 @@ def test_recorded_online_run_replays_offline(server, tmp_path):
     assert len(server.requests) == before  # answered from the cache alone
     miss = replayer.call("web_search", {"query": "never recorded"}, CTX)
     assert not miss.ok and "no recorded" in miss.error
+
+
+# ---- one deadline per fetch, refused redirects, the explicit deny list (issue 11, item 13) ----
+
+import ipaddress  # noqa: E402
+import socket  # noqa: E402
+import time  # noqa: E402
+
+from vtb_env.tools.web_online import DENIED_NETWORKS, address_refusal  # noqa: E402
+
+LOOPBACK_ONLY = ("127.0.0.1/32",)
+
+
+class RawServer:
+    """A raw TCP server on 127.0.0.1; ``handler(conn, path)`` answers each connection (set by the test)."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.handler = None
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn) -> None:
+        with conn:
+            try:
+                request = conn.recv(65536).decode("latin-1")
+                self.handler(conn, request.split(" ")[1] if " " in request else "/")
+            except OSError:
+                pass
+
+
+@pytest.fixture
+def raw_server():
+    server = RawServer()
+    yield server
+    server.listener.close()
+
+
+def _drip_headers(conn, path):
+    conn.sendall(b"HTTP/1.1 200 OK\r\n")
+    for _ in range(100):  # one header byte every 0.2 s: 20 s if nothing cuts it off
+        conn.sendall(b"X")
+        time.sleep(0.2)
+
+
+def _slow_redirects(conn, path):
+    hop = int(path.strip("/") or 0)
+    time.sleep(0.4)  # each hop alone is well inside any per-operation timeout
+    conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: /{hop + 1}\r\nContent-Length: 0\r\n\r\n".encode())
+
+
+def test_headers_dripped_byte_by_byte_hit_the_fetch_deadline(raw_server):
+    raw_server.handler = _drip_headers
+    fetcher = PageFetcher(timeout_s=1.0, allow_networks=LOOPBACK_ONLY)
+    start = time.monotonic()
+    with pytest.raises(FetchRefused, match="Timeout"):
+        fetcher.page(f"{raw_server.base}/")
+    assert time.monotonic() - start < 3.0  # was held for the whole 20 s drip
+
+
+def test_one_deadline_covers_every_redirect_hop(raw_server):
+    raw_server.handler = _slow_redirects
+    fetcher = PageFetcher(timeout_s=1.0, max_redirects=5, allow_networks=LOOPBACK_ONLY)
+    start = time.monotonic()
+    with pytest.raises(FetchRefused, match="Timeout|longer than"):
+        fetcher.page(f"{raw_server.base}/0")
+    assert time.monotonic() - start < 2.0  # six hops of 0.4 s would take 2.4 s
+
+
+@pytest.mark.parametrize("location", ["http://127.0.0.1:99999/", "//" + "a" * 300 + "/", "http://[::1/", "/a\x01b", "http://127.0.0.1:x/"])
+def test_unusable_redirect_targets_are_refused_fetches(raw_server, server, location):
+    raw_server.handler = lambda conn, path: conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n".encode("latin-1"))
+    fetcher = PageFetcher(timeout_s=5.0, allow_networks=LOOPBACK_ONLY)
+    with pytest.raises(FetchRefused):
+        fetcher.page(f"{raw_server.base}/")
+    assert fetcher.page(f"{server.base}/page.html")["title"] == "Harbour news"  # the next fetch works
+
+
+@pytest.mark.parametrize("address", [
+    "64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b:1::a00:1", "::ffff:127.0.0.1", "::ffff:169.254.169.254",
+    "::127.0.0.1", "::a00:1", "fec0::1", "2002:7f00:1::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "fd00::1",
+    "fe80::1", "::1", "::", "ff02::1", "100::1", "127.0.0.1", "10.1.2.3", "100.64.0.1", "169.254.169.254",
+    "172.16.0.1", "192.168.1.1", "198.18.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255",
+])
+def test_deny_list_refuses_addresses_that_reach_private_ones(address):
+    assert address_refusal(ipaddress.ip_address(address)) is not None
+
+
+@pytest.mark.parametrize("address", ["93.184.215.14", "8.8.8.8", "2606:4700:4700::1111", "2a00:1450:4001:82a::200e"])
+def test_deny_list_lets_public_addresses_through(address):
+    assert address_refusal(ipaddress.ip_address(address)) is None
+
+
+def test_nat64_address_is_refused_before_connecting(raw_server):
+    """A redirect from an allowed server to NAT64/mapped forms of loopback: refused, nothing connects."""
+    hits = []
+
+    def handler(conn, path):
+        hits.append(path)
+        target = {"/": "http://[64:ff9b::7f00:1]:{port}/", "/mapped": "http://[::ffff:127.0.0.1]:{port}/"}[path]
+        conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {target.format(port=raw_server.port)}\r\nContent-Length: 0\r\n\r\n".encode())
+
+    raw_server.handler = handler
+    fetcher = PageFetcher(timeout_s=5.0, allow_networks=LOOPBACK_ONLY)
+    for path in ("/", "/mapped"):
+        with pytest.raises(FetchRefused, match="denied range"):
+            fetcher.page(f"{raw_server.base}{path}")
+    assert hits == ["/", "/mapped"] and len(DENIED_NETWORKS) > 20
+
+
+def test_search_and_weather_clients_share_the_deadline(raw_server):
+    from vtb_env.tools.weather import OpenMeteo, WeatherUnavailable
+    from vtb_env.tools.web_online import SerpApiSearch
+
+    raw_server.handler = _drip_headers
+    start = time.monotonic()
+    with pytest.raises(WeatherUnavailable, match="Timeout"):
+        OpenMeteo(geocoding_url=f"{raw_server.base}/v1/search", timeout_s=1.0).lookup("Reykjavik", "2020-02-01")
+    with pytest.raises(RuntimeError, match="Timeout"):
+        SerpApiSearch("key", base_url=f"{raw_server.base}/search.json", timeout_s=1.0).search("q", 3)
+    assert time.monotonic() - start < 5.0  # two 20 s drips, each cut at 1 s

@@ -1,8 +1,9 @@
 """Step many episodes at once for LLM rollouts: the tool calls of all episodes run concurrently.
 
-``EnvPool`` holds N environments. ``step(actions)`` parses every action in the calling thread,
-runs each episode's tool calls in a thread pool (one task per episode: an episode's calls stay
-in order, so image names are deterministic) and returns when all are done -- the batch takes
+``EnvPool`` holds N environments. ``step(actions)`` parses each action and runs its tool calls
+in a thread pool (one task per episode: an episode's calls stay in order, so image names are
+deterministic; parsing happens in the worker too, so a long action never holds up the others'
+submission) and returns when all are done -- the batch takes
 as long as its slowest episode, not the sum. ``submit(i, action)`` returns a Future instead, so
 a loop can re-query the policy for fast episodes while a slow tool call is still running::
 
@@ -61,11 +62,10 @@ class EnvPool:
         ]
 
     def submit(self, index: int, action: str | Mapping[str, Any]) -> Future[StepResult]:
-        """Parse ``action`` now and run its tool calls in the pool; the Future gives the step's result."""
+        """Parse ``action`` and run its tool calls in the pool; the Future gives the step's result."""
         self._require_idle([index])
         env = self.envs[index]
-        pending = env.begin_step(action)
-        future = self._executor.submit(lambda: StepResult(*env.end_step(pending.execute())))
+        future = self._executor.submit(lambda: StepResult(*env.end_step(env.begin_step(action).execute())))
         self._in_flight[index] = future
         return future
 

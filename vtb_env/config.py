@@ -6,9 +6,14 @@ reproduces the public toolkit's deliberate rules. Every field on which they diff
 | field | default | official | why |
 |---|---|---|---|
 | ``cap_unit`` | ``"calls"`` | ``"rounds"`` | the paper caps tool *calls*; the toolkit counts rounds of parallel calls |
+| ``cap_scope`` | ``"task"`` | ``"turn"`` | the paper: "20 per task"; the toolkit gives each turn a fresh budget of 20 rounds |
 | ``at_cap`` | ``"ask_final"`` | ``"placeholder"`` | default: tools are withdrawn and the model is asked once for its answer; official: the turn's answer becomes ``CAP_PLACEHOLDER_ANSWER`` |
 | ``history`` | ``"model"`` | ``"golden"`` | later turns see the model's own earlier dialogue vs. the golden answers (toolkit flag ``--use_GT_answer``) |
 | ``image_encoding`` | ``"original"`` | ``"jpeg"`` | default sends the image bytes as they are (PNG/JPEG/WebP/GIF, others as PNG); the toolkit re-encodes as JPEG quality 85 |
+
+Both presets bound a step's tool work (the toolkit does not): at most ``max_calls_per_round``
+calls of one action run, and once ``round_time_budget_s`` of tool time has passed in a round the
+remaining calls are not started; each cut-off call gets an error tool message.
 
 The toolkit's defects (one image per turn, earlier turns' images dropped, the image message
 placed between the tool messages of a round, a malformed call aborting the task) are not
@@ -20,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-from vtb_env.parsers import FORMATS
+from vtb_env.parsers import FORMATS, PARSERS
 
 CAP_PLACEHOLDER_ANSWER = "Model hit the maximum number of tool calls"
 TOOL_SETS: tuple[str, ...] = ("all", "no_vision", "none")
@@ -34,26 +39,36 @@ class EnvConfig:
     preset_name: str = "default"
     system_prompt: str | None = "strong"  # "strong" | "weak" | any text | None (no system message)
     tool_set: Literal["all", "no_vision", "none"] = "all"  # the paper's ablations
-    max_tool_calls: int = 20  # per turn; each turn starts a fresh budget
+    max_tool_calls: int = 20  # per task (cap_scope="task", the paper) or per turn ("turn", the toolkit)
     cap_unit: Literal["calls", "rounds"] = "calls"
+    cap_scope: Literal["task", "turn"] = "task"
     at_cap: Literal["ask_final", "placeholder"] = "ask_final"
     history: Literal["model", "golden"] = "model"
-    tool_format: str = "auto"  # a name in vtb_env.parsers.FORMATS
+    tool_format: str = "auto"  # a name in vtb_env.parsers.FORMATS, or a format added with register_parser
     image_parts: Literal["data_url", "name"] = "data_url"  # "name": parts carry the file name only, no base64 is ever made
     image_encoding: Literal["original", "jpeg"] = "original"
     jpeg_quality: int = 85
+    max_calls_per_round: int = 20  # calls run from one action; the rest get an error tool message
+    round_time_budget_s: float | None = 120.0  # tool wall-clock of one round (= one step); None: unbounded
+    # Keep only the last K images in each observation (older ones become a text note); None: all.
+    # Set K to the server's vLLM --limit-mm-per-prompt image limit (or below) for long episodes.
+    max_dialogue_images: int | None = None
 
     def __post_init__(self) -> None:
         checks = {
             "tool_set": self.tool_set in TOOL_SETS,
             "cap_unit": self.cap_unit in ("calls", "rounds"),
+            "cap_scope": self.cap_scope in ("task", "turn"),
+            "max_dialogue_images": self.max_dialogue_images is None or (isinstance(self.max_dialogue_images, int) and self.max_dialogue_images >= 1),
             "at_cap": self.at_cap in ("ask_final", "placeholder"),
             "history": self.history in ("model", "golden"),
-            "tool_format": self.tool_format in FORMATS,
+            "tool_format": self.tool_format in FORMATS or self.tool_format in PARSERS,  # registered formats too
             "image_parts": self.image_parts in ("data_url", "name"),
             "image_encoding": self.image_encoding in ("original", "jpeg"),
             "max_tool_calls": isinstance(self.max_tool_calls, int) and self.max_tool_calls >= 1,
             "jpeg_quality": 1 <= self.jpeg_quality <= 95,
+            "max_calls_per_round": isinstance(self.max_calls_per_round, int) and self.max_calls_per_round >= 1,
+            "round_time_budget_s": self.round_time_budget_s is None or self.round_time_budget_s > 0,
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:
@@ -73,7 +88,7 @@ class EnvConfig:
 
 PRESETS: dict[str, EnvConfig] = {
     "default": EnvConfig(),
-    "official": EnvConfig(preset_name="official", cap_unit="rounds", at_cap="placeholder", history="golden", image_encoding="jpeg"),
+    "official": EnvConfig(preset_name="official", cap_unit="rounds", cap_scope="turn", at_cap="placeholder", history="golden", image_encoding="jpeg"),
 }
 
 

@@ -20,6 +20,7 @@ from vtb_env.observation import Dialogue, ImageAsset, reingestion_message, user_
 from vtb_env.parsers import ParsedAction, ParsedCall, action_text, parse_action
 from vtb_env.prompts import resolve_system_prompt
 from vtb_env.render import render_ansi, render_html
+from vtb_env.safe_text import clean_action, clean_parsed_action, clean_tool_result
 from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
 from vtb_env.tasks import ImageDecodeError, Task
 from vtb_env.tools.base import ToolContext, ToolRegistry, ToolResult
@@ -27,8 +28,9 @@ from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRe
 
 logger = logging.getLogger(__name__)
 
-CAP_PROMPT = "You have reached the limit of {limit} tool {unit} for this turn. Tools are no longer available: reply now with your final answer."
+CAP_PROMPT = "You have reached the limit of {limit} tool {unit} for this {scope}. Tools are no longer available: reply now with your final answer."
 _TASK_IMAGE_CACHE_SIZE = 32
+MAX_TOOL_PIXELS_PER_EPISODE = 256_000_000  # four full-size (64 Mpx) tool images; more are refused with a note
 
 
 class VisualToolBenchEnv(gym.Env):
@@ -137,8 +139,9 @@ class VisualToolBenchEnv(gym.Env):
         """Parse the action and plan its tool calls (fast, no tool runs)."""
         episode = self._require_episode()
         start = time.perf_counter()
+        action = clean_action(action)  # policy text enters here, so everything emitted encodes as UTF-8
         try:
-            parsed = parse_action(action, self.config.tool_format)
+            parsed = clean_parsed_action(parse_action(action, self.config.tool_format))
         except Exception as exc:  # a parser bug must not end a rollout
             parsed = ParsedAction(content="", calls=[ParsedCall(name="", arguments="", error=f"could not parse the action: {type(exc).__name__}: {exc}")])
         step = StepRecord(action_text=action_text(action), reasoning=parsed.reasoning, parser=parsed.parser, parse_errors=[c.error for c in parsed.calls if c.error])
@@ -191,7 +194,10 @@ class VisualToolBenchEnv(gym.Env):
         first = sum(len(t.images) for t in episode.task.turns[:index]) + 1
         assets = [self._task_asset(episode.task, first + j, ref) for j, ref in enumerate(turn.images)]
         episode.record.metadata["images"].extend({"name": a.name, "sha256": a.sha256, "turn": index} for a in assets)
-        episode.turn_index, episode.calls_in_turn, episode.rounds_in_turn, episode.awaiting_final = index, 0, 0, False
+        if self.config.cap_scope == "turn":  # per task (the paper), the counts run on across turns
+            episode.calls_in_turn, episode.rounds_in_turn = 0, 0
+        used = episode.calls_in_turn if self.config.cap_unit == "calls" else episode.rounds_in_turn
+        episode.turn_index, episode.awaiting_final = index, used >= self.config.max_tool_calls  # task budget spent: no tools
         episode.turn_record = TurnRecord(index=index)
         episode.record.turns.append(episode.turn_record)
         episode.turn_start = len(episode.dialogue)
@@ -239,7 +245,7 @@ class VisualToolBenchEnv(gym.Env):
         episode.turn_record.hit_tool_cap = True
         if self.config.at_cap == "ask_final":
             episode.awaiting_final = True
-            episode.dialogue.append({"role": "user", "content": CAP_PROMPT.format(limit=self.config.max_tool_calls, unit=self.config.cap_unit)})
+            episode.dialogue.append({"role": "user", "content": CAP_PROMPT.format(limit=self.config.max_tool_calls, unit=self.config.cap_unit, scope=self.config.cap_scope)})
             return False, False
         last_turn = episode.turn_index + 1 >= len(episode.task.turns)
         self._close_turn(CAP_PLACEHOLDER_ANSWER, step)
@@ -252,7 +258,9 @@ class VisualToolBenchEnv(gym.Env):
         if episode.awaiting_final:
             return "tools are no longer available in this turn: the tool-call limit was reached; give your final answer", "tools_withdrawn"
         if self.config.cap_unit == "calls" and episode.calls_in_turn + position >= self.config.max_tool_calls:
-            return f"not executed: the limit of {self.config.max_tool_calls} tool calls per turn was reached", "over_cap"
+            return f"not executed: the limit of {self.config.max_tool_calls} tool calls per {self.config.cap_scope} was reached", "over_cap"
+        if position >= self.config.max_calls_per_round:
+            return f"not executed: at most {self.config.max_calls_per_round} tool calls run per round", "over_round_cap"
         return None
 
     # ---- tools ---------------------------------------------------------------------------
@@ -264,13 +272,18 @@ class VisualToolBenchEnv(gym.Env):
         return ToolContext(task_id=episode.task.id, images=images, next_image_index=episode.next_image_index, turn_index=episode.turn_index)
 
     def _run_calls(self, pending: "PendingStep") -> None:
-        """Run the round's valid calls in order; each sees the images of the calls before it."""
+        """Run the round's valid calls in order; each sees the images of the calls before it. Calls
+        not started before the round's time budget is spent get an error instead."""
         episode = self._require_episode()
+        budget = self.config.round_time_budget_s
+        deadline = None if budget is None else time.monotonic() + budget
         for call in pending.calls:
+            if call.error is None and deadline is not None and time.monotonic() >= deadline:
+                call.error, call.error_kind = f"not executed: this round's tool time budget of {budget:g} s was spent", "round_time_budget"
             if call.error is not None:
                 call.output = json.dumps({"error": call.error})
                 continue
-            result = self.tools.call(call.name, call.arguments, self.tool_context(pending.new_images))
+            result = clean_tool_result(self.tools.call(call.name, call.arguments, self.tool_context(pending.new_images)))
             call.output, call.latency_s = result.text, result.latency_s
             if result.error is not None:
                 call.error, call.error_kind = result.error, str(result.meta.get("kind", "tool_error"))
@@ -287,6 +300,11 @@ class VisualToolBenchEnv(gym.Env):
             except ImageDecodeError as exc:
                 notes.append(f"image {image.name} was not shown: {exc}")
                 continue
+            width, height = asset.pil.size  # header only: pixels stay encoded until an observation needs them
+            if episode.tool_pixels + width * height > MAX_TOOL_PIXELS_PER_EPISODE:
+                notes.append(f"image {image.name} was not shown: tool images of an episode are capped at {MAX_TOOL_PIXELS_PER_EPISODE} pixels")
+                continue
+            episode.tool_pixels += width * height
             episode.next_image_index += 1
             if image.name != name:  # names stay unique per episode; say where the tool's file went
                 notes.append(f"{image.name} is shown as {name}")
@@ -340,7 +358,8 @@ class VisualToolBenchEnv(gym.Env):
     def _observation(self) -> dict[str, Any]:
         episode = self._require_episode()
         tools = [] if episode.awaiting_final or episode.done else self.tools.schemas(self.tool_context())
-        return episode.dialogue.observation(tools, self.config.image_parts, self.config.image_encoding, self.config.jpeg_quality)
+        return episode.dialogue.observation(tools, self.config.image_parts, self.config.image_encoding, self.config.jpeg_quality,
+                                            keep_last_images=self.config.max_dialogue_images)
 
     def _info(self) -> dict[str, Any]:
         episode = self._require_episode()
@@ -391,6 +410,7 @@ class _Episode:
     rounds_in_turn: int = 0
     awaiting_final: bool = False
     next_image_index: int = 0
+    tool_pixels: int = 0  # pixels of the tool images shown so far (bounded by MAX_TOOL_PIXELS_PER_EPISODE)
     call_counter: int = 0
     call_ids: set[str] = field(default_factory=set)
     done: bool = False

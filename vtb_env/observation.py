@@ -40,8 +40,10 @@ class ImageAsset:
 
     @classmethod
     def validated(cls, name: str, data: bytes) -> "ImageAsset":
-        """An asset from untrusted bytes (a tool's output): fully decoded now; raises ImageDecodeError."""
-        return cls(name, data, decode_image(data))
+        """An asset from untrusted bytes (a tool's output): fully decoded once now to prove it decodes (raises
+        ImageDecodeError), then kept as bytes only; ``pil`` reopens them lazily when an observation needs pixels."""
+        decode_image(data).close()
+        return cls(name, data)
 
     @cached_property
     def data(self) -> bytes:
@@ -147,20 +149,36 @@ class Dialogue:
     def __len__(self) -> int:
         return len(self.messages)
 
+    def _image_parts(self) -> list["ImagePart"]:
+        return [part for message in self.messages if isinstance(message.get("content"), list)
+                for part in message["content"] if isinstance(part, ImagePart)]
+
     @property
     def assets(self) -> list[ImageAsset]:
         """Every image visible in the dialogue, in order of appearance."""
         return [asset for assets in self._assets for asset in assets]
 
-    def observation(self, tools: list[dict[str, Any]], image_parts: str = "data_url", encoding: str = "original", quality: int = 85) -> dict[str, Any]:
-        """A fresh observation dict (new containers every call; strings and images are shared, never mutated)."""
+    def observation(
+        self, tools: list[dict[str, Any]], image_parts: str = "data_url", encoding: str = "original", quality: int = 85,
+        keep_last_images: int | None = None,
+    ) -> dict[str, Any]:
+        """A fresh observation dict (new containers every call; strings and images are shared, never mutated).
+
+        ``keep_last_images=K``: only the last K image parts are sent; each older one becomes a
+        text part naming the image, so the dialogue stays readable under a server's per-prompt limit.
+        """
+        assets = self.assets
+        dropped = {id(part) for part in self._image_parts()[: max(0, len(assets) - keep_last_images)]} if keep_last_images else set()
 
         def resolve(part: ImagePart) -> dict[str, Any]:
+            if id(part) in dropped:
+                return {"type": "text", "text": f"[{part.asset.name} is no longer shown: only the last {keep_last_images} images are kept]"}
             if image_parts == "name":
                 return {"type": "image", "name": part.asset.name}
             return {"type": "image_url", "image_url": {"url": part.asset.data_url(encoding, quality)}}
 
-        assets = self.assets
+        if dropped:
+            assets = assets[len(dropped):]
         return {
             "messages": [_fresh(message, resolve) for message in self.messages],
             "images": [asset.pil for asset in assets],

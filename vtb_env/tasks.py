@@ -61,12 +61,12 @@ def yes_no(value: Any) -> bool:
 def decode_image(data: bytes, *, max_pixels: int = MAX_IMAGE_PIXELS) -> Image.Image:
     """Decode image bytes fully, refusing bombs; raises ImageDecodeError with the reason."""
     try:
-        with Image.open(io.BytesIO(data)) as probe:
-            width, height = probe.size
-            if width * height > max_pixels:
-                raise ImageDecodeError(f"image of {width}x{height} exceeds {max_pixels} pixels")
-            probe.load()
-            return probe.copy()
+        image = Image.open(io.BytesIO(data))  # in memory: nothing to close, and no copy of the pixels
+        width, height = image.size
+        if width * height > max_pixels:
+            raise ImageDecodeError(f"image of {width}x{height} exceeds {max_pixels} pixels")
+        image.load()
+        return image
     except ImageDecodeError:
         raise
     except Exception as exc:  # PIL raises many types for bad data
@@ -165,7 +165,7 @@ class Rubric:
             raise ValueError(f"rubric {rubric_id}: missing 'description' or 'weight'")
         try:
             weight = int(entry["weight"])
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ValueError(f"rubric {rubric_id}: weight {entry['weight']!r} is not an integer") from None
         if not 1 <= weight <= 5:
             raise ValueError(f"rubric {rubric_id}: weight {weight} outside 1..5")
@@ -187,11 +187,14 @@ class Rubric:
 
 def parse_rubrics_json(text: str | Mapping[str, Any]) -> tuple[Rubric, ...]:
     """Parse one turn's ``rubrics_by_turn`` JSON string (``{id: entry}``, or a list of entries with ``id``)."""
-    data = json.loads(text) if isinstance(text, (str, bytes)) else text
+    try:
+        data = json.loads(text) if isinstance(text, (str, bytes)) else text
+    except RecursionError:
+        raise ValueError("rubric JSON is nested too deeply") from None
     if isinstance(data, Mapping):
         return tuple(Rubric.from_official(key, value) for key, value in data.items())
     if isinstance(data, list):
-        return tuple(Rubric.from_official(str(item.get("id", i)), item) for i, item in enumerate(data))
+        return tuple(Rubric.from_official(str(item.get("id", i)) if isinstance(item, Mapping) else str(i), item) for i, item in enumerate(data))
     raise ValueError(f"rubrics must be a JSON object or list, got {type(data).__name__}")
 
 
@@ -285,6 +288,8 @@ class Task:
     def from_dict(cls, data: Mapping[str, Any], image_dir: str | Path | None = None) -> "Task":
         """Inverse of ``to_dict``; image names resolve against ``image_dir``."""
         base = Path(image_dir) if image_dir is not None else None
+        if not isinstance(data.get("turns"), list) or not all(isinstance(turn, Mapping) for turn in data["turns"]):
+            raise ValueError(f"task {data.get('id')}: 'turns' must be a list of objects, got {type(data.get('turns')).__name__}")
         turns = []
         for turn in data["turns"]:
             images = tuple(

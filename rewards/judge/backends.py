@@ -11,7 +11,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Literal, Mapping, Protocol, Sequence
 
 
 class BackendError(Exception):
@@ -21,7 +21,9 @@ class BackendError(Exception):
 class JudgeBackend(Protocol):
     judge_id: str
 
-    def complete_many(self, prompts: Sequence[str]) -> list[str | BackendError]: ...
+    def complete_many(self, prompts: Sequence[str], schema: Mapping[str, Any] | None = None) -> list[str | BackendError]:
+        """One reply per prompt; ``schema`` (``{"name", "schema"}``) asks for structured output where supported."""
+        ...
 
 
 class OpenAIChatBackend:
@@ -29,6 +31,12 @@ class OpenAIChatBackend:
 
     Up to ``max_concurrency`` requests in flight; each has ``timeout_s`` and up to ``retries``
     retries with exponential backoff and jitter on transport errors, timeouts, 408/409/429 and 5xx.
+
+    Reasoning models (o4-mini, GPT-5 class) reject ``temperature`` and ``max_tokens``:
+    ``temperature=None`` / ``max_tokens=None`` leave them out, and ``token_field`` names the field
+    the bound goes in (``max_completion_tokens`` for those models). ``structured``: "json_schema"
+    sends the reply's JSON schema as ``response_format``; "auto" does too until the server refuses
+    it (a 400/422 naming ``response_format``/``json_schema``), then sends plain prompts; "off" never.
     """
 
     RETRYABLE_STATUS = frozenset({408, 409, 429})
@@ -43,20 +51,26 @@ class OpenAIChatBackend:
         timeout_s: float = 60.0,
         retries: int = 3,
         backoff_s: float = 1.0,
-        temperature: float = 0.0,
-        max_tokens: int = 512,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = 512,
+        token_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
+        structured: Literal["auto", "json_schema", "off"] = "auto",
     ):
         import openai
 
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
         self.model = model
+        if token_field not in ("max_tokens", "max_completion_tokens") or structured not in ("auto", "json_schema", "off"):
+            raise ValueError(f"bad judge request options: token_field={token_field!r}, structured={structured!r}")
         self.judge_id = f"openai:{model}@t={temperature}"
         self.max_concurrency = max_concurrency
         self.retries = retries
         self.backoff_s = backoff_s
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.token_field = token_field
+        self.structured = structured
         self._openai = openai
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
 
@@ -68,29 +82,44 @@ class OpenAIChatBackend:
             return exc.status_code >= 500 or exc.status_code in self.RETRYABLE_STATUS
         return False
 
-    def complete(self, prompt: str) -> str | BackendError:
+    def request(self, prompt: str, schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The keyword arguments of one chat-completions call (what the server receives)."""
+        kwargs: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": prompt}]}
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            kwargs[self.token_field] = self.max_tokens
+        if schema is not None and self.structured != "off":
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": {**schema, "strict": True}}
+        return kwargs
+
+    def _refuses_schema(self, exc: Exception) -> bool:
+        if self.structured != "auto" or not isinstance(exc, self._openai.APIStatusError) or exc.status_code not in (400, 422):
+            return False
+        text = str(exc).lower()
+        return "response_format" in text or "json_schema" in text or "structured" in text
+
+    def complete(self, prompt: str, schema: Mapping[str, Any] | None = None) -> str | BackendError:
         for attempt in range(self.retries + 1):
             try:
-                response = self._client.chat.completions.create(
-                    model=self.model,
-                    messages=[{"role": "user", "content": prompt}],
-                    temperature=self.temperature,
-                    max_tokens=self.max_tokens,
-                )
+                response = self._client.chat.completions.create(**self.request(prompt, schema))
                 content = response.choices[0].message.content if response.choices else None
                 return content if content is not None else BackendError("reply has no content")
             except Exception as exc:  # openai raises many types; classify, never propagate
+                if schema is not None and self._refuses_schema(exc):
+                    self.structured = "off"  # this server has no structured output: plain prompts from now on
+                    return self.complete(prompt, None)
                 if attempt < self.retries and self._retryable(exc):
                     time.sleep(self.backoff_s * 2**attempt * (0.5 + random.random()))
                     continue
                 return BackendError(f"{type(exc).__name__}: {exc}"[:300])
         raise AssertionError("unreachable")
 
-    def complete_many(self, prompts: Sequence[str]) -> list[str | BackendError]:
+    def complete_many(self, prompts: Sequence[str], schema: Mapping[str, Any] | None = None) -> list[str | BackendError]:
         if len(prompts) <= 1:
-            return [self.complete(prompt) for prompt in prompts]
+            return [self.complete(prompt, schema) for prompt in prompts]
         with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(prompts))) as pool:
-            return list(pool.map(self.complete, prompts))
+            return list(pool.map(lambda prompt: self.complete(prompt, schema), prompts))
 
 
 class TransformersBackend:
@@ -136,5 +165,6 @@ class TransformersBackend:
         except Exception as exc:  # a model failure is one rubric's judge_error, not a crash
             return BackendError(f"{type(exc).__name__}: {exc}"[:300])
 
-    def complete_many(self, prompts: Sequence[str]) -> list[str | BackendError]:
+    def complete_many(self, prompts: Sequence[str], schema: Mapping[str, Any] | None = None) -> list[str | BackendError]:
+        """Replies in order; ``schema`` is not enforced (the prompt states the format)."""
         return [self.complete(prompt) for prompt in prompts]

@@ -17,7 +17,7 @@ from rewards.checks import CheckSpecError, run_check
 from rewards.judge.backends import BackendError, JudgeBackend
 from rewards.judge.cache import VerdictCache, cache_key
 from rewards.judge.prompt import RUBRIC_JUDGE_TEMPLATE, render, template_hash
-from rewards.judge.verdict import JUDGE_ERROR, MET, NOT_MET, Verdict, parse_verdict
+from rewards.judge.verdict import JUDGE_ERROR, MET, NOT_MET, VERDICT_SCHEMA, Verdict, parse_verdict
 
 if TYPE_CHECKING:
     from vtb_env.tasks import Task
@@ -110,7 +110,7 @@ class Judge:
                 render(self.template, question=it.question, golden_answer=it.golden_answer, criterion=it.criterion, answer=it.answer or "")
                 for it in (items[pending[key][0]] for key in keys)
             ]
-            replies = self.backend.complete_many([p for p in prompts for _ in range(self.votes)])  # type: ignore[union-attr]
+            replies = self.backend.complete_many([p for p in prompts for _ in range(self.votes)], schema=VERDICT_SCHEMA)  # type: ignore[union-attr]
             self.stats.backend_calls += len(replies)
             for n, key in enumerate(keys):
                 verdict = self._majority(replies[n * self.votes : (n + 1) * self.votes])

@@ -1,8 +1,11 @@
 """Verdicts and lenient parsing of a judge's reply.
 
-A reply counts when a ``judge_result`` of "Met" / "Not Met" can be read from it: a JSON object
-(bare, inside a code fence, or followed by trailing text; case-insensitive keys and values),
-or, failing JSON, an unambiguous ``judge_result: Met`` line. Anything else is ``judge_error``:
+A reply counts when a ``judge_result`` can be read from it: a JSON object (bare, inside a code
+fence, or followed by trailing text; case-insensitive keys), or, failing JSON, a
+``judge_result: ...`` line. Every path applies ONE rule to the value (``status_of``): after
+lower-casing, turning ``_`` into spaces, collapsing whitespace and stripping surrounding
+quotes, asterisks and punctuation, it must be exactly ``met`` or ``not met``. Any qualified
+value ("Met (partially)", "Partially Met", "Met/Not Met") is ``judge_error``, never a guess and
 never a silent "Not Met".
 """
 
@@ -43,23 +46,38 @@ class Verdict:
         return cls(JUDGE_ERROR, source=source, error=error)
 
 
-_RESULT_LINE = re.compile(r"""["']?judge_result["']?\s*[:=]\s*["']?\s*(not\s+met|met)\b""", re.IGNORECASE)
+_RESULT_LINE = re.compile(r"""["']?judge_result["']?\s*[:=]\s*["']?([^"'\n}]*)""", re.IGNORECASE)
 _OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
 _TEMPLATE_ECHO = re.compile(r"""["']met["']\s+or\s+["']not met["']""", re.IGNORECASE)
 
 
-def _status_of(value: object) -> Status | None:
+# The JSON schema of a verdict reply, sent as ``response_format`` where the server supports it.
+VERDICT_SCHEMA = {
+    "name": "rubric_verdict",
+    "schema": {
+        "type": "object",
+        "properties": {"explanation": {"type": "string"}, "judge_result": {"type": "string", "enum": [MET, NOT_MET]}},
+        "required": ["explanation", "judge_result"],
+        "additionalProperties": False,
+    },
+}
+
+
+def status_of(value: object) -> Status | None:
+    """The one parsing rule for a ``judge_result`` value (see the module docstring)."""
     if not isinstance(value, str):
         return None
-    norm = " ".join(value.replace("_", " ").split()).lower()
+    norm = " ".join(value.replace("_", " ").split()).lower().strip(" \t\"'`*.:;!")
     return {"met": MET, "not met": NOT_MET}.get(norm)
+
+
 
 
 def _from_object(obj: object) -> Verdict | None:
     if not isinstance(obj, dict):
         return None
     fields = {str(key).strip().lower(): value for key, value in obj.items()}
-    status = _status_of(fields.get("judge_result"))
+    status = status_of(fields.get("judge_result"))
     if status is None:
         return None
     return Verdict(status, explanation=str(fields.get("explanation", "")))
@@ -84,7 +102,7 @@ def _candidates(text: str) -> list[Verdict]:
             repaired = None
         if repaired is not None:
             return [repaired]
-    return [Verdict(status, explanation=text.strip()[:500]) for m in _RESULT_LINE.finditer(text) if (status := _status_of(m.group(1)))]
+    return [Verdict(status, explanation=text.strip()[:500]) for m in _RESULT_LINE.finditer(text) if (status := status_of(m.group(1)))]
 
 
 def parse_verdict(text: str | None) -> Verdict:

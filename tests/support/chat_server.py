@@ -3,7 +3,8 @@
 Clients talk to it over real sockets exactly as to vLLM or a hosted API. What it answers is
 decided by ``respond(request_json) -> dict`` supplied by the test: return an assistant message
 (``{"content": ...}`` or ``{"tool_calls": [...]}``), or ``{"status": 500, "body": ...}`` to
-simulate a server error. ``latency_s`` adds a realistic delay per request.
+simulate a server error. ``latency_s`` adds a realistic delay per request; ``peak_in_flight``
+is the most requests the server held at once (how busy a client keeps it).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class ChatServer:
         self.latency_s = latency_s
         self.model = model
         self.requests: list[dict[str, Any]] = []
+        self.in_flight = self.peak_in_flight = 0
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -101,8 +103,16 @@ class ChatServer:
                 except json.JSONDecodeError:
                     self._send(400, {"error": {"message": "body is not JSON"}})
                     return
-                if server.latency_s:
-                    time.sleep(server.latency_s)
-                self._send(*server._completion(request))
+                with server._lock:
+                    server.in_flight += 1
+                    server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
+                try:
+                    if server.latency_s:
+                        time.sleep(server.latency_s)
+                    reply = server._completion(request)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+                self._send(*reply)
 
         return Handler

@@ -4,12 +4,52 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
-from vtb_env.evaluation.records import RECORDS_FILE, RunConflictError, RunLog, done_keys, latest_records, read_config, write_config
+from vtb_env.evaluation.records import (
+    RECORDS_FILE, RunConflictError, RunLog, done_keys, error_record, judging_complete, latest_records, read_config, run_image_path, write_config,
+)
+
+# Episodes in flight by default: enough to keep a GPU inference server batching (tens of requests
+# in flight) for agents behind HTTP; in-process agents share this machine's cores.
+HTTP_AGENT_CONCURRENCY = 64
+
+
+def default_concurrency(agent_spec: str) -> int:
+    """``--concurrency`` when not given: 64 for OpenAI-compatible agents, the cores for the OCR
+    baseline (its Tesseract runs are processes), 1 for in-process models (``hf:``: one model, one device)."""
+    if agent_spec.startswith(("openai:", "openai-text:")):
+        return HTTP_AGENT_CONCURRENCY
+    if agent_spec == "ocr-baseline":
+        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+    return 1
+
+
+def _seed(text: str) -> int | None:
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--seed takes an integer or 'none', got {text!r}") from exc
+
+
+def _add_judge_arguments(parser: argparse.ArgumentParser) -> None:
+    """How an OpenAI-compatible judge is called, and the optional judge passes."""
+    parser.add_argument("--judge-temperature", default="0", metavar="T|none",
+                        help="judge sampling temperature; 'none' omits it (reasoning models such as o4-mini / GPT-5 reject it)")
+    parser.add_argument("--judge-max-tokens", default="512", metavar="N|none", help="judge reply bound; 'none' omits it")
+    parser.add_argument("--judge-token-field", default="max_tokens", choices=("max_tokens", "max_completion_tokens"),
+                        help="the field the bound is sent in (reasoning models take max_completion_tokens)")
+    parser.add_argument("--judge-structured", default="auto", choices=("auto", "json_schema", "off"),
+                        help="ask for a JSON-schema reply; auto: falls back to plain text when the server refuses response_format")
+    parser.add_argument("--process-metrics", action="store_true",
+                        help="judge KCoverage (both readings) and tool effectiveness per episode (LLM judge; one call per key step / tool call)")
+    parser.add_argument("--error-types", action="store_true", help="classify each failed task's error type (appendix B.6, table 4; LLM judge)")
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,8 +58,12 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent", default="ocr-baseline", help="ocr-baseline | openai:MODEL@URL | openai-text:MODEL@URL | hf:PATH")
     parser.add_argument("--judge", default="exact", help="exact | openai:MODEL@URL | hf:PATH")
     parser.add_argument("--preset", default="default", choices=("default", "official"), help="env preset")
-    parser.add_argument("--concurrency", type=int, default=1, help="episodes in flight (one env each)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-dialogue-images", type=int, default=None, metavar="K",
+                        help="send only the last K images of the dialogue (at most vLLM's --limit-mm-per-prompt image limit)")
+    parser.add_argument("--concurrency", type=int, default=None,
+                        help=f"episodes in flight (one env each); default {HTTP_AGENT_CONCURRENCY} for openai agents, the cores for ocr-baseline, 1 for hf")
+    parser.add_argument("--seed", type=_seed, default=0, metavar="N|none",
+                        help="base seed: each (task, sample) gets its own seed from it, recorded per record; 'none' sends no seed")
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--max-tokens", type=int, default=2048)
     parser.add_argument("--agent-extra-body", type=_json_object, default=None, metavar="JSON",
@@ -30,6 +74,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default=None, help="run name in reports (default: the output dir's name)")
     parser.add_argument("--resume", action="store_true", help="continue a run in --out: skip done tasks, retry errors")
     parser.add_argument("--no-progress", action="store_true")
+    _add_judge_arguments(parser)
     _add_executor_arguments(parser)
 
 
@@ -67,6 +112,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     jd.add_argument("--critical-rule", default=None, choices=("weight>=4", "flag", "either"))
     jd.add_argument("--multi-turn", default=None, choices=("pooled", "per_turn"))
     jd.add_argument("--out", required=True, help="new run directory for the re-scored records (resumable)")
+    jd.add_argument("--concurrency", type=int, default=8, help="records judged at once")
+    _add_judge_arguments(jd)
     jd.set_defaults(func=run_judge)
 
     rp = subparsers.add_parser("report", help="tables, plots and an HTML report from one or more runs")
@@ -108,18 +155,53 @@ def _label_store(path: str | Path, must_exist: bool = True) -> Any:
     return ModeLabelStore(path)
 
 
+def _optional(text: str, kind: type) -> Any:
+    return None if str(text).strip().lower() == "none" else kind(text)
+
+
+def judge_options(args: argparse.Namespace) -> Any:
+    """The ``--judge-*`` request options."""
+    from vtb_env.evaluation.specs import JudgeOptions
+
+    return JudgeOptions(
+        temperature=_optional(args.judge_temperature, float), max_tokens=_optional(args.judge_max_tokens, int),
+        token_field=args.judge_token_field, structured=args.judge_structured,
+    )
+
+
+def judge_from_args(args: argparse.Namespace, out: Path) -> Any:
+    """The judge of ``--judge`` with the ``--judge-*`` request options; the passes need an LLM judge."""
+    from vtb_env.evaluation.specs import SpecError, make_judge
+
+    options = judge_options(args)
+    if args.judge == "exact" and (args.process_metrics or args.error_types):
+        raise SpecError("--process-metrics and --error-types need an LLM judge (--judge openai:MODEL@URL or hf:PATH), not 'exact'")
+    return make_judge(args.judge, cache_path=out / "judge_cache.sqlite" if args.judge != "exact" else None, options=options)
+
+
+def _passes(args: argparse.Namespace) -> Any:
+    from vtb_env.evaluation.runner import JudgePasses
+
+    return JudgePasses(process_metrics=args.process_metrics, error_types=args.error_types)
+
+
+def task_index(tasks: Any) -> dict[str, list[str]]:
+    """Task id -> [turn case, domain, category]: the run's denominators, kept in ``config.json``
+    so a report counts tasks that never produced a record."""
+    return {task.id: [task.turncase, task.domain, task.eval_focus or "unknown"] for task in tasks}
+
+
 def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any = None) -> tuple[int, Path, list[Any]]:
     """Run `vtb eval` with ``args``: (exit code, run dir, tasks)."""
     from agents.ablations import ablate_agent, env_overrides
     from vtb_env.config import EnvConfig
-    from vtb_env.env import VisualToolBenchEnv
+    from vtb_env.env import VisualToolBenchEnv, _default_tools
     from vtb_env.evaluation.runner import Scoring, episode_reward, evaluate
-    from vtb_env.evaluation.specs import load_eval_tasks, make_agent, make_judge
+    from vtb_env.evaluation.specs import SpecError, load_eval_tasks, make_agent
 
     out = Path(args.out)
     if args.executor == "ray":
         from vtb_env.evaluation.ray_executor import check_shareable
-        from vtb_env.evaluation.specs import SpecError
 
         try:
             check_shareable(args.agent, args.judge)
@@ -130,41 +212,53 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     if not tasks:
         print(f"error: no tasks loaded from {args.data!r}", file=sys.stderr)
         return 2, out, []
+    try:
+        judge = judge_from_args(args, out)
+    except SpecError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2, out, []
+    # HTTP agents get every (task, sample) its own request seed from the runner (runner.sample_seed);
+    # in-process models seed their sampler once with --seed.
     base_agent = make_agent(args.agent, seed=args.seed, temperature=args.temperature, max_tokens=args.max_tokens, extra_body=args.agent_extra_body)
     agent = ablate_agent(base_agent, ablation)
     model = getattr(args, "mode_model", None) or base_agent.name
-    # A task's own label (synthetic tasks, by construction) wins over stored ones (metrics.episode_mode_label).
-    own = {task.id: task.mode_label for task in tasks}
-    mode_labels = {tid: label for tid, label in (store.labels(model) if store else {}).items() if tid in own and not own[tid]}
-    judge = make_judge(args.judge, cache_path=out / "judge_cache.sqlite" if args.judge != "exact" else None)
-    env_config = EnvConfig.preset(args.preset, **env_overrides(ablation))
+    # The model's own text-only labels come first; a task's built-in label is the fallback (seed 000).
+    ids = {task.id for task in tasks}
+    mode_labels = {tid: label for tid, label in (store.labels(model) if store else {}).items() if tid in ids}
+    env_config = EnvConfig.preset(args.preset, **env_overrides(ablation), max_dialogue_images=args.max_dialogue_images)
     scoring = Scoring(args.critical_rule, args.multi_turn)
+    passes = _passes(args)
+    concurrency = args.concurrency or default_concurrency(args.agent)
     config = {
         "name": args.name or out.name,
         "data": args.data,
         "limit": args.limit,
         "tasks": len(tasks),
+        "task_index": task_index(tasks),
         "agent": agent.describe() if hasattr(agent, "describe") else {"name": agent.name},
         "judge": judge.judge_id,
         "judge_spec": args.judge,
         "preset": args.preset,
+        "env": {k: v for k, v in vars(env_config).items()},
         "ablation": ablation,
         "samples": samples,
         "seed": args.seed,
         "scoring": vars(scoring),
+        "passes": vars(passes),
     }
     if store is not None:
         config["mode_labels"] = {"file": str(Path(store.path).resolve()), "model": model, "labels": mode_labels}
     reward = episode_reward(judge, scoring, mode_labels)
     identity = {"agent": agent.name, "model": base_agent.name, "judge": judge.judge_id, "ablation": ablation, "preset": args.preset}
+    tools = _default_tools()  # one registry (one sandbox pool) shared by every worker's env
     try:
         digest = write_config(out, config)
         if args.executor == "ray":
-            result = _evaluate_on_ray(args, tasks, ablation, samples, env_config, scoring, mode_labels, digest, identity)
+            result = _evaluate_on_ray(args, tasks, ablation, samples, concurrency, env_config, scoring, passes, mode_labels, digest, identity)
         else:
             result = evaluate(
-                tasks, agent, lambda ts: VisualToolBenchEnv(ts, reward=reward, config=env_config), judge, out,
-                config_hash=digest, samples=samples, concurrency=args.concurrency, seed=args.seed,
+                tasks, agent, lambda ts: VisualToolBenchEnv(ts, tools=tools, reward=reward, config=env_config), judge, out,
+                config_hash=digest, samples=samples, concurrency=concurrency, seed=args.seed, passes=passes,
                 resume=args.resume, scoring=scoring, progress=not args.no_progress, identity=identity, mode_labels=mode_labels,
             )
     except RunConflictError as exc:
@@ -175,24 +269,26 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
               "rerun the same command with --resume to finish", file=sys.stderr)
         return 130, out, []
     finally:
+        tools.close()
         if hasattr(agent, "close"):
             agent.close()
-    print(f"{result.succeeded} done, {result.failed} errors, {result.skipped} already done; records in {out / RECORDS_FILE}")
+    print(f"{result.succeeded} done, {result.failed} errors, {result.skipped} already done, {result.rejudged} re-judged "
+          f"({concurrency} in flight); records in {out / RECORDS_FILE}")
     _print_tables([out])
     return (1 if result.failed else 0), out, tasks
 
 
-def _evaluate_on_ray(args: argparse.Namespace, tasks: list[Any], ablation: str, samples: int, env_config: Any, scoring: Any,
-                     mode_labels: dict[str, str], digest: str, identity: dict[str, Any]) -> Any:
+def _evaluate_on_ray(args: argparse.Namespace, tasks: list[Any], ablation: str, samples: int, concurrency: int, env_config: Any,
+                     scoring: Any, passes: Any, mode_labels: dict[str, str], digest: str, identity: dict[str, Any]) -> Any:
     """The ``--executor ray`` branch of ``_evaluate``: the same run, its parts rebuilt in each actor from their specs."""
     from vtb_env.evaluation.ray_executor import RunSpec, evaluate_on_ray
 
     spec = RunSpec(
-        agent=args.agent, judge=args.judge, env_config=env_config, ablation=ablation, scoring=scoring, mode_labels=mode_labels,
+        agent=args.agent, judge=args.judge, env_config=env_config, ablation=ablation, scoring=scoring, passes=passes,
+        mode_labels=mode_labels, judge_options=judge_options(args), seed=args.seed, config_hash=digest, identity=identity,
         agent_options={"seed": args.seed, "temperature": args.temperature, "max_tokens": args.max_tokens, "extra_body": args.agent_extra_body},
-        seed=args.seed, config_hash=digest, identity=identity,
     )
-    return evaluate_on_ray(tasks, spec, args.out, samples=samples, concurrency=args.concurrency, resume=args.resume,
+    return evaluate_on_ray(tasks, spec, args.out, samples=samples, concurrency=concurrency, resume=args.resume,
                            progress=not args.no_progress, address=args.ray_address, temp_dir=args.ray_temp_dir,
                            log_to_driver=args.ray_log_to_driver)
 
@@ -216,65 +312,91 @@ def run_label_modes(args: argparse.Namespace) -> int:
 
 
 def run_judge(args: argparse.Namespace) -> int:
-    from vtb_env.evaluation.runner import Scoring, judge_episode
-    from vtb_env.evaluation.specs import load_eval_tasks, make_judge
+    """Re-judge a run's saved answers into ``--out``; records judged incompletely there (or in the
+    source) are judged again on every rerun until complete."""
+    from vtb_env.evaluation.runner import Progress, Scoring, rejudge, run_work
+    from vtb_env.evaluation.specs import SpecError, load_eval_tasks
 
     source, out = Path(args.run), Path(args.out)
     config = read_config(source)
     if not config:
         print(f"error: {source} has no config.json (not a `vtb eval` run)", file=sys.stderr)
         return 2
+    if source.resolve() == out.resolve():
+        print("error: --out must be a new directory, not the run being re-judged", file=sys.stderr)
+        return 2
+    try:
+        judge = judge_from_args(args, out)
+    except SpecError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     tasks = {task.id: task for task in load_eval_tasks(args.data or config["data"], limit=config.get("limit"))}
-    judge = make_judge(args.judge, cache_path=out / "judge_cache.sqlite" if args.judge != "exact" else None)
     scoring_config = {**config.get("scoring", {})}
     scoring_config.update({k: v for k, v in (("critical_rule", args.critical_rule), ("multi_turn", args.multi_turn)) if v})
-    scoring = Scoring(**scoring_config)
+    scoring, passes = Scoring(**scoring_config), _passes(args)
     new_config = {**{k: v for k, v in config.items() if k != "config_hash"}, "judge": judge.judge_id, "judge_spec": args.judge,
-                  "scoring": vars(scoring), "rejudged_from": str(source.resolve()), "name": out.name}
-    digest = write_config(out, new_config)
+                  "scoring": vars(scoring), "passes": vars(passes), "rejudged_from": str(source.resolve()), "name": out.name}
+    try:
+        digest = write_config(out, new_config)
+    except RunConflictError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     done = done_keys(out / RECORDS_FILE)
-    records = [r for r in latest_records(source / RECORDS_FILE).values() if r.get("status") == "ok" and r["key"] not in done]
+    chosen = latest_records(source / RECORDS_FILE)
+    records = [r for r in chosen.values() if r.get("status") == "ok" and r["key"] not in done]
     missing = sorted({r["task_id"] for r in records if r["task_id"] not in tasks})
     if missing:
         print(f"error: {len(missing)} tasks of the run are not in the data (e.g. {missing[0]}); pass --data", file=sys.stderr)
         return 2
+    bar = Progress(len(records), enabled=False)
+
+    def rejudge_one(record: dict[str, Any]) -> dict[str, Any]:
+        try:
+            _copy_images(record, source, out)
+            return rejudge(record, tasks[record["task_id"]], judge, scoring, passes, digest)
+        except Exception as exc:  # this record is retried on the next run; the others go on
+            return error_record(record, f"re-judging failed: {type(exc).__name__}: {exc}")
+
+    present = latest_records(out / RECORDS_FILE)
+    # Failed episodes come along as errors, so the re-judged run keeps every task in its denominators.
+    failed = [error_record(r, str(r.get("error")), config_hash=digest) for r in chosen.values() if r.get("status") != "ok" and r["key"] not in present]
     with RunLog(out / RECORDS_FILE) as log:
-        for record in records:
-            for relpath in record.get("image_files", {}).values():
-                target = out / relpath
-                if not target.exists():
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(source / relpath, target)
-            task = tasks[record["task_id"]]
-            judged = judge_episode(task, record["answers"], judge, scoring)
-            rescored = {**record, **judged, "config_hash": digest, "judge": judge.judge_id}
-            if record.get("episode"):
-                rescored.update(_rescore_reward(task, record, judge, scoring))
-            log.append(rescored)
+        for record in failed:
+            log.append(record)
+
+        def keep(record: dict[str, Any]) -> None:
+            try:
+                log.append(record)
+            except Exception as exc:
+                log.append(error_record(record, f"record could not be written: {type(exc).__name__}: {exc}"))
+            bar.update(record)
+
+        run_work([lambda r=r: rejudge_one(r) for r in records], args.concurrency, keep)
+    latest = latest_records(out / RECORDS_FILE)
+    incomplete = sum(1 for r in latest.values() if r.get("status") == "ok" and not judging_complete(r))
     stats = judge.stats
     print(f"re-judged {len(records)} records ({len(done)} already done) with {judge.judge_id}: "
-          f"{stats.checks} exact checks, {stats.cache_hits} cache hits, {stats.backend_calls} judge calls, {stats.errors} errors")
+          f"{stats.checks} exact checks, {stats.cache_hits} cache hits, {stats.backend_calls} judge calls, {stats.errors} errors; "
+          f"{incomplete} records incompletely judged (rerun to retry them)")
     _print_tables([out])
-    return 0
+    return 1 if incomplete or bar.errors else 0
 
 
-def _rescore_reward(task: Any, record: dict[str, Any], judge: Any, scoring: Any) -> dict[str, Any]:
-    """The env's composed reward again, from the saved episode, with the new judge and rule.
-
-    Its judge shares the backend and cache (the verdicts just made are cache hits) but keeps
-    its own stats, so the printed stats count the verdict pass only.
-    """
-    from rewards.judge.judge import Judge
-    from vtb_env.evaluation.runner import episode_reward
-    from vtb_env.trajectory import EpisodeRecord
-
-    reward_judge = Judge(judge.backend, judge.cache, judge.template, judge.votes)
-    reward = episode_reward(reward_judge, scoring, {task.id: record["mode_label"]} if record.get("mode_label") else {})
-    try:
-        value, components = reward(task, EpisodeRecord.from_dict(record["episode"]))
-    except Exception as exc:  # a reward that fails is recorded, as the env does
-        return {"reward": 0.0, "reward_components": None, "reward_error": f"{type(exc).__name__}: {exc}"}
-    return {"reward": value, "reward_components": components, "reward_error": None}
+def _copy_images(record: dict[str, Any], source: Path, out: Path) -> None:
+    """Copy a record's stored images into ``out``; names that are not stored images of ``source``
+    (crafted paths, links) are dropped from the record, never followed."""
+    files = record.get("image_files")
+    kept: dict[str, str] = {}
+    for name, relpath in (files.items() if isinstance(files, dict) else ()):
+        path = run_image_path(source, relpath)
+        if path is None:
+            continue
+        target = out / relpath
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        kept[str(name)] = relpath
+    record["image_files"] = kept
 
 
 def _parse_run_arg(value: str) -> tuple[str | None, Path]:
@@ -286,11 +408,11 @@ def _parse_run_arg(value: str) -> tuple[str | None, Path]:
 
 def _print_tables(paths: list[Path]) -> list[dict[str, Any]]:
     from vtb_env.evaluation.metrics import Run, pick_labels, summarize
-    from vtb_env.evaluation.tables import comparison_table, render_text
+    from vtb_env.evaluation.tables import comparison_table, render_text, scoring_note, with_note
 
     runs = [Run.load(path) for path in paths]
     summaries = [summarize(run, labels) for run, labels in zip(runs, pick_labels(runs))]
-    print(render_text(comparison_table(summaries)))
+    print(render_text(with_note(comparison_table(summaries), scoring_note(summaries))))
     return summaries
 
 

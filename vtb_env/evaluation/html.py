@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 from PIL import Image
 
 from vtb_env.evaluation.metrics import Run, episode_calls
+from vtb_env.evaluation.records import run_image_path
 from vtb_env.evaluation.tables import Table
 
 STYLE = """
@@ -47,7 +48,7 @@ def _thumbnail(path: Path, max_side: int) -> str | None:
         with Image.open(path) as image:
             image.load()
             image = image.convert("RGB")
-    except (OSError, ValueError):
+    except Exception:  # unreadable, or a decompression bomb: shown as unreadable, never a crash
         return None
     image.thumbnail((max_side, max_side))
     buffer = io.BytesIO()
@@ -65,7 +66,8 @@ class _Images:
         if not relpath:
             return f'<span class="missing">[{_esc(name)}: not stored]</span>'
         if relpath not in self._cache:
-            self._cache[relpath] = _thumbnail(self.run_dir / relpath, self.max_side)
+            path = run_image_path(self.run_dir, relpath)
+            self._cache[relpath] = _thumbnail(path, self.max_side) if path is not None else None
         url = self._cache[relpath]
         if url is None:
             return f'<span class="missing">[{_esc(name)}: unreadable]</span>'
@@ -102,7 +104,7 @@ def _verdicts_html(verdicts: Sequence[Mapping[str, Any]]) -> str:
 
 def _trajectory_html(record: Mapping[str, Any], images: _Images) -> str:
     task, score = record["task"], record["score"]
-    files = record.get("image_files", {})
+    files = record.get("image_files") if isinstance(record.get("image_files"), Mapping) else {}
     verdict = '<span class="pass">PASS</span>' if score["passed"] else '<span class="fail">FAIL</span>'
     reward = f' · reward {record["reward"]:.2f}' if record.get("reward") is not None else ""
     parts = [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -17,13 +17,13 @@ from rewards.compose import RewardConfig
 from rewards.mode import ConfusionMatrix, ModeLabelStore, label_from_text_only, mode_outcome
 from rewards.process import tool_use_stats
 from rewards.scoring import GroupStats
-from vtb_env.evaluation.records import latest_records, read_config, RECORDS_FILE
+from vtb_env.evaluation.records import RECORDS_FILE, judging_complete, latest_records, read_config, record_key
 from vtb_env.trajectory import EpisodeRecord
 
 TURNCASES = ("single-turn", "multi-turn")
 # The rewarded components of rewards.compose (the diagnostics in reward_components are left out).
 REWARD_COMPONENTS = tuple(RewardConfig().weights())
-DOMAIN_COLUMNS = ("STEM", "Medical", "Finance", "Sports", "Generalist")
+DOMAIN_COLUMNS = ("STEM", "Medical", "Finance", "Sports", "Generalist")  # the paper's order (tables 3, 6)
 
 # Figure 6's eight operation categories, recognised in python_image_processing code.
 IMAGE_OPERATIONS: dict[str, re.Pattern[str]] = {
@@ -37,15 +37,38 @@ IMAGE_OPERATIONS: dict[str, re.Pattern[str]] = {
 }
 
 
+# Raw domain names seen in data and their paper column (table 3/6); anything else is "Other".
+_DOMAIN_ALIASES = {
+    "stem": "STEM", "science": "STEM", "chemistry": "STEM", "maths": "STEM", "math": "STEM", "mathematics": "STEM",
+    "biology": "STEM", "engineering": "STEM", "physics": "STEM",
+    "medical": "Medical", "medicine": "Medical", "med": "Medical", "health": "Medical", "healthcare": "Medical",
+    "finance": "Finance", "financial": "Finance", "fin": "Finance", "economics": "Finance",
+    "sports": "Sports", "sport": "Sports", "sprt": "Sports", "spt": "Sports",
+    "generalist": "Generalist", "general": "Generalist", "gen": "Generalist", "": "Generalist",
+}
+OTHER_DOMAIN = "Other"
+
+
+def report_domain(domain: Any) -> str:
+    """The paper column of a task's domain (``medicine`` -> Medical, ``sport`` -> Sports, ...);
+    unknown names land in "Other", which every report shows when it is not empty."""
+    return _DOMAIN_ALIASES.get(" ".join(str(domain or "").split()).lower(), OTHER_DOMAIN)
+
+
 @dataclass
 class Run:
-    """One run directory's records (the record that counts per key) and configuration."""
+    """One run directory's records (the record that counts per key) and configuration.
+
+    ``missing``: the (task, sample) keys the run was meant to produce (``config.json``'s
+    ``task_index`` x ``samples``) that have no record at all, as ``(key, task_id)``.
+    """
 
     name: str
     path: Path
     config: dict[str, Any]
     records: list[dict[str, Any]]  # status "ok" only
     errors: list[dict[str, Any]]  # keys whose latest record is an error
+    missing: list[tuple[str, str]] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: str | Path, name: str | None = None) -> "Run":
@@ -56,12 +79,18 @@ class Run:
         ok = [r for r in chosen.values() if r.get("status") == "ok"]
         errors = [r for r in chosen.values() if r.get("status") != "ok"]
         config = read_config(path)
-        return cls(name or config.get("name") or path.name, path, config, ok, errors)
+        index = config.get("task_index") if isinstance(config.get("task_index"), dict) else {}
+        samples = int(config.get("samples") or 1)
+        missing = [(record_key(tid, s), tid) for tid in index for s in range(samples) if record_key(tid, s) not in chosen]
+        return cls(name or config.get("name") or path.name, path, config, ok, errors, missing)
 
-
-def add_record(group: GroupStats, record: Mapping[str, Any]) -> None:
-    score = record["score"]
-    group.add_outcome(score["passed"], score["score"], score.get("complete", True))
+    def task_groups(self, task_id: str, record: Mapping[str, Any] | None = None) -> tuple[str, str, str]:
+        """(turn case, paper domain, category) of a task, from its record or the run's task index."""
+        task = (record or {}).get("task") if isinstance((record or {}).get("task"), Mapping) else None
+        if task is not None:
+            return str(task.get("turncase")), report_domain(task.get("domain")), str(task.get("eval_focus") or "unknown")
+        turncase, domain, focus = (self.config.get("task_index") or {}).get(task_id) or ("unknown", "", "unknown")
+        return str(turncase), report_domain(domain), str(focus)
 
 
 def tool_use(records: list[Mapping[str, Any]]) -> dict[str, Any]:
@@ -135,14 +164,15 @@ def mode_labels_from_text_only(run: Run) -> dict[str, str]:
 def episode_mode_label(record: Mapping[str, Any], labels: Mapping[str, str] | None) -> tuple[str | None, str]:
     """(label, where it came from) for an episode's mode outcome.
 
-    A task's own label wins (synthetic tasks are labelled by construction); then ``labels`` (a
-    label store or a text-only run given to the report); then the label the eval run used
-    (``vtb eval --mode-labels``, stored in the record).
+    Seed 000: a label is the outcome of the evaluated model's own text-only pass. So ``labels``
+    (a label store or a text-only run given to the report) come first, then the label the eval
+    run used (``vtb eval --mode-labels``, stored in the record); a task's built-in label (the
+    generator's, for synthetic tasks) is only the fallback.
     """
     for label, source in (
-        (record["task"].get("mode_label"), "task"),
         ((labels or {}).get(record["task_id"]), "report labels"),
         (record.get("mode_label"), "eval labels"),
+        (record["task"].get("mode_label"), "task"),
     ):
         if label:
             return label, source
@@ -150,26 +180,40 @@ def episode_mode_label(record: Mapping[str, Any], labels: Mapping[str, str] | No
 
 
 def summarize(run: Run, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """All report numbers for one run; ``labels`` (task id -> mode label): see ``episode_mode_label``."""
-    overall = GroupStats()
+    """All report numbers for one run; ``labels`` (task id -> mode label): see ``episode_mode_label``.
+
+    Denominators (paper §3: APR is the share of ALL tasks that pass): every (task, sample) the run
+    was meant to produce counts; an episode that failed for good (``error`` record) or never ran
+    (no record) counts as not passed with score 0, and both counts are reported. ``apr_completed``
+    / ``ars_completed`` are the same over the completed (``ok``) episodes only.
+    """
+    overall, completed = GroupStats(), GroupStats()
     by_turncase_domain: dict[str, dict[str, GroupStats]] = defaultdict(lambda: defaultdict(GroupStats))
     by_focus: dict[str, GroupStats] = defaultdict(GroupStats)
     by_turncase: dict[str, list[Mapping[str, Any]]] = {case: [] for case in TURNCASES}
     tools_by_name: Counter = Counter()
-    outcomes, failures, operations, label_sources = [], Counter(), Counter(), Counter()
-    kcoverage, effectiveness = [], []
+    outcomes, failures, operations, label_sources, error_types = [], Counter(), Counter(), Counter(), Counter()
+    kcoverage, kcoverage_furthest, effectiveness = [], [], []
     rewards: list[float] = []
     components: dict[str, list[float]] = defaultdict(list)
+    n_judge_incomplete = 0
+
+    def count(task_id: str, record: Mapping[str, Any] | None, passed: bool, score: float, complete: bool) -> None:
+        turncase, domain, focus = run.task_groups(task_id, record)
+        for group in (overall, by_turncase_domain[turncase][domain], by_turncase_domain[turncase]["all"], by_focus[focus]):
+            group.add_outcome(passed, score, complete)
+
+    for record in run.errors:
+        count(record.get("task_id", ""), record, False, 0.0, True)
+    for _, task_id in run.missing:
+        count(task_id, None, False, 0.0, True)
     for record in run.records:
-        task = record["task"]
-        for group in (
-            overall,
-            by_turncase_domain[task["turncase"]][task["domain"]],
-            by_turncase_domain[task["turncase"]]["all"],
-            by_focus[task.get("eval_focus") or "unknown"],
-        ):
-            add_record(group, record)
-        by_turncase.setdefault(task["turncase"], []).append(record)
+        score = record["score"]
+        complete = judging_complete(record)
+        n_judge_incomplete += not complete
+        count(record["task_id"], record, score["passed"], score["score"], complete)
+        completed.add_outcome(score["passed"], score["score"], complete)
+        by_turncase.setdefault(record["task"]["turncase"], []).append(record)
         tools_by_name.update(call.get("name", "?") for call in episode_calls(record))
         label, source = episode_mode_label(record, labels)
         label_sources[source] += 1
@@ -182,19 +226,27 @@ def summarize(run: Run, labels: Mapping[str, str] | None = None) -> dict[str, An
                     components[name].append(float(value))
         failures[failure_kind(record) or "passed"] += 1
         operations.update(image_operations(record))
+        if record.get("error_type"):
+            error_types[record["error_type"]] += 1
         process = record.get("process") or {}
-        if process.get("kcoverage") is not None:
-            kcoverage.append(float(process["kcoverage"]))
-        if process.get("tool_effectiveness") is not None:
-            effectiveness.append(float(process["tool_effectiveness"]))
+        for values, name in ((kcoverage, "kcoverage"), (kcoverage_furthest, "kcoverage_furthest"), (effectiveness, "tool_effectiveness")):
+            if process.get(name) is not None:
+                values.append(float(process[name]))
     matrix = ConfusionMatrix.from_outcomes(outcomes)
+    scoring = run.config.get("scoring") or {}
     return {
         "name": run.name,
         "n": overall.n,
+        "n_completed": completed.n,
         "n_errors": len(run.errors),
+        "n_missing": len(run.missing),
+        "n_judge_incomplete": n_judge_incomplete,
         "apr": overall.apr if overall.n else None,
         "ars": overall.ars if overall.n else None,
+        "apr_completed": completed.apr if completed.n else None,
+        "ars_completed": completed.ars if completed.n else None,
         "n_incomplete": overall.n_incomplete,
+        "scoring": {"critical_rule": scoring.get("critical_rule", "weight>=4"), "multi_turn": scoring.get("multi_turn", "pooled")},
         "by_turncase_domain": {
             case: {domain: g.to_dict() for domain, g in groups.items()} for case, groups in by_turncase_domain.items()
         },
@@ -208,7 +260,10 @@ def summarize(run: Run, labels: Mapping[str, str] | None = None) -> dict[str, An
         "reward_components": {name: _mean(components[name]) for name in REWARD_COMPONENTS if components[name]},
         "reward_n": len(rewards),
         "kcoverage": _mean(kcoverage),
+        "kcoverage_furthest": _mean(kcoverage_furthest),
         "tool_effectiveness": _mean(effectiveness),
+        "process_n": sum(1 for r in run.records if r.get("process")),
+        "error_types": dict(error_types),
         "failures": dict(failures.most_common()),
         "image_operations": dict(operations.most_common()),
         "agent": run.config.get("agent", {}).get("name") if isinstance(run.config.get("agent"), Mapping) else run.config.get("agent"),

@@ -5,8 +5,11 @@ episode in flight), its agent and judge, and this process's sandbox pools sized 
 CPUs; it builds all of them from a ``RunSpec`` (strings and plain dataclasses), so nothing
 live crosses the wire. The tasks travel once, through the object store (``ray.put``).
 
-The driver alone appends to ``records.jsonl`` (``records.RunLog``), one record per finished
-(task, sample), so the run file keeps its format and its resume rules:
+The work is the threads executor's, planned by ``runner.plan_run`` and done by the same work
+items (``runner.evaluate_item`` plays and judges one (task, sample) with its own seed;
+``runner.rejudge_item`` judges an incompletely judged record of a resumed run again), so the
+records are the same. The driver alone appends them to ``records.jsonl`` through
+``runner.RecordKeeper``, one per item, so the run file keeps its format and its resume rules:
 
 - a driver killed mid-run loses the episodes in flight (they were never recorded) and its
   actors die with it; ``--resume`` runs those again;
@@ -39,11 +42,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from agents.base import summarize_calls
 from vtb_env.config import EnvConfig
-from vtb_env.evaluation.records import RECORDS_FILE, RunLog, record_key
-from vtb_env.evaluation.runner import EvalResult, Progress, Scoring, _ImageStore, evaluate_item, pending_items, task_summary
-from vtb_env.evaluation.specs import SpecError
+from vtb_env.evaluation.records import RECORDS_FILE, RunLog, error_record, record_key
+from vtb_env.evaluation.runner import (
+    EvalResult, JudgePasses, Progress, RecordKeeper, Scoring, _ImageStore, evaluate_item, plan_run, rejudge_item, sample_seed,
+    task_summary,
+)
+from vtb_env.evaluation.specs import JudgeOptions, SpecError
 from vtb_env.ray_cluster import alive_cpu_nodes, connect, import_ray
 from vtb_env.tasks import Task
 
@@ -61,9 +66,11 @@ class RunSpec:
     env_config: EnvConfig
     ablation: str = "strong"
     agent_options: Mapping[str, Any] = field(default_factory=dict)  # make_agent keywords: seed, temperature, ...
+    judge_options: JudgeOptions = JudgeOptions()
     scoring: Scoring = Scoring()
+    passes: JudgePasses = JudgePasses()
     mode_labels: Mapping[str, str] = field(default_factory=dict)
-    seed: int = 0
+    seed: int | None = 0  # the run's base seed (runner.sample_seed); None: no seed
     config_hash: str = ""
     identity: Mapping[str, Any] = field(default_factory=dict)
     save_images: bool = True
@@ -80,11 +87,17 @@ def check_shareable(agent: str, judge: str) -> None:
 
 
 class EpisodeWorker:
-    """A Ray actor (threaded: one episode per thread) that plays and judges episodes of one run."""
+    """A Ray actor (threaded: one item per thread) that does the work items of one run.
+
+    Like the threads executor it shares one agent, one judge and one tool registry (one sandbox
+    pool per profile, sized to the node's CPUs) between its threads, each with its own env.
+    """
 
     def __init__(self, spec: RunSpec, tasks: Sequence[Task], cpus: int, run_dir: str, node_token: str):
+        from agents.ablations import ablate_agent
+        from vtb_env.env import _default_tools
         from vtb_env.evaluation.runner import episode_reward
-        from vtb_env.evaluation.specs import make_judge
+        from vtb_env.evaluation.specs import make_agent, make_judge
         from vtb_env.sandbox.pool import PROFILES, shared_sandbox
 
         for profile in PROFILES:  # sized to the node before any tool creates them with the default size
@@ -96,55 +109,52 @@ class EpisodeWorker:
         self.scratch = None if self.shared_fs else Path(tempfile.mkdtemp(prefix="vtb-ray-episodes-"))
         home = run_path if self.shared_fs else self.scratch
         self.store = _ImageStore(home) if spec.save_images else None
-        self.judge = make_judge(spec.judge, cache_path=home / "judge_cache.sqlite" if spec.judge != "exact" else None)
+        cache_path = home / "judge_cache.sqlite" if spec.judge != "exact" else None
+        self.judge = make_judge(spec.judge, cache_path=cache_path, options=spec.judge_options)
+        self.agent = ablate_agent(make_agent(spec.agent, **spec.agent_options), spec.ablation)
         self.reward = episode_reward(self.judge, spec.scoring, spec.mode_labels)
+        self.tools = _default_tools()
         self._local = threading.local()
-        self._owned: list[Any] = []
-        self._owned_lock = threading.Lock()
+        self._envs: list[Any] = []
+        self._envs_lock = threading.Lock()
 
     def ready(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "shared_fs": self.shared_fs}
 
-    def run(self, task_id: str, sample: int) -> tuple[dict[str, Any], dict[str, bytes]]:
-        """One episode's record, and the PNGs the driver must write (none on a shared filesystem)."""
-        agent = self._thread_agent()
+    def play(self, task_id: str, sample: int) -> tuple[dict[str, Any], dict[str, bytes]]:
+        """One (task, sample)'s record, and the PNGs the driver must write (none on a shared filesystem)."""
         spec = self.spec
-        record = evaluate_item(self._thread_env, agent, self.judge, self.tasks[task_id], sample, seed=spec.seed,
-                               scoring=spec.scoring, store=self.store, config_hash=spec.config_hash,
+        record = evaluate_item(self._thread_env, self.agent, self.judge, self.tasks[task_id], sample, seed=spec.seed,
+                               scoring=spec.scoring, passes=spec.passes, store=self.store, config_hash=spec.config_hash,
                                identity=spec.identity, mode_labels=spec.mode_labels)
         if self.scratch is None:
             return record, {}
         return record, {relpath: (self.scratch / relpath).read_bytes() for relpath in record.get("image_files", {}).values()}
 
+    def rejudge(self, record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, bytes]]:
+        """A saved record judged again (no images to send: its episode is not played)."""
+        spec = self.spec
+        return rejudge_item(record, self.tasks[record["task_id"]], self.judge, spec.scoring, spec.passes, spec.config_hash), {}
+
     def close(self) -> None:
-        with self._owned_lock:
-            for owned in self._owned:
-                owned.close()
-            self._owned.clear()
+        with self._envs_lock:
+            for env in self._envs:
+                env.close()
+            self._envs.clear()
+        self.tools.close()
+        if hasattr(self.agent, "close"):
+            self.agent.close()
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
-
-    def _thread_agent(self) -> Any:
-        if not hasattr(self._local, "agent"):
-            from agents.ablations import ablate_agent
-            from vtb_env.evaluation.specs import make_agent
-
-            self._local.agent = ablate_agent(make_agent(self.spec.agent, **self.spec.agent_options), self.spec.ablation)
-            self._own(self._local.agent)
-        return self._local.agent
 
     def _thread_env(self) -> Any:
         if not hasattr(self._local, "env"):
             from vtb_env.env import VisualToolBenchEnv
 
-            self._local.env = VisualToolBenchEnv(list(self.tasks.values()), reward=self.reward, config=self.spec.env_config)
-            self._own(self._local.env)
+            self._local.env = VisualToolBenchEnv(list(self.tasks.values()), tools=self.tools, reward=self.reward, config=self.spec.env_config)
+            with self._envs_lock:
+                self._envs.append(self._local.env)
         return self._local.env
-
-    def _own(self, thing: Any) -> None:
-        if hasattr(thing, "close"):
-            with self._owned_lock:
-                self._owned.append(thing)
 
 
 def _reads_token(path: Path, token: str) -> bool:
@@ -239,17 +249,17 @@ def evaluate_on_ray(
     temp_dir: str | Path | None = None,
     log_to_driver: bool = False,
 ) -> EvalResult:
-    """``runner.evaluate`` with the episodes in Ray actors (see the module docstring).
+    """``runner.evaluate`` with the work items in Ray actors (see the module docstring).
 
-    At least one episode per CPU of the cluster is in flight, or ``concurrency`` if larger,
+    At least one item per CPU of the cluster is in flight, or ``concurrency`` if larger,
     split over the nodes by their CPUs.
     """
     check_shareable(spec.agent, spec.judge)
     run_dir = Path(run_dir).resolve()
     path = run_dir / RECORDS_FILE
-    items, finished = pending_items(tasks, samples, path, resume)
-    if not items:
-        return EvalResult(run_dir, 0, 0, 0, len(finished))
+    plan = plan_run(tasks, samples, path, resume)
+    if not plan.size:
+        return EvalResult(run_dir, 0, 0, 0, len(plan.finished))
     ray = import_ray()
     owns_ray = not ray.is_initialized()
     connect(address, temp_dir=temp_dir, log_to_driver=log_to_driver)
@@ -257,33 +267,49 @@ def evaluate_on_ray(
     images = run_dir / "images"
     images.mkdir(parents=True, exist_ok=True)
     (images / _NODE_CHECK).write_text(node_token)
-    by_id = {task.id: task for task in tasks}
+    jobs = [_Job(task.id, sample) for task, sample in plan.items] + [_Job(r["task_id"], r["sample"], r) for r in plan.rejudge]
     fleet = _Fleet(ray, spec, ray.put(list(tasks)), run_dir, node_token, concurrency)
     finished_run = False
     try:
         with RunLog(path) as log:
-            succeeded, failed = _drive(ray, fleet, items, by_id, spec, run_dir, log, Progress(len(items), enabled=progress))
+            keep = RecordKeeper(log, Progress(plan.size, enabled=progress))
+            _drive(ray, fleet, jobs, {task.id: task for task in tasks}, spec, run_dir, keep)
         finished_run = True
-    finally:  # episodes still in flight on Ctrl-C or an error were never recorded: --resume runs them
+    finally:  # items still in flight on Ctrl-C or an error were never recorded: --resume runs them
         fleet.close(graceful=finished_run)
         (images / _NODE_CHECK).unlink(missing_ok=True)
         if owns_ray:
             ray.shutdown()
-    return EvalResult(run_dir, len(items), succeeded, failed, len(finished))
+    return EvalResult(run_dir, len(plan.items), keep.ok, keep.errors, len(plan.finished), len(plan.rejudge))
 
 
-def _drive(ray: Any, fleet: _Fleet, items: Sequence[tuple[Task, int]], tasks: Mapping[str, Task], spec: RunSpec,
-           run_dir: Path, log: RunLog, bar: Progress) -> tuple[int, int]:
-    """Keep every worker's slots busy, append each result as it comes; (ok, error) record counts."""
-    queue: deque[tuple[str, int, int]] = deque((task.id, sample, 0) for task, sample in items)
-    in_flight: dict[Any, tuple[_Worker, str, int, int]] = {}
-    counts = {"ok": 0, "error": 0}
+@dataclass
+class _Job:
+    """One work item on its way through the fleet: an episode to play, or ``saved`` to judge again."""
 
-    def keep(record: dict[str, Any]) -> None:
-        log.append(record)
-        bar.update(record)
-        counts["ok" if record["status"] == "ok" else "error"] += 1
+    task_id: str
+    sample: int
+    saved: dict[str, Any] | None = None
+    attempts: int = 0  # workers it has lost
 
+    def submit(self, worker: _Worker) -> Any:
+        return worker.handle.rejudge.remote(self.saved) if self.saved is not None else worker.handle.play.remote(self.task_id, self.sample)
+
+    def failed(self, task: Task, spec: RunSpec, error: str) -> dict[str, Any]:
+        """The error record of a job whose result never came (as the work items record their own failures)."""
+        if self.saved is not None:
+            return error_record(self.saved, f"re-judging failed: {error}")
+        base = {"key": record_key(task.id, self.sample), "task_id": task.id, "sample": self.sample,
+                "seed": sample_seed(spec.seed, task.id, self.sample), "config_hash": spec.config_hash, **spec.identity,
+                "task": task_summary(task)}
+        return error_record(base, error)
+
+
+def _drive(ray: Any, fleet: _Fleet, jobs: Sequence[_Job], tasks: Mapping[str, Task], spec: RunSpec, run_dir: Path,
+           keep: RecordKeeper) -> None:
+    """Keep every worker's slots busy and hand each result to ``keep`` as it comes."""
+    queue: deque[_Job] = deque(jobs)
+    in_flight: dict[Any, tuple[_Worker, _Job]] = {}
     while queue or in_flight:
         if fleet.short_handed:
             fleet.fill()
@@ -291,34 +317,31 @@ def _drive(ray: Any, fleet: _Fleet, items: Sequence[tuple[Task, int]], tasks: Ma
             raise RuntimeError("no Ray node with a free CPU could start an episode worker")
         for worker in fleet.free():
             while queue and worker.busy < worker.slots:
-                task_id, sample, attempts = queue.popleft()
-                in_flight[worker.handle.run.remote(task_id, sample)] = (worker, task_id, sample, attempts)
+                job = queue.popleft()
+                in_flight[job.submit(worker)] = (worker, job)
                 worker.busy += 1
         ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=5.0)
         for ref in ready:
-            worker, task_id, sample, attempts = in_flight.pop(ref)
+            worker, job = in_flight.pop(ref)
             worker.busy -= 1
             try:
                 record, pngs = ray.get(ref)
-            except ray.exceptions.RayTaskError as exc:  # a bug outside evaluate_item's own error handling
-                keep(_lost_record(tasks[task_id], sample, spec, f"RayTaskError: {exc}"))
+            except ray.exceptions.RayTaskError as exc:  # a bug outside the work item's own error handling
+                keep(job.failed(tasks[job.task_id], spec, f"RayTaskError: {exc}"))
                 continue
-            except ray.exceptions.RayError as exc:  # the worker or its node died: this episode never finished
+            except ray.exceptions.RayError as exc:  # the worker or its node died: this item never finished
                 fleet.lose(worker)
-                if attempts + 1 < MAX_ATTEMPTS:
-                    queue.appendleft((task_id, sample, attempts + 1))
+                job.attempts += 1
+                if job.attempts < MAX_ATTEMPTS:
+                    queue.appendleft(job)
                 else:
-                    keep(_lost_record(tasks[task_id], sample, spec, f"{type(exc).__name__}: worker lost {MAX_ATTEMPTS} times"))
+                    keep(job.failed(tasks[job.task_id], spec, f"{type(exc).__name__}: worker lost {MAX_ATTEMPTS} times"))
                 continue
-            _write_images(run_dir, pngs)
+            try:
+                _write_images(run_dir, pngs)
+            except Exception as exc:  # images that cannot be stored make this item's error, never the run's
+                record = error_record(record, f"images could not be written: {type(exc).__name__}: {exc}")
             keep(record)
-    return counts["ok"], counts["error"]
-
-
-def _lost_record(task: Task, sample: int, spec: RunSpec, error: str) -> dict[str, Any]:
-    return {"key": record_key(task.id, sample), "task_id": task.id, "sample": sample, "config_hash": spec.config_hash,
-            **spec.identity, "task": task_summary(task), "status": "error", "error": error, "usage": summarize_calls([]),
-            "timings": {}}
 
 
 def _write_images(run_dir: Path, pngs: Mapping[str, bytes]) -> None:

@@ -5,7 +5,10 @@ A run directory holds ``config.json`` (what was evaluated, with its hash) and
 ``O_APPEND`` descriptor and fsynced, so a crash or Ctrl-C leaves at most one torn last line;
 ``RunLog`` cuts it off when reopened. A record's ``status`` is ``ok`` (the episode ran and was
 judged) or ``error`` (recorded with its message, retried on resume, never counted as done).
-When a key has several records the last ``ok`` one wins (re-judging appends, never rewrites).
+An ``ok`` record whose judging is incomplete (a rubric, key step, tool call or error type the
+judge failed on) is done as an episode but not as a judgment: ``--resume`` and ``vtb judge``
+judge it again from its saved answers. When a key has several records the last ``ok`` one wins
+(re-judging appends, never rewrites).
 """
 
 from __future__ import annotations
@@ -52,7 +55,8 @@ class RunLog:
             handle.truncate(data.rfind(b"\n") + 1)
 
     def append(self, record: Mapping[str, Any]) -> None:
-        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+        """Write one record; raises (writing nothing) when it cannot be encoded, e.g. nested too deep."""
+        line = encode_record(record)
         with self._lock:
             written = os.write(self._fd, line)
             if written != len(line):  # never for regular files, but a torn line must not go unnoticed
@@ -69,6 +73,41 @@ class RunLog:
         self.close()
 
 
+def encode_record(record: Mapping[str, Any]) -> bytes:
+    """The record as one UTF-8 JSON line; lone surrogates become U+FFFD so the line always encodes."""
+    text = json.dumps(record, ensure_ascii=False, default=str)
+    return (text + "\n").encode("utf-8", errors="replace")
+
+
+def error_record(base: Mapping[str, Any], error: str, **extra: Any) -> dict[str, Any]:
+    """A task's ``error`` record from plain fields only, so that it can always be written."""
+    fields = ("key", "task_id", "sample", "seed", "config_hash", "agent", "model", "judge", "ablation", "preset", "task")
+    safe = {key: base[key] for key in fields if key in base}
+    return {**safe, "status": "error", "error": error[:4000], **extra}
+
+
+IMAGES_DIR = "images"
+
+
+def run_image_path(run_dir: str | Path, relpath: Any) -> Path | None:
+    """The stored image ``relpath`` of a record inside ``run_dir/images``, or None when it is not one.
+
+    Records are data, possibly crafted: a path that is absolute, climbs out (``..``), goes
+    through a link or names anything but a regular file directly under ``images/`` is refused,
+    so ``vtb judge`` and ``vtb report`` never read or write outside their run directories.
+    """
+    if not isinstance(relpath, str) or "\x00" in relpath:
+        return None
+    parts = relpath.split("/")
+    if len(parts) != 2 or parts[0] != IMAGES_DIR or parts[1] in ("", ".", "..") or "\\" in relpath:
+        return None
+    images = Path(run_dir) / IMAGES_DIR
+    path = images / parts[1]
+    if images.is_symlink() or path.is_symlink() or not path.is_file():
+        return None
+    return path
+
+
 def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
     """Every readable record in file order; a torn or corrupt line is skipped (its task reruns)."""
     path = Path(path)
@@ -80,7 +119,7 @@ def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
                 break
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # corrupt, or nested deeper than the parser goes
                 continue
             if isinstance(record, dict) and "key" in record:
                 yield record
@@ -96,9 +135,26 @@ def latest_records(path: str | Path) -> dict[str, dict[str, Any]]:
     return chosen
 
 
-def done_keys(path: str | Path) -> set[str]:
-    """Keys with an ``ok`` record: what ``--resume`` skips."""
+def judging_complete(record: Mapping[str, Any]) -> bool:
+    """Did every judgment of this ``ok`` record succeed (rubrics, and the optional passes it ran)?"""
+    score = record.get("score") or {}
+    process = record.get("process") or {}
+    return bool(score.get("complete", True)) and not process.get("n_judge_errors") and record.get("error_type") != "judge_error"
+
+
+def ok_keys(path: str | Path) -> set[str]:
+    """Keys with an ``ok`` record, judged completely or not (an import skips them: its verdicts are fixed)."""
     return {key for key, record in latest_records(path).items() if record.get("status") == "ok"}
+
+
+def done_keys(path: str | Path) -> set[str]:
+    """Keys with an ``ok`` record whose judging is complete: what ``--resume`` skips."""
+    return {key for key, record in latest_records(path).items() if record.get("status") == "ok" and judging_complete(record)}
+
+
+def rejudge_records(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Keys whose latest record is ``ok`` but incompletely judged: ``--resume`` judges them again."""
+    return {key: r for key, r in latest_records(path).items() if r.get("status") == "ok" and not judging_complete(r)}
 
 
 class RunConflictError(RuntimeError):

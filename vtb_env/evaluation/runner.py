@@ -3,11 +3,14 @@
 Work items are (task, sample) pairs. Worker threads each own one env (its tools and sandbox)
 and share the agent and the judge. A finished item is judged and appended to
 ``records.jsonl`` at once (see ``records``), so a crash loses at most the items in flight;
-``resume=True`` skips the keys that already have an ``ok`` record and retries the errors.
+``resume=True`` skips the keys that already have a completely judged ``ok`` record, judges
+incompletely judged ones again, and retries the errors. Any failure while playing, judging,
+building or writing one item becomes that item's ``error`` record; it never stops the run.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -25,7 +28,9 @@ from rewards.compose import EpisodeReward, RewardConfig
 from rewards.judge.judge import Judge, judge_task
 from rewards.scoring import score_task
 from vtb_env.evaluation.metrics import episode_calls
-from vtb_env.evaluation.records import RECORDS_FILE, RunConflictError, RunLog, done_keys, record_key
+from vtb_env.evaluation.records import (
+    RECORDS_FILE, RunConflictError, RunLog, done_keys, encode_record, error_record, record_key, rejudge_records,
+)
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord
 
@@ -225,55 +230,6 @@ class Progress:
         self.stream.flush()
 
 
-def evaluate_item(
-    get_env: Callable[[], Any],
-    agent: Agent,
-    judge: Judge,
-    task: Task,
-    sample: int,
-    *,
-    seed: int,
-    scoring: Scoring,
-    store: _ImageStore | None,
-    config_hash: str,
-    identity: Mapping[str, Any] | None,
-    mode_labels: Mapping[str, str],
-) -> dict[str, Any]:
-    """One (task, sample): play, judge, and the record to append (``ok``, or ``error`` with its message).
-
-    Shared by the thread executor below and the Ray actors (``ray_executor``); ``get_env`` is
-    called inside the try, so an env that cannot be built is recorded as an error too.
-    """
-    key = record_key(task.id, sample)
-    base = {"key": key, "task_id": task.id, "sample": sample, "config_hash": config_hash, **(identity or {}), "task": task_summary(task)}
-    start = time.time()
-    agent.drain_records()
-    try:
-        played = play_episode(get_env(), agent, task, store, seed=seed + sample)
-        episode, episode_s = played.record, time.time() - start
-        judged = judge_episode(task, episode.final_answers, judge, scoring)
-    except Exception as exc:  # recorded and retried on resume; never counted as done
-        return {
-            **base,
-            "status": "error",
-            "error": f"{type(exc).__name__}: {exc}",
-            "traceback": traceback.format_exc(limit=8),
-            "usage": summarize_calls(agent.drain_records()),
-            "timings": {"wall_s": time.time() - start},
-        }
-    timings = {"wall_s": time.time() - start, "episode_s": episode_s, "judge_s": time.time() - start - episode_s}
-    return {**base, **ok_record(played, judged, mode_labels.get(task.id)), "usage": summarize_calls(agent.drain_records()),
-            "timings": timings, "started_at": start}
-
-
-def pending_items(tasks: Sequence[Task], samples: int, path: Path, resume: bool) -> tuple[list[tuple[Task, int]], set[str]]:
-    """The (task, sample) pairs still to run and the keys already done; records without ``resume`` are a conflict."""
-    if path.exists() and path.stat().st_size and not resume:
-        raise RunConflictError(f"{path} already has records: pass --resume to continue that run, or choose another --out")
-    finished = done_keys(path) if resume else set()
-    return [(task, sample) for task in tasks for sample in range(samples) if record_key(task.id, sample) not in finished], finished
-
-
 @dataclass
 class EvalResult:
     run_dir: Path
@@ -281,6 +237,227 @@ class EvalResult:
     succeeded: int
     failed: int
     skipped: int
+    rejudged: int = 0
+
+
+@dataclass(frozen=True)
+class JudgePasses:
+    """Optional judge passes beyond the rubrics (each costs judge calls; all need an LLM judge).
+
+    ``process_metrics``: KCoverage (both readings) and tool effectiveness (seed 000);
+    ``error_types``: the appendix-B.6 error type of every failed task (table 4).
+    """
+
+    process_metrics: bool = False
+    error_types: bool = False
+
+
+def sample_seed(seed: int | None, task_id: str, sample: int) -> int | None:
+    """The seed of one (task, sample): distinct per sample and task, stable across runs; None: no seed."""
+    if seed is None:
+        return None
+    digest = hashlib.sha256(f"{seed}:{task_id}:{sample}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def process_metrics(judge: Judge, task: Task, episode: EpisodeRecord) -> dict[str, Any]:
+    """KCoverage under both readings (rewards.process) and tool effectiveness, judged by ``judge``."""
+    from rewards.process import judge_key_steps, judge_tool_effectiveness, kcoverage_of
+
+    presence = judge_key_steps(judge, task, episode)
+    prefix, furthest = kcoverage_of(presence, "prefix"), kcoverage_of(presence, "furthest")
+    effectiveness = judge_tool_effectiveness(judge, task, episode)
+    return {
+        "kcoverage": prefix.value,  # the formula's reading: longest covered prefix of the key steps
+        "kcoverage_furthest": furthest.value,  # the text's reading: furthest key step reached
+        "key_steps_present": [[v.met for v in verdicts] for verdicts in presence],
+        "tool_effectiveness": effectiveness.value,
+        "n_key_steps": prefix.n_items,
+        "n_tool_calls_judged": effectiveness.n_items,
+        "n_judge_errors": prefix.n_judge_errors + effectiveness.n_judge_errors,
+    }
+
+
+def error_type(judge: Judge, task: Task, answers: Sequence[str | None], verdicts: Sequence[Sequence[Mapping[str, Any]]]) -> str:
+    """Appendix B.6: the main cause of a failed task, by the judge (one call; ``judge_error`` if unreadable)."""
+    from rewards.process import classify_errors
+
+    unmet = [v["description"] for turn in verdicts for v in turn if v["status"] != "Met"]
+    answer = "\n\n".join(f"[turn {i + 1}] {a or '(no answer)'}" for i, a in enumerate(answers))
+    question = "\n\n".join(turn.prompt for turn in task.turns)
+    golden = "\n\n".join(turn.golden_answer for turn in task.turns)
+    return classify_errors(judge.backend, [(question, golden, unmet, answer)])[0]  # type: ignore[arg-type]
+
+
+def judge_record(
+    task: Task, episode: EpisodeRecord, judge: Judge, scoring: Scoring, passes: JudgePasses = JudgePasses(),
+    mode_label: str | None = None, with_reward: bool = True,
+) -> dict[str, Any]:
+    """Everything judged about a finished episode: verdicts and score, the reward (unless the env
+    just computed it: ``with_reward=False``), and the optional passes."""
+    judged = judge_episode(task, episode.final_answers, judge, scoring)
+    if with_reward:
+        judged.update(rescore_reward(task, episode, judge, scoring, mode_label))
+    if passes.process_metrics:
+        judged["process"] = process_metrics(judge, task, episode)
+    if passes.error_types:
+        failed = not judged["score"]["passed"]
+        judged["error_type"] = error_type(judge, task, episode.final_answers, judged["verdicts"]) if failed else None
+    return judged
+
+
+def rescore_reward(task: Task, episode: EpisodeRecord, judge: Judge, scoring: Scoring, mode_label: str | None = None) -> dict[str, Any]:
+    """The env's composed reward, from a saved episode, with ``judge`` and ``scoring``.
+
+    Its judge shares the backend and cache (the verdicts just made are cache hits) but keeps
+    its own stats, so a judge's stats count the verdict pass only.
+    """
+    reward_judge = Judge(judge.backend, judge.cache, judge.template, judge.votes)
+    reward = episode_reward(reward_judge, scoring, {task.id: mode_label} if mode_label else {})
+    try:
+        value, components = reward(task, episode)
+    except Exception as exc:  # a reward that fails is recorded, as the env does
+        return {"reward": 0.0, "reward_components": None, "reward_error": f"{type(exc).__name__}: {exc}"}
+    return {"reward": value, "reward_components": components, "reward_error": None}
+
+
+def rejudge(record: Mapping[str, Any], task: Task, judge: Judge, scoring: Scoring, passes: JudgePasses, config_hash: str) -> dict[str, Any]:
+    """A saved ``ok`` record judged again (no model calls): new verdicts, score, reward, passes."""
+    episode = EpisodeRecord.from_dict(record["episode"]) if record.get("episode") else None
+    if episode is None:  # an imported record without an episode: rubrics only
+        return {**record, **judge_episode(task, record["answers"], judge, scoring), "config_hash": config_hash}
+    judged = judge_record(task, episode, judge, scoring, passes, record.get("mode_label"))
+    # The optional passes' results belong to the judge that made them: kept only when made again now.
+    kept = {key: value for key, value in record.items() if key not in ("process", "error_type")}
+    return {**kept, **judged, "config_hash": config_hash, "judge": judge.judge_id, "rejudged_at": time.time()}
+
+
+def evaluate_item(
+    get_env: Callable[[], Any],
+    agent: Agent,
+    judge: Judge,
+    task: Task,
+    sample: int,
+    *,
+    seed: int | None,
+    scoring: Scoring,
+    passes: JudgePasses,
+    store: _ImageStore | None,
+    config_hash: str,
+    identity: Mapping[str, Any] | None,
+    mode_labels: Mapping[str, str],
+) -> dict[str, Any]:
+    """One (task, sample): play, judge, and the record to append (``ok``, or ``error`` with its message).
+
+    The work item of every executor (threads here, Ray actors in ``ray_executor``). ``seed`` is
+    the run's base seed (``sample_seed``); ``get_env`` is called inside the try, so an env that
+    cannot be built is this item's error too, as is a record that cannot be encoded.
+    """
+    key, item_seed = record_key(task.id, sample), sample_seed(seed, task.id, sample)
+    base = {"key": key, "task_id": task.id, "sample": sample, "seed": item_seed, "config_hash": config_hash,
+            **(identity or {}), "task": task_summary(task)}
+    start = time.time()
+    agent.drain_records()
+    set_seed = getattr(agent, "set_episode_seed", None)
+    if set_seed is not None:
+        set_seed(item_seed)
+    try:
+        played = play_episode(get_env(), agent, task, store, seed=item_seed)
+        episode, episode_s = played.record, time.time() - start
+        judged = judge_record(task, episode, judge, scoring, passes, mode_labels.get(task.id), with_reward=False)
+        timings = {"wall_s": time.time() - start, "episode_s": episode_s, "judge_s": time.time() - start - episode_s}
+        record = {**base, **ok_record(played, judged, mode_labels.get(task.id)),
+                  "usage": summarize_calls(agent.drain_records()), "timings": timings, "started_at": start}
+        encode_record(record)  # a record that cannot be written fails here, as this task's error
+        return record
+    except Exception as exc:  # recorded and retried on resume; never counted as done
+        return {**error_record(base, f"{type(exc).__name__}: {exc}"), "traceback": traceback.format_exc(limit=8)[-4000:],
+                "usage": summarize_calls(agent.drain_records()), "timings": {"wall_s": time.time() - start}}
+
+
+def rejudge_item(record: dict[str, Any], task: Task, judge: Judge, scoring: Scoring, passes: JudgePasses, config_hash: str) -> dict[str, Any]:
+    """An incompletely judged ``ok`` record judged again (the work item of ``--resume`` for it)."""
+    try:
+        rejudged = rejudge(record, task, judge, scoring, passes, config_hash)
+        encode_record(rejudged)
+        return rejudged
+    except Exception as exc:  # the saved record stays; the key is judged again on the next resume
+        return error_record(record, f"re-judging failed: {type(exc).__name__}: {exc}")
+
+
+@dataclass
+class RunPlan:
+    """What a run (or its resume) has to do: episodes to play, records to judge again, keys done."""
+
+    items: list[tuple[Task, int]]  # (task, sample) pairs to play
+    rejudge: list[dict[str, Any]]  # saved ``ok`` records whose judging is incomplete
+    finished: set[str]
+
+    @property
+    def size(self) -> int:
+        return len(self.items) + len(self.rejudge)
+
+
+def plan_run(tasks: Sequence[Task], samples: int, path: Path, resume: bool) -> RunPlan:
+    """The run's work from its records file; records there without ``resume`` are a conflict."""
+    if path.exists() and path.stat().st_size and not resume:
+        raise RunConflictError(f"{path} already has records: pass --resume to continue that run, or choose another --out")
+    finished = done_keys(path) if resume else set()
+    to_rejudge = rejudge_records(path) if resume else {}
+    ids = {task.id for task in tasks}
+    items = [(task, sample) for task in tasks for sample in range(samples)
+             if record_key(task.id, sample) not in finished and record_key(task.id, sample) not in to_rejudge]
+    return RunPlan(items, [r for r in to_rejudge.values() if r["task_id"] in ids], finished)
+
+
+class RecordKeeper:
+    """Appends each finished item's record to the run log once, counts it and draws progress.
+
+    A record that cannot be written becomes its error record: the run never stops over one.
+    """
+
+    def __init__(self, log: RunLog, bar: Progress):
+        self.log, self.bar = log, bar
+        self.ok = self.errors = 0
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        try:
+            self.log.append(record)
+        except Exception as exc:  # never lose the run over one record: write its error instead
+            record = error_record(record, f"record could not be written: {type(exc).__name__}: {exc}")
+            self.log.append(record)
+        self.bar.update(record)
+        if record["status"] == "ok":
+            self.ok += 1
+        else:
+            self.errors += 1
+
+
+WorkItem = Callable[[], dict[str, Any]]
+
+
+def run_work(items: Sequence[WorkItem], concurrency: int, keep: Callable[[dict[str, Any]], None]) -> None:
+    """Run ``items`` on ``concurrency`` threads and hand each record to ``keep`` as it finishes.
+
+    The one place episodes execute: another executor (processes, a cluster) can replace it as
+    long as it calls ``keep`` once per item. Ctrl-C drops the queued items (they rerun on
+    resume) and keeps those in flight.
+    """
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
+    pending: set[Future] = set()
+    try:
+        pending.update(pool.submit(item) for item in items)
+        for future in as_completed(set(pending)):
+            pending.discard(future)
+            keep(future.result())
+    except KeyboardInterrupt:
+        pool.shutdown(wait=True, cancel_futures=True)
+        for future in pending:
+            if not future.cancelled():
+                keep(future.result())
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def evaluate(
@@ -293,9 +470,10 @@ def evaluate(
     config_hash: str = "",
     samples: int = 1,
     concurrency: int = 1,
-    seed: int = 0,
+    seed: int | None = 0,
     resume: bool = False,
     scoring: Scoring = Scoring(),
+    passes: JudgePasses = JudgePasses(),
     save_images: bool = True,
     progress: bool = True,
     identity: Mapping[str, Any] | None = None,
@@ -303,13 +481,17 @@ def evaluate(
 ) -> EvalResult:
     """Run every (task, sample) not yet done and append its record; see the module docstring.
 
+    Each (task, sample) gets its own seed (``sample_seed``; None: no seed is sent), used for the
+    env's reset and the agent's requests and stored in the record. On resume, ``ok`` records
+    whose judging is incomplete are judged again from their saved answers (no episode rerun).
     ``mode_labels`` (task id -> label, from ``vtb label-modes``) are stored in the records of
     the tasks they cover; give the env's reward the same labels.
     """
     mode_labels = dict(mode_labels or {})
     run_dir = Path(run_dir)
     path = run_dir / RECORDS_FILE
-    items, finished = pending_items(tasks, samples, path, resume)
+    plan = plan_run(tasks, samples, path, resume)
+    by_id = {task.id: task for task in tasks}
     store = _ImageStore(run_dir) if save_images else None
     local = threading.local()
     envs: list[Any] = []
@@ -322,39 +504,15 @@ def evaluate(
                 envs.append(local.env)
         return local.env
 
-    def run_item(task: Task, sample: int) -> dict[str, Any]:
-        return evaluate_item(env_for_thread, agent, judge, task, sample, seed=seed, scoring=scoring, store=store,
+    play = functools.partial(evaluate_item, env_for_thread, agent, judge, seed=seed, scoring=scoring, passes=passes, store=store,
                              config_hash=config_hash, identity=identity, mode_labels=mode_labels)
-
-    bar = Progress(len(items), enabled=progress)
-    succeeded = failed = 0
-    pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
-    pending: set[Future] = set()  # submitted and not yet taken from as_completed
+    work: list[WorkItem] = [functools.partial(play, task, sample) for task, sample in plan.items]
+    work += [functools.partial(rejudge_item, r, by_id[r["task_id"]], judge, scoring, passes, config_hash) for r in plan.rejudge]
     with RunLog(path) as log:
-
-        def keep(future: Future) -> None:
-            nonlocal succeeded, failed
-            record = future.result()
-            log.append(record)
-            bar.update(record)
-            succeeded += record["status"] == "ok"
-            failed += record["status"] != "ok"
-
+        keep = RecordKeeper(log, Progress(plan.size, enabled=progress))
         try:
-            pending.update(pool.submit(run_item, task, sample) for task, sample in items)
-            for future in as_completed(set(pending)):
-                pending.discard(future)
-                keep(future)
-        except KeyboardInterrupt:
-            # Ctrl-C: queued items are dropped (they rerun on resume); items in flight finish and are kept.
-            pool.shutdown(wait=True, cancel_futures=True)
-            for future in pending:
-                if not future.cancelled():
-                    keep(future)
-            raise
+            run_work(work, concurrency, keep)
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
             for env in envs:
                 env.close()
-    return EvalResult(run_dir, len(items), succeeded, failed, len(finished))
-
+    return EvalResult(run_dir, len(plan.items), keep.ok, keep.errors, len(plan.finished), len(plan.rejudge))

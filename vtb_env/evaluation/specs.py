@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -57,7 +58,18 @@ def make_agent(
     raise SpecError(f"unknown agent {spec!r}; use ocr-baseline, openai:MODEL@URL, openai-text:MODEL@URL or hf:PATH")
 
 
-def make_judge(spec: str, cache_path: str | Path | None = None) -> Judge:
+@dataclass(frozen=True)
+class JudgeOptions:
+    """Request options of an ``openai:`` judge (``rewards.judge.backends.OpenAIChatBackend``);
+    None omits a field (reasoning models reject ``temperature`` and ``max_tokens``)."""
+
+    temperature: float | None = 0.0
+    max_tokens: int | None = 512
+    token_field: str = "max_tokens"
+    structured: str = "auto"
+
+
+def make_judge(spec: str, cache_path: str | Path | None = None, options: JudgeOptions = JudgeOptions()) -> Judge:
     from rewards.judge.cache import VerdictCache
 
     if spec == "exact":
@@ -68,7 +80,9 @@ def make_judge(spec: str, cache_path: str | Path | None = None) -> Judge:
 
         model, url = _model_at_url(spec, "openai:")
         key = os.environ.get("VTB_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-        return Judge(OpenAIChatBackend(model, url, key), cache=cache)
+        backend = OpenAIChatBackend(model, url, key, temperature=options.temperature, max_tokens=options.max_tokens,
+                                    token_field=options.token_field, structured=options.structured)  # type: ignore[arg-type]
+        return Judge(backend, cache=cache)
     if spec.startswith("hf:"):
         from rewards.judge.backends import TransformersBackend
 

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 from tabulate import tabulate
 
-from vtb_env.evaluation.metrics import DOMAIN_COLUMNS, REWARD_COMPONENTS, TURNCASES
+from vtb_env.evaluation.metrics import DOMAIN_COLUMNS, OTHER_DOMAIN, REWARD_COMPONENTS, TURNCASES
 
 Table = tuple[str, list[str], list[list[Any]]]  # title, header, rows
 
@@ -23,40 +23,59 @@ def pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
+def scoring_note(summaries: Sequence[dict[str, Any]]) -> str:
+    """How the numbers were computed, for every table's title: the critical rule and multi-turn mode."""
+    kinds = {(s["scoring"]["critical_rule"], s["scoring"]["multi_turn"]) for s in summaries}
+    if len(kinds) == 1:
+        rule, mode = kinds.pop()
+        return f"critical rule {rule}, multi-turn {mode}"
+    return "; ".join(f"{s['name']}: critical rule {s['scoring']['critical_rule']}, multi-turn {s['scoring']['multi_turn']}" for s in summaries)
+
+
 def comparison_table(summaries: Sequence[dict[str, Any]]) -> Table:
-    """The headline: APR, ARS, MCC and tool use per run."""
-    header = ["run", "tasks", "APR", "ARS", "MCC", "proactivity", "call success", "calls/task", "reward", "errors"]
+    """The headline: APR and ARS over ALL tasks (failed and never-run episodes count as not
+    passed, score 0), the same over completed episodes only, MCC, tool use, and every count."""
+    header = ["run", "tasks", "APR", "ARS", "completed", "APR (over completed episodes)", "errors", "not run",
+              "judging incomplete", "MCC", "proactivity", "call success", "calls/task", "reward"]
     rows = []
     for s in summaries:
         tools = s["tool_use"]["overall"]
         mode = s["mode_selection"]
         rows.append([
-            s["name"], s["n"], pct(s["apr"]), fmt(s["ars"]), fmt(mode["mcc"]) if mode else "n/a",
-            pct(tools["proactivity"]), pct(tools["success_rate"]), fmt(tools["volume"], 2), fmt(s["reward"]), s["n_errors"],
+            s["name"], s["n"], pct(s["apr"]), fmt(s["ars"]), s["n_completed"], pct(s["apr_completed"]), s["n_errors"], s["n_missing"],
+            s["n_judge_incomplete"], fmt(mode["mcc"]) if mode else "n/a",
+            pct(tools["proactivity"]), pct(tools["success_rate"]), fmt(tools["volume"], 2), fmt(s["reward"]),
         ])
     return "Overall", header, rows
 
 
+def _domains(summaries: Sequence[dict[str, Any]]) -> list[str]:
+    """The paper's domain columns, plus "Other" when some task's domain is none of them (never dropped)."""
+    extra = any(OTHER_DOMAIN in groups for s in summaries for groups in s["by_turncase_domain"].values())
+    return [*DOMAIN_COLUMNS, *([OTHER_DOMAIN] if extra else [])]
+
+
 def turncase_domain_table(summaries: Sequence[dict[str, Any]], metric: str) -> Table:
-    """Tables 3 (APR) and 6 (ARS): single-turn and multi-turn by domain, and overall."""
-    short = {"STEM": "STEM", "Medical": "Med", "Finance": "Fin", "Sports": "Sprt", "Generalist": "Gen"}
-    header = ["run"]
+    """Tables 3 (APR) and 6 (ARS) in the paper's column order: overall, then single-turn and
+    multi-turn by domain (STEM, Med, Fin, Sprt, Gen); each turn case's total follows at the end."""
+    short = {"STEM": "STEM", "Medical": "Med", "Finance": "Fin", "Sports": "Sprt", "Generalist": "Gen", OTHER_DOMAIN: "Other"}
+    domains = _domains(summaries)
+    prefixes = {"single-turn": "ST", "multi-turn": "MT"}
+    header = ["run", "Overall"]
     for case in TURNCASES:
-        prefix = "ST" if case == "single-turn" else "MT"
-        header += [f"{prefix} {short[d]}" for d in DOMAIN_COLUMNS] + [f"{prefix} all"]
-    header.append("overall")
+        header += [f"{prefixes[case]} {short[d]}" for d in domains]
+    header += [f"{prefixes[case]} all" for case in TURNCASES]
+    show = pct if metric == "apr" else fmt
     rows = []
     for s in summaries:
-        row: list[Any] = [s["name"]]
+        row: list[Any] = [s["name"], show(s[metric])]
         for case in TURNCASES:
             groups = s["by_turncase_domain"].get(case, {})
-            for key in (*DOMAIN_COLUMNS, "all"):
-                value = groups.get(key, {}).get(metric)
-                row.append(pct(value) if metric == "apr" else fmt(value))
-        row.append(pct(s["apr"]) if metric == "apr" else fmt(s["ars"]))
+            row += [show(groups.get(d, {}).get(metric)) for d in domains]
+        row += [show(s["by_turncase_domain"].get(case, {}).get("all", {}).get(metric)) for case in TURNCASES]
         rows.append(row)
-    title = "APR by turn case and domain (table 3)" if metric == "apr" else "ARS by turn case and domain (table 6)"
-    return title, header, rows
+    what = "APR by turn case and domain (table 3)" if metric == "apr" else "ARS by turn case and domain (table 6)"
+    return f"{what}, over all tasks", header, rows
 
 
 def tool_use_table(summaries: Sequence[dict[str, Any]]) -> Table:
@@ -102,18 +121,35 @@ def focus_table(summaries: Sequence[dict[str, Any]]) -> Table:
 
 
 def process_table(summaries: Sequence[dict[str, Any]]) -> Table:
-    rows = [[s["name"], fmt(s["kcoverage"]), fmt(s["tool_effectiveness"])] for s in summaries]
-    return "Process metrics", ["run", "KCoverage", "tool effectiveness"], rows
+    """KCoverage under both readings (rewards.process) and tool effectiveness, over the judged episodes."""
+    rows = [[s["name"], s["process_n"], fmt(s["kcoverage"]), fmt(s["kcoverage_furthest"]), fmt(s["tool_effectiveness"])] for s in summaries]
+    header = ["run", "episodes judged", "KCoverage (longest covered prefix: the formula)",
+              "KCoverage (furthest key step reached: the text)", "tool effectiveness"]
+    return "Process metrics (seed 000; `--process-metrics`)", header, rows
+
+
+def error_type_table(summaries: Sequence[dict[str, Any]]) -> Table:
+    """Table 4: the judge's B.6 error type of each failed task, as counts and shares."""
+    from rewards.process import ERROR_TYPES
+
+    kinds = [*ERROR_TYPES, *sorted({k for s in summaries for k in s["error_types"]} - set(ERROR_TYPES))]
+    rows = []
+    for s in summaries:
+        total = sum(s["error_types"].values())
+        rows.append([s["name"], total, *(f"{s['error_types'].get(k, 0)} ({pct(s['error_types'].get(k, 0) / total) if total else 'n/a'})" for k in kinds)])
+    return "Error types of failed tasks (table 4, appendix B.6; `--error-types`)", ["run", "classified", *kinds], rows
 
 
 def failure_table(summaries: Sequence[dict[str, Any]]) -> Table:
     kinds = sorted({k for s in summaries for k in s["failures"]})
-    rows = [[s["name"], *(s["failures"].get(k, 0) for k in kinds)] for s in summaries]
-    return "Outcomes and failure kinds", ["run", *kinds], rows
+    rows = [[s["name"], *(s["failures"].get(k, 0) for k in kinds), s["n_errors"], s["n_missing"]] for s in summaries]
+    return "Outcomes and failure kinds (from the trajectory)", ["run", *kinds, "episode error", "not run"], rows
 
 
 def all_tables(summaries: Sequence[dict[str, Any]]) -> list[Table]:
-    return [
+    """Every table, each titled with how it was computed (critical rule, multi-turn mode)."""
+    note = scoring_note(summaries)
+    tables = [
         comparison_table(summaries),
         turncase_domain_table(summaries, "apr"),
         turncase_domain_table(summaries, "ars"),
@@ -122,8 +158,15 @@ def all_tables(summaries: Sequence[dict[str, Any]]) -> list[Table]:
         reward_table(summaries),
         focus_table(summaries),
         process_table(summaries),
+        error_type_table(summaries),
         failure_table(summaries),
     ]
+    return [with_note(table, note) for table in tables]
+
+
+def with_note(table: Table, note: str) -> Table:
+    title, header, rows = table
+    return f"{title} [{note}]", header, rows
 
 
 def render_text(table: Table) -> str:

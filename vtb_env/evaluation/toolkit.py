@@ -43,13 +43,14 @@ from typing import Any, Mapping, Sequence
 from rewards.judge.backends import BackendError
 from rewards.judge.judge import Judge
 from rewards.judge.prompt import RUBRIC_JUDGE_TEMPLATE, render
-from vtb_env.evaluation.records import RECORDS_FILE, RunLog, done_keys, record_key, write_config
+from vtb_env.evaluation.records import RECORDS_FILE, RunLog, ok_keys, record_key, write_config
 from vtb_env.evaluation.runner import PlayedEpisode, Scoring, episode_reward, judge_episode, ok_record, task_summary
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
 
 TOOL_NAMES = {"google_search": "web_search"}  # the toolkit's names -> ours (the rest are the same)
 TOOL_CAP_ANSWER = "Model hit the maximum number of tool calls"
+TOOLKIT_JUDGE_FAILURE = "Failed to get judge result"  # run_judge_*_turn.py's placeholder after its retries
 HARNESS_ERRORS = ("API Error:", "Processing Error:", "Model inference failed")
 OUTPUT_CHARS = 20_000  # a tool observation kept in the record (the toolkit can return whole pages)
 
@@ -147,7 +148,7 @@ class ToolkitVerdicts:
 
     def __init__(self, name: str = "toolkit"):
         self.judge_id = f"toolkit:{name}"
-        self._replies: dict[str, str] = {}
+        self._replies: dict[str, str | BackendError] = {}
 
     def add(self, task: Task, answers: Sequence[str | None], judge_row: Mapping[str, Any]) -> int:
         """Register the replies of one judge-results row; returns how many rubrics they cover."""
@@ -165,11 +166,12 @@ class ToolkitVerdicts:
                 reply = result.get("judge_result")
                 reply = reply if isinstance(reply, str) else json.dumps(reply)
                 prompt = render(RUBRIC_JUDGE_TEMPLATE, question=turn.prompt, golden_answer=turn.golden_answer, criterion=rubric.description, answer=answer)
-                self._replies[prompt] = reply
+                # The toolkit writes a judge outage as this placeholder with "Not Met": it is a judge_error.
+                self._replies[prompt] = BackendError(f"the toolkit's judge failed ({TOOLKIT_JUDGE_FAILURE!r})") if TOOLKIT_JUDGE_FAILURE in reply else reply
                 added += 1
         return added
 
-    def complete_many(self, prompts: Sequence[str]) -> list[str | BackendError]:
+    def complete_many(self, prompts: Sequence[str], schema: Mapping[str, Any] | None = None) -> list[str | BackendError]:
         return [self._replies.get(p) or BackendError("the toolkit's judge results have no verdict for this rubric") for p in prompts]
 
 
@@ -191,7 +193,7 @@ def import_toolkit(
 ) -> tuple[int, int, int]:
     """Append one record per response row not yet imported: (ok, errors, already done)."""
     digest = write_config(out, {**config, "judge": judge.judge_id, "scoring": vars(scoring)})
-    done = done_keys(out / RECORDS_FILE)
+    done = ok_keys(out / RECORDS_FILE)  # the toolkit's verdicts are fixed: `vtb judge` retries its judge errors
     reward = episode_reward(judge, scoring)
     identity = {"agent": config["agent"]["name"], "model": config["model"], "judge": judge.judge_id, "ablation": config["ablation"], "preset": "official toolkit"}
     ok = errors = 0
@@ -240,7 +242,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from vtb_env.evaluation.commands import _print_tables
+    from vtb_env.evaluation.commands import _print_tables, task_index
     from vtb_env.evaluation.specs import load_eval_tasks, make_judge
 
     if (args.judge_results is None) == (args.judge is None):
@@ -268,6 +270,7 @@ def run_import(args: argparse.Namespace) -> int:
         "data": args.data,
         "limit": None,
         "tasks": len(responses),
+        "task_index": task_index(tasks[_row_id(r)] for r in responses),
         "agent": {"name": model, "class": "official toolkit"},
         "model": model,
         "judge_spec": args.judge or f"toolkit results {Path(args.judge_results).name}",

@@ -9,7 +9,9 @@ once for all sources.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from vtb_env.tasks import ImageDecodeError, Task, decode_image, normalize_domain
@@ -27,7 +29,12 @@ class DatasetError(Exception):
 
 
 class BadRow(ValueError):
-    """One row cannot become a Task; the message is the reason shown in the report."""
+    """One row cannot become a Task; the message is the reason shown in the report, ``kind`` its
+    category in the summary (``invalid row``, ``duplicate id``, ``unreadable file``, ...)."""
+
+    def __init__(self, message: str, kind: str = "invalid row") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclass
@@ -43,15 +50,21 @@ class LoadReport:
     schema: str = ""  # current | legacy-1191 | legacy-1204 | project (several joined by '+')
     loaded: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (task id or row label, reason)
+    skipped_kinds: Counter[str] = field(default_factory=Counter)  # why, counted: {"duplicate id": 2, ...}
 
     def note_schema(self, schema: str) -> None:
         if schema not in self.schema.split("+"):
             self.schema = f"{self.schema}+{schema}" if self.schema else schema
 
+    def skip(self, label: str, reason: str, kind: str = "invalid row") -> None:
+        self.skipped.append((label, reason))
+        self.skipped_kinds[kind] += 1
+
     def summary(self) -> str:
         text = f"{self.loaded} tasks from {self.source} ({self.kind}, schema {self.schema or 'unknown'})"
         if self.skipped:
-            text += f"; skipped {len(self.skipped)} bad rows"
+            kinds = ", ".join(f"{count} {kind}" for kind, count in self.skipped_kinds.most_common())
+            text += f"; skipped {len(self.skipped)} bad rows ({kinds})"
         return text
 
 
@@ -123,6 +136,15 @@ class Candidate:
     fields: Mapping[str, Any]  # cheap fields for the filter
     build: Callable[[], Task]  # raises BadRow / ValueError for a bad row
 
+    @classmethod
+    def unreadable(cls, label: str, reason: str, kind: str) -> "Candidate":
+        """Rows the source could not even read (a corrupt page, a truncated shard, a line that is not UTF-8)."""
+        return cls(label, {}, partial(_raise_bad_row, reason, kind))
+
+
+def _raise_bad_row(reason: str, kind: str) -> Task:
+    raise BadRow(reason, kind)
+
 
 def validate_images(task: Task) -> None:
     """Read and decode every image once (pixel cap applied) so a corrupt one is a bad row now."""
@@ -143,9 +165,14 @@ def run_pipeline(
     report: LoadReport,
     check_images: bool,
 ) -> Iterator[Task]:
-    """Filter -> build -> filter again on the built task -> validate -> yield, with the bad-row policy."""
+    """Filter -> build -> filter again on the built task -> validate -> yield, with the bad-row policy.
+
+    Whatever a row raises makes it a bad row (data can be malformed in ways no check foresaw), and
+    a second row with an id already loaded is one too: an env cannot hold two tasks with one id.
+    """
     if limit is not None and limit <= 0:
         return
+    first_seen: dict[str, str] = {}  # task id -> label of the row that brought it
     try:
         for candidate in candidates:
             if not task_filter.admits(candidate.fields):
@@ -154,15 +181,18 @@ def run_pipeline(
                 task = candidate.build()
                 if not task_filter.admits_task(task):
                     continue
+                if task.id in first_seen:
+                    raise BadRow(f"duplicate id {task.id!r}: the first row with it ({first_seen[task.id]}) was loaded, this one is skipped", "duplicate id")
                 if check_images:
                     validate_images(task)
-            except (BadRow, ValueError, KeyError, TypeError) as exc:
-                reason = str(exc) if not isinstance(exc, KeyError) else f"missing field {exc}"
+            except Exception as exc:  # noqa: BLE001 -- any failure of one row is that row's problem
+                kind, reason = _reason(exc)
                 if strict:
                     raise DatasetError(f"bad row {candidate.label}: {reason}", task_id=candidate.label, reason=reason) from exc
-                report.skipped.append((candidate.label, reason))
+                report.skip(candidate.label, reason, kind)
                 logger.warning("skipping bad row %s: %s", candidate.label, reason)
                 continue
+            first_seen[task.id] = candidate.label
             report.loaded += 1
             yield task
             if limit is not None and report.loaded >= limit:
@@ -170,3 +200,14 @@ def run_pipeline(
     finally:
         if report.skipped:
             logger.warning("%s (bad rows: %s)", report.summary(), ", ".join(label for label, _ in report.skipped[:10]))
+
+
+def _reason(exc: Exception) -> tuple[str, str]:
+    """(kind, reason) for the report."""
+    if isinstance(exc, BadRow):
+        return exc.kind, str(exc)
+    if isinstance(exc, KeyError):
+        return "invalid row", f"missing field {exc}"
+    if isinstance(exc, (ValueError, TypeError)):
+        return "invalid row", str(exc)
+    return "invalid row", f"{type(exc).__name__}: {exc}"

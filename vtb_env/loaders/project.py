@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from vtb_env.loaders.common import Candidate, DatasetError, LoadReport
+from vtb_env.safe_text import clean_value
 from vtb_env.tasks import ImageRef, Task, decode_image
 
 TASKS_FILE = "tasks.jsonl"
@@ -30,22 +31,26 @@ def project_candidates(path: Path, report: LoadReport) -> Iterator[Candidate]:
     if not jsonl.is_file():
         raise DatasetError(f"no {TASKS_FILE} at {path}")
     image_dir = jsonl.parent / IMAGES_DIR
-    with jsonl.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
+    with jsonl.open("rb") as lines:
+        for number, raw in enumerate(lines, start=1):
+            label = f"{jsonl.name}:{number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield Candidate.unreadable(label, f"line is not valid UTF-8 ({exc})", "invalid UTF-8")
+                continue
             if not line.strip():
                 continue
             try:
                 data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield Candidate(f"{jsonl.name}:{number}", {}, partial(_raise, f"invalid JSON: {exc}"))
+            except (ValueError, RecursionError) as exc:
+                yield Candidate.unreadable(label, f"invalid JSON: {exc if not isinstance(exc, RecursionError) else 'nested too deeply'}", "invalid JSON")
                 continue
-            fields = data if isinstance(data, dict) else {}
-            label = str(fields.get("id") or f"{jsonl.name}:{number}")
-            yield Candidate(label, fields, partial(Task.from_dict, data, image_dir))
-
-
-def _raise(reason: str) -> Task:
-    raise ValueError(reason)
+            if not isinstance(data, dict):
+                yield Candidate.unreadable(label, f"a task line must be a JSON object, got {type(data).__name__}", "invalid row")
+                continue
+            data = clean_value(data)  # "\\ud83d" escapes would reach every observation of the task
+            yield Candidate(str(data.get("id") or label), data, partial(Task.from_dict, data, image_dir))
 
 
 def _png_bytes(image: ImageRef) -> bytes:

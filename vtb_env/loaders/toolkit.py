@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 from vtb_env.loaders.common import Candidate, DatasetError, LoadReport
 from vtb_env.loaders.official import detect_layout, row_to_task
+from vtb_env.safe_text import clean_value
 
 _SPLIT_ORDER = {"single_turn": 0, "multi_turn": 1}
 
@@ -50,9 +51,9 @@ def toolkit_candidates(root: Path, report: LoadReport) -> Iterator[Candidate]:
         raise DatasetError(f"no dataset.json under {root} (expected data/single_turn/dataset.json)")
     for json_path in files:
         try:
-            entries = json.loads(json_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise DatasetError(f"cannot read {json_path}: {exc}") from exc
+            entries = clean_value(json.loads(json_path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, RecursionError) as exc:  # also invalid UTF-8, absurd nesting
+            raise DatasetError(f"cannot read {json_path}: {type(exc).__name__}: {exc}") from exc
         if not isinstance(entries, list):
             raise DatasetError(f"{json_path}: expected a JSON list of rows")
         for position, entry in enumerate(entries):
@@ -61,8 +62,12 @@ def toolkit_candidates(root: Path, report: LoadReport) -> Iterator[Candidate]:
                 yield Candidate(fallback, {}, partial(_not_a_row, entry))
                 continue
             label = str(entry.get("id") or fallback)
-            row = _row_with_images(entry, json_path)
-            layout = detect_layout(list(row))
+            try:
+                row = _row_with_images(entry, json_path)
+                layout = detect_layout(list(row))
+            except Exception as exc:  # noqa: BLE001 -- one odd entry is a bad row, not a failed load
+                yield Candidate.unreadable(label, str(exc), "invalid row")
+                continue
             report.note_schema(layout.name)
             yield Candidate(label, row, partial(row_to_task, row, layout, base_dir=json_path.parent))
 

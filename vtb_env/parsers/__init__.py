@@ -15,7 +15,7 @@ from __future__ import annotations
 import reprlib
 from typing import Any, Mapping
 
-from vtb_env.parsers.base import MAX_CALLS_PER_ACTION, ParsedAction, ParsedCall, ToolCallParser, bound_calls, load_json_lenient, split_reasoning
+from vtb_env.parsers.base import MAX_CALLS_PER_ACTION, ParsedAction, ParsedCall, ToolCallParser, bound_calls, load_json_lenient, repair_budget, split_reasoning
 from vtb_env.parsers.function_tag import FunctionTagParser
 from vtb_env.parsers.hermes import HermesParser
 from vtb_env.parsers.llama3_json import Llama3JsonParser
@@ -54,10 +54,17 @@ def action_text(action: Any) -> str:
 def parse_action(action: str | Mapping[str, Any], fmt: str = "auto") -> ParsedAction:
     """Read one policy action (raw assistant text or an OpenAI message dict). Never raises on content.
 
+    Cost is linear in the action's length: at most ``MAX_CALLS_PER_ACTION`` calls are parsed (the
+    rest are counted), and JSON repair shares one bounded budget per action.
     Raises ValueError only for an unknown ``fmt`` (a configuration error, not policy output).
     """
     if fmt != "auto" and fmt != OPENAI_FORMAT and fmt not in PARSERS:
         raise ValueError(f"unknown tool-call format {fmt!r}; known: auto, {OPENAI_FORMAT}, {', '.join(PARSERS)}")
+    with repair_budget():
+        return _parse(action, fmt)
+
+
+def _parse(action: str | Mapping[str, Any], fmt: str) -> ParsedAction:
     if isinstance(action, Mapping):
         text, problem = message_text(action)
         if problem is not None:  # checked first: the parser below must only see plain JSON data

@@ -9,18 +9,27 @@ silently treating the action as a final answer.
 from __future__ import annotations
 
 import json
-import re
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
-import json_repair
+from json_repair.json_parser import JSONParser
 
 MAX_CALLS_PER_ACTION = 100
-"""Calls read from one action; the rest become one error call. Any cap (20 per turn by default) is far below."""
+"""Calls read from one action; the rest are counted, not parsed, and become one error call. Any cap
+(20 per turn by default) is far below."""
 
-MAX_REPAIR_CHARS = 65_536
-"""Longest text that JSON repair is attempted on (its cost grows quadratically). Tool arguments are
-far shorter (code is at most 5,000 characters), so longer invalid JSON is reported, not repaired."""
+MAX_REPAIR_CHARS = 8_192
+"""Longest text that JSON repair is attempted on. Tool arguments are shorter (code is at most 5,000
+characters), so longer invalid JSON is reported, not repaired."""
+
+REPAIR_BUDGET_READS = 32_000
+"""Character reads that JSON repair may spend on one action, all its calls together (under 0.1 s).
+``json_repair`` is quadratic on unbalanced quotes; counting its reads (not timing them) keeps the
+bound deterministic, so the same action is always read the same way."""
+
+_repair_budget: ContextVar["_RepairBudget | None"] = ContextVar("vtb_repair_budget", default=None)
 
 
 @dataclass
@@ -33,6 +42,7 @@ class ParsedCall:
     error: str | None = None
     repaired: bool = False  # the JSON needed repair to parse
     call_id: str | None = None  # given by the policy (OpenAI dicts); the env assigns one otherwise
+    unread: int = 0  # > 0: this error entry stands for that many calls left unparsed (see ``unread_calls``)
 
 
 @dataclass
@@ -60,55 +70,134 @@ class ToolCallParser:
         raise NotImplementedError
 
 
-_THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
 def split_reasoning(text: str) -> tuple[str, str]:
-    """Split ``<think>`` blocks off: returns (text without them, reasoning).
+    """Split ``<think>`` blocks off: returns (text without them, reasoning). Linear in ``len(text)``.
 
     Also handles a closing tag without an opening one (chat templates that put ``<think>`` in
     the prompt) and an unclosed block (generation cut off inside its thoughts).
     """
     thoughts: list[str] = []
-    if "</think>" in text and "<think>" not in text.split("</think>", 1)[0]:
-        head, text = text.split("</think>", 1)
-        thoughts.append(head)
-    thoughts.extend(_THINK_BLOCK.findall(text))
-    text = _THINK_BLOCK.sub("", text)
-    if "<think>" in text:
-        text, unclosed = text.split("<think>", 1)
-        thoughts.append(unclosed)
-    return text.strip(), "\n".join(thought.strip() for thought in thoughts if thought.strip())
+    first_close = text.find(THINK_CLOSE)
+    if first_close != -1 and text.find(THINK_OPEN, 0, first_close) == -1:
+        thoughts.append(text[:first_close])
+        text = text[first_close + len(THINK_CLOSE) :]
+    visible: list[str] = []
+    position = 0
+    while (start := text.find(THINK_OPEN, position)) != -1:
+        visible.append(text[position:start])
+        end = text.find(THINK_CLOSE, start + len(THINK_OPEN))
+        if end == -1:  # unclosed: the rest is thoughts
+            thoughts.append(text[start + len(THINK_OPEN) :])
+            position = len(text)
+            break
+        thoughts.append(text[start + len(THINK_OPEN) : end])
+        position = end + len(THINK_CLOSE)
+    visible.append(text[position:])
+    return "".join(visible).strip(), "\n".join(thought.strip() for thought in thoughts if thought.strip())
+
+
+def tag_blocks(text: str, open_tag: str, close_tag: str) -> Iterator[tuple[int, int, int, int]]:
+    """(start, body start, body end, end) of each ``open_tag ... close_tag`` block, left to right; an
+    unclosed block runs to the end of the text. One pass: linear in ``len(text)``."""
+    position = 0
+    while (start := text.find(open_tag, position)) != -1:
+        body_start = start + len(open_tag)
+        close = text.find(close_tag, body_start)
+        if close == -1:
+            yield start, body_start, len(text), len(text)
+            return
+        position = close + len(close_tag)
+        yield start, body_start, close, position
+
+
+class _RepairBudget:
+    def __init__(self, reads: int) -> None:
+        self.left = reads
+
+
+class _RepairBudgetSpent(Exception):
+    pass
+
+
+class _CountedText:
+    """The text as ``json_repair`` sees it: every read is charged to the action's repair budget."""
+
+    __slots__ = ("text", "budget")
+
+    def __init__(self, text: str, budget: _RepairBudget) -> None:
+        self.text, self.budget = text, budget
+
+    def __len__(self) -> int:
+        return len(self.text)
+
+    def __getitem__(self, index: int | slice) -> str:
+        value = self.text[index]
+        self.budget.left -= len(value) if isinstance(index, slice) else 1
+        if self.budget.left < 0:
+            raise _RepairBudgetSpent
+        return value
+
+
+@contextmanager
+def repair_budget(reads: int = REPAIR_BUDGET_READS) -> Iterator[None]:
+    """Share one JSON-repair budget among every ``load_json_lenient`` call inside (one action)."""
+    token = _repair_budget.set(_RepairBudget(reads))
+    try:
+        yield
+    finally:
+        _repair_budget.reset(token)
 
 
 def load_json_lenient(text: str) -> tuple[Any, bool]:
     """Parse JSON, repairing near misses (trailing commas, single quotes, a missing brace).
 
-    Returns (value, repaired). Raises ValueError when nothing sensible comes out.
+    Returns (value, repaired). Raises ValueError when nothing sensible comes out, or when repair
+    would exceed ``MAX_REPAIR_CHARS`` or the action's repair budget (see ``repair_budget``).
     """
     try:
         return json.loads(text), False
-    except (json.JSONDecodeError, TypeError):
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    except (ValueError, TypeError):  # JSONDecodeError, or an integer too long to convert
         pass
     if not text.strip():
         raise ValueError("empty JSON")
     if len(text) > MAX_REPAIR_CHARS:
         raise ValueError(f"invalid JSON of {len(text):,} characters; repair is attempted only up to {MAX_REPAIR_CHARS:,}")
+    budget = _repair_budget.get() or _RepairBudget(REPAIR_BUDGET_READS)
+    if budget.left <= 0:
+        raise ValueError(f"invalid JSON: {_clip(text)} (not repaired: this action spent its JSON repair budget)")
     try:
-        value = json_repair.loads(text)
+        value = JSONParser(_CountedText(text, budget), None, False, try_valid_json_suffix=True).parse()  # type: ignore[arg-type]
+    except _RepairBudgetSpent:
+        raise ValueError(f"invalid JSON: {_clip(text)} (repair gave up: it would take too long)") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
     except Exception as exc:  # json_repair has no stable exception type
         raise ValueError(f"invalid JSON: {exc}") from None
+    if isinstance(value, tuple):  # logging mode returns (value, log); not used, but be exact
+        value = value[0]
     if value in ("", None, [], {}) and text.strip() not in ('""', "null", "[]", "{}"):
         raise ValueError(f"invalid JSON: {_clip(text)}")
     return value, True
 
 
+def unread_calls(count: int) -> ParsedCall:
+    """The error entry standing for ``count`` calls a parser stopped before reading."""
+    return ParsedCall(name="", arguments="", error="", unread=count)
+
+
 def bound_calls(calls: list[ParsedCall]) -> list[ParsedCall]:
     """The first ``MAX_CALLS_PER_ACTION`` calls, then one error call standing for the rest."""
-    if len(calls) <= MAX_CALLS_PER_ACTION:
-        return calls
-    extra = len(calls) - MAX_CALLS_PER_ACTION
-    return calls[:MAX_CALLS_PER_ACTION] + [ParsedCall(name="", arguments="", error=f"{extra} more tool calls were not read: at most {MAX_CALLS_PER_ACTION} calls per action")]
+    read = [call for call in calls if not call.unread]
+    extra = max(len(read) - MAX_CALLS_PER_ACTION, 0) + sum(call.unread for call in calls)
+    if not extra:
+        return read
+    error = f"{extra} more tool calls were not read: at most {MAX_CALLS_PER_ACTION} calls per action"
+    return read[:MAX_CALLS_PER_ACTION] + [ParsedCall(name="", arguments="", error=error, unread=extra)]
 
 
 def call_from_object(obj: Any, raw: str, repaired: bool = False, arguments_keys: tuple[str, ...] = ("arguments", "parameters")) -> ParsedCall:

@@ -2,30 +2,38 @@
 
 from __future__ import annotations
 
-import re
+from vtb_env.parsers.base import MAX_CALLS_PER_ACTION, ParsedCall, ToolCallParser, call_from_object, load_json_lenient, tag_blocks, unread_calls
 
-from vtb_env.parsers.base import ParsedCall, ToolCallParser, call_from_object, load_json_lenient
-
-_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
 
 class HermesParser(ToolCallParser):
     name = "hermes"
 
     def detect(self, text: str) -> bool:
-        return "<tool_call>" in text
+        return OPEN in text
 
     def parse(self, text: str) -> tuple[str, list[ParsedCall]]:
-        calls = []
-        for match in _BLOCK.finditer(text):
-            body = match.group(1).strip()
-            if not body:
-                calls.append(ParsedCall(name="", arguments="", raw=match.group(0), error="empty <tool_call> block"))
-                continue
-            try:
-                value, repaired = load_json_lenient(body)
-            except ValueError as exc:
-                calls.append(ParsedCall(name="", arguments=body, raw=body, error=f"<tool_call> block is not valid JSON ({exc})"))
-                continue
-            calls.append(call_from_object(value, body, repaired))
-        return _BLOCK.sub("", text).strip(), calls
+        calls: list[ParsedCall] = []
+        content: list[str] = []
+        position = 0
+        for start, body_start, body_end, end in tag_blocks(text, OPEN, CLOSE):
+            content.append(text[position:start])
+            position = end
+            if len(calls) == MAX_CALLS_PER_ACTION:  # count the rest, parse none of it
+                calls.append(unread_calls(1 + text.count(OPEN, end)))
+                position = len(text)
+                break
+            calls.append(_block_call(text[body_start:body_end].strip(), text[start:end]))
+        content.append(text[position:] if position < len(text) else "")
+        return "".join(content).strip(), calls
+
+
+def _block_call(body: str, raw: str) -> ParsedCall:
+    if not body:
+        return ParsedCall(name="", arguments="", raw=raw, error="empty <tool_call> block")
+    try:
+        value, repaired = load_json_lenient(body)
+    except ValueError as exc:
+        return ParsedCall(name="", arguments=body, raw=body, error=f"<tool_call> block is not valid JSON ({exc})")
+    return call_from_object(value, body, repaired)

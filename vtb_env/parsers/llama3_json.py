@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from vtb_env.parsers.base import ParsedCall, ToolCallParser, call_from_object, load_json_lenient
+from vtb_env.parsers.base import MAX_CALLS_PER_ACTION, ParsedCall, ToolCallParser, call_from_object, load_json_lenient, unread_calls
 
 PYTHON_TAG = "<|python_tag|>"
 _LOOKS_LIKE_CALL = re.compile(r'^\s*\[?\s*\{\s*"name"\s*:')
@@ -30,8 +30,10 @@ class Llama3JsonParser(ToolCallParser):
 
 
 def _calls(body: str) -> list[ParsedCall]:
+    """Decode values one after another (C speed); past the per-action bound they are only counted."""
     decoder = json.JSONDecoder()
     calls: list[ParsedCall] = []
+    unread = 0
     position = 0
     while position < len(body):
         while position < len(body) and body[position] in " \t\r\n;,":
@@ -41,14 +43,20 @@ def _calls(body: str) -> list[ParsedCall]:
         try:
             value, end = decoder.raw_decode(body, position)
             raw, repaired = body[position:end], False
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # also integers too long to convert, absurd nesting
             raw = body[position:]
+            if len(calls) >= MAX_CALLS_PER_ACTION:
+                unread += 1
+                break
             try:
                 value, repaired = load_json_lenient(raw)
             except ValueError as exc:
-                return calls + [ParsedCall(name="", arguments=raw, raw=raw, error=f"tool call is not valid JSON ({exc})")]
+                calls.append(ParsedCall(name="", arguments=raw, raw=raw, error=f"tool call is not valid JSON ({exc})"))
+                break
             end = len(body)
         items = value if isinstance(value, list) else [value]
-        calls.extend(call_from_object(item, raw, repaired) for item in items)
+        room = max(MAX_CALLS_PER_ACTION - len(calls), 0)
+        calls.extend(call_from_object(item, raw, repaired) for item in items[:room])
+        unread += len(items) - min(room, len(items))
         position = end
-    return calls
+    return calls + [unread_calls(unread)] * (unread > 0)

@@ -11,7 +11,7 @@ import json
 import reprlib
 from typing import Any, Mapping
 
-from vtb_env.parsers.base import ParsedCall, arguments_from_string
+from vtb_env.parsers.base import MAX_CALLS_PER_ACTION, ParsedCall, arguments_from_string, unread_calls
 
 
 def message_text(message: Mapping[str, Any]) -> tuple[str, str | None]:
@@ -35,7 +35,9 @@ def parse_message(message: Mapping[str, Any]) -> tuple[str, str, list[ParsedCall
     items = message.get("tool_calls") or []
     if not isinstance(items, list):
         return str(content), str(reasoning), [ParsedCall(name="", arguments=repr(items)[:200], error=f"tool_calls must be a list, got {type(items).__name__}")]
-    calls = [_call(item) for item in items]
+    calls = [_call(item) for item in items[:MAX_CALLS_PER_ACTION]]
+    if len(items) > MAX_CALLS_PER_ACTION:
+        calls.append(unread_calls(len(items) - MAX_CALLS_PER_ACTION))
     return str(content), str(reasoning), calls
 
 

@@ -9,7 +9,11 @@ from __future__ import annotations
 import ast
 import re
 
-from vtb_env.parsers.base import ParsedCall, ToolCallParser
+from vtb_env.parsers.base import MAX_CALLS_PER_ACTION, ParsedCall, ToolCallParser, unread_calls
+
+MAX_PYTHONIC_CHARS = 262_144
+"""Longest call list given to ``ast.parse`` (~1.3 us per character, all at once): far above 100
+calls of realistic size; a longer one is one error call instead of seconds of parsing."""
 
 _TAGS = re.compile(r"<\|python_start\|>|<\|python_end\|>|<\|eom\|>|<\|eot\|>")
 _LOOKS_LIKE_CALL = re.compile(r"^\s*\[\s*[A-Za-z_][\w.]*\s*\(")
@@ -27,14 +31,21 @@ class PythonicParser(ToolCallParser):
         else:
             content, body = "", text
         body = _TAGS.sub("", body).strip()
+        if len(body) > MAX_PYTHONIC_CHARS:
+            return content.strip(), [ParsedCall(name="", arguments=body, raw=body, error=f"pythonic tool calls of {len(body):,} characters were not read: at most {MAX_PYTHONIC_CHARS:,}")]
         try:
             tree = ast.parse(body, mode="eval").body
         except SyntaxError as exc:
             return content.strip(), [ParsedCall(name="", arguments=body, raw=body, error=f"pythonic tool call is not valid Python: {exc.msg} (line {exc.lineno}, column {exc.offset})")]
+        except (RecursionError, MemoryError, ValueError):  # absurd nesting; NUL bytes
+            return content.strip(), [ParsedCall(name="", arguments=body, raw=body, error="pythonic tool call is nested too deeply or contains NUL bytes")]
         if not isinstance(tree, ast.List):
             return content.strip(), [ParsedCall(name="", arguments=body, raw=body, error="pythonic tool calls must be a list like [name(arg=value)]")]
         source = _Source(body)
-        return content.strip(), [_call(node, source) for node in tree.elts]
+        calls = [_call(node, source) for node in tree.elts[:MAX_CALLS_PER_ACTION]]
+        if len(tree.elts) > MAX_CALLS_PER_ACTION:
+            calls.append(unread_calls(len(tree.elts) - MAX_CALLS_PER_ACTION))
+        return content.strip(), calls
 
 
 class _Source:
@@ -68,7 +79,7 @@ def _call(node: ast.expr, source: _Source) -> ParsedCall:
             return ParsedCall(name=name, arguments=raw, raw=raw, error=f"{name}: **kwargs is not allowed")
         try:
             arguments[keyword.arg] = ast.literal_eval(keyword.value)
-        except (ValueError, SyntaxError, TypeError):
+        except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
             segment = source.segment(keyword.value)
             return ParsedCall(name=name, arguments=raw, raw=raw, error=f"{name}: argument {keyword.arg}={segment} is not a literal value")
     return ParsedCall(name=name, arguments=arguments, raw=raw)

@@ -14,13 +14,14 @@ import os
 import queue
 import subprocess
 import sys
+import tempfile
 import threading
 from dataclasses import asdict, dataclass, field
-from typing import Mapping
+from typing import BinaryIO, Mapping
 
-from vtb_env.sandbox import identity, protocol
+from vtb_env.sandbox import cleanup, identity, protocol
 from vtb_env.sandbox.limits import Limits
-from vtb_env.sandbox.server import OPTIONAL_LAYERS
+from vtb_env.sandbox.server import OPTIONAL_LAYERS, SHARED_WORK_DIR
 
 IMAGE_MODULES = ("numpy", "PIL.Image", "PIL.ImageEnhance", "PIL.ImageFilter", "PIL.ImageOps", "PIL.ImageDraw", "cv2")
 INTERPRETER_MODULES = IMAGE_MODULES + ("pandas", "scipy", "scipy.stats", "scipy.optimize", "sympy", "sklearn",
@@ -29,6 +30,7 @@ INTERPRETER_MODULES = IMAGE_MODULES + ("pandas", "scipy", "scipy.stats", "scipy.
 PROFILES = {"image": IMAGE_MODULES, "interpreter": INTERPRETER_MODULES}
 
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+STDERR_TAIL_LINES = 20  # of the server's stderr, quoted when it fails to start or dies
 
 
 class SandboxError(RuntimeError):
@@ -56,80 +58,135 @@ class ExecResult:
 
 
 def clean_environment() -> dict[str, str]:
-    """The fork server's whole environment: no keys, tokens or user settings reach it."""
+    """The fork server's whole environment: no keys, tokens or user settings reach it.
+
+    ``PYTHONPATH`` is this package's root, then this interpreter's own ``sys.path`` entries (paths,
+    not secrets), so the server imports the same packages as the process that started it."""
     return {
-        "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/nonexistent", "PYTHONPATH": _PACKAGE_ROOT,
+        "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/nonexistent", "PYTHONPATH": _python_path(),
         "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
         "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1",
     }
 
 
+def _python_path() -> str:
+    entries = [_PACKAGE_ROOT] + [p for p in sys.path if os.path.isabs(p) and os.path.exists(p)]
+    return os.pathsep.join(dict.fromkeys(entries))
+
+
 class _Slot:
-    """One fork-server process and its pipes."""
+    """One fork-server process and its pipes; replaced by a fresh one after any server failure."""
 
     def __init__(self, index: int, config: dict):
         self.index = index
-        self.config = dict(config, uid=identity.slot_uid(os.getpid(), index))
+        self.config = dict(config)
+        self.uid_claim: identity.UidClaim | None = None
         self.process: subprocess.Popen | None = None
+        self.stderr: BinaryIO | None = None  # an unlinked file: the server's stderr, quoted on failures
         self.hello: dict = {}
 
     def ensure_started(self) -> None:
         if self.process is not None and self.process.poll() is None:
             return
+        if self.process is not None:
+            self.kill()
+        self._claim_uid()
+        self.stderr = tempfile.TemporaryFile(prefix="vtb-server-stderr-")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "vtb_env.sandbox.server", json.dumps(self.config)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
             env=clean_environment(), cwd="/", close_fds=True,
         )
         try:
             self.hello, _ = protocol.receive(self.process.stdout)
         except EOFError:
+            tail = self.stderr_tail()
             self.kill()
-            raise SandboxError("the fork server failed to start") from None
+            raise SandboxError("the fork server failed to start" + (f"; its stderr ends with:\n{tail}" if tail else
+                                                                    " (it wrote nothing to stderr)")) from None
+
+    def _claim_uid(self) -> None:
+        """Reserve this slot's uid once (root only): checked against passwd, subuid/subgid and running processes."""
+        if self.uid_claim is not None or os.geteuid() != 0 or "uid" in self.config["disable"]:
+            return
+        try:
+            self.uid_claim = identity.claim_slot_uid(os.getpid() * 16 + self.index)
+            self.config["uid"] = self.uid_claim.uid
+        except OSError:
+            self.config["uid"] = None  # the server reports the uid layer as missing
+
+    def stderr_tail(self) -> str:
+        if self.stderr is None:
+            return ""
+        self.stderr.seek(max(0, os.fstat(self.stderr.fileno()).st_size - 8192))
+        lines = self.stderr.read().decode("utf-8", "replace").strip().splitlines()
+        return "\n".join(lines[-STDERR_TAIL_LINES:])
 
     def call(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         self.ensure_started()
         try:
             protocol.send(self.process.stdin, header, blobs)
-            return protocol.receive(self.process.stdout)
+            reply = protocol.receive(self.process.stdout)
         except (EOFError, BrokenPipeError, OSError) as exc:
+            tail = self.stderr_tail()
             self.kill()  # restarted on the next call
-            raise SandboxError(f"the fork server died: {exc}") from None
+            raise SandboxError(f"the fork server died: {exc}" + (f"; its stderr ends with:\n{tail}" if tail else "")) from None
+        if reply[0].get("restart"):
+            self.kill()  # a cleanup or server failure: the next call gets a fresh server
+        return reply
 
     def stop(self, grace_s: float = 1.0) -> None:
-        if self.process is None:
-            return
-        try:
-            self.process.stdin.close()
-            self.process.wait(timeout=grace_s)
-        except (OSError, subprocess.TimeoutExpired):
-            self.kill()
-        self.process = None
+        if self.process is not None:
+            try:
+                self.process.stdin.close()
+                self.process.wait(timeout=grace_s)
+                self.process.stdout.close()
+                self.stderr.close()
+                self.process = None
+            except (OSError, subprocess.TimeoutExpired):
+                self.kill()
+        self.release_uid()
 
     def kill(self) -> None:
         if self.process is not None:
             self.process.kill()
             self.process.wait()
-            for stream in (self.process.stdin, self.process.stdout):
+            for stream in (self.process.stdin, self.process.stdout, self.stderr):
                 try:
                     stream.close()
                 except OSError:
                     pass
             self.process = None
+            work_dir = self.hello.get("work_dir")
+            if work_dir and work_dir != SHARED_WORK_DIR:  # a host-disk work dir outlives the killed server
+                try:
+                    cleanup.remove_tree(work_dir)
+                except OSError:
+                    pass
+
+    def release_uid(self) -> None:
+        if self.uid_claim is not None:
+            self.uid_claim.release()
+            self.uid_claim = None
 
     def forget(self) -> None:
         """In a forked child: drop the inherited pipes without touching the parent's server."""
         if self.process is not None:
-            for stream in (self.process.stdin, self.process.stdout):
+            for stream in (self.process.stdin, self.process.stdout, self.stderr):
                 try:
                     os.close(stream.fileno())
                 except OSError:
                     pass
             self.process = None
+        if self.uid_claim is not None:
+            self.uid_claim.release()  # our copy of the lock fd only: the parent's claim holds
+            self.uid_claim = None
 
 
 class Sandbox:
     """A pool of fork servers. ``run`` is thread-safe; a call waits for a free slot.
+
+    ``slots`` defaults to the cores this process may run on (``os.sched_getaffinity``).
 
     ``disable`` turns optional layers off (to debug, or to check the degraded mode of hosts
     that refuse them); rlimits are always on.
@@ -138,12 +195,12 @@ class Sandbox:
     def __init__(self, slots: int | None = None, *, preload: tuple[str, ...] = IMAGE_MODULES,
                  limits: Limits = Limits(), png_compress_level: int | None = 1, disable: tuple[str, ...] = ()):
         self.limits = limits
-        count = slots or max(1, min(os.cpu_count() or 1, 8))
+        count = slots or default_slot_count()
         unknown = set(disable) - set(OPTIONAL_LAYERS)
         if unknown:
             raise ValueError(f"unknown layers {sorted(unknown)}; optional layers: {', '.join(OPTIONAL_LAYERS)}")
         config = {"preload": list(preload), "limits": asdict(limits), "png_compress_level": png_compress_level,
-                  "disable": list(disable)}
+                  "disable": list(disable), "uid": None}
         self._slots = [_Slot(i, config) for i in range(count)]
         self._free: queue.Queue[_Slot] = queue.Queue()
         for slot in self._slots:
@@ -197,6 +254,9 @@ class Sandbox:
         """Run ``code`` in a fresh isolated child with ``files`` in its work dir."""
         if self._closed:
             raise SandboxError("sandbox is closed")
+        bad = [name for name in files if not name or "/" in name or name.startswith(".")]
+        if bad:
+            raise ValueError(f"bad input file names {bad!r}: plain names only, not hidden")
         header = {"code": code, "files": list(files), "timeout_s": timeout_s or self.limits.timeout_s,
                   "collect_files": collect_files}
         slot = self._free.get()
@@ -229,6 +289,14 @@ class Sandbox:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def default_slot_count() -> int:
+    """One slot per core this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 _shared: dict[str, Sandbox] = {}

@@ -1,9 +1,13 @@
 """The fork server: one per slot, started by the pool with a clean environment.
 
-It imports the heavy libraries once, sets up every isolation layer the host allows, then for
-each request writes the input files into the work dir, forks a child that isolates itself and
-runs the code, waits with a wall-clock timeout, kills and reaps everything the call left behind
-(it is the child subreaper), and sends back capped output and the files the code wrote.
+It imports the heavy libraries once, sets up every isolation layer the host allows, then forks
+a *zygote* before it reads any request. For each request the server writes the input files into
+the work dir and the code into an unlinked file, and asks the zygote (over a socketpair, with
+nothing but the timeout) to fork a child. The child isolates itself, reads its code and runs it;
+the zygote waits with a wall-clock timeout, kills and reaps everything the call left behind (it
+is the child subreaper) and reports the exit status. The server then sends back capped output and
+the files the code wrote, and empties the work dir. The zygote never touches request data, so a
+child that walks its stack or the heap finds nothing of any earlier call.
 
 Run as ``python -m vtb_env.sandbox.server '<json config>'``; talks over stdin/stdout.
 """
@@ -17,9 +21,10 @@ import json
 import linecache
 import os
 import select
-import shutil
 import signal
+import socket
 import stat
+import struct
 import sys
 import tempfile
 import time
@@ -27,11 +32,11 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from vtb_env.sandbox import _libc, identity, landlock, limits as limits_mod, namespaces, protocol, syscall_filter
+from vtb_env.sandbox import _libc, cleanup, identity, landlock, limits as limits_mod, namespaces, protocol, syscall_filter
 from vtb_env.sandbox.limits import Limits
 
 SHARED_WORK_DIR = "/tmp/vtb-sandbox-work"  # same path in every slot: each mounts its own tmpfs there privately
-OPTIONAL_LAYERS = ("netns", "tmpfs", "uid", "landlock", "seccomp")
+OPTIONAL_LAYERS = ("netns", "ipcns", "tmpfs", "uid", "landlock", "seccomp")
 SETUP_FAILED = 125  # child exit code when an isolation layer could not be applied: the code never ran
 
 
@@ -43,6 +48,7 @@ class Isolation:
     uid: int | None = None
     ruleset_fd: int | None = None
     seccomp: Any = None
+    ipc_per_call: bool = False  # each child unshares its own IPC namespace before dropping root
     layers: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -70,7 +76,7 @@ def _default_png_compression(level: int) -> None:
     Image.register_save("PNG", save)
 
 
-def setup(slot_uid: int, lim: Limits, disable: frozenset[str] = frozenset()) -> Isolation:
+def setup(slot_uid: int | None, lim: Limits, disable: frozenset[str] = frozenset()) -> Isolation:
     """Enter every layer the host allows (and ``disable`` does not name); note the ones refused instead of failing."""
     iso = Isolation(work_dir="")
     if disable:
@@ -87,6 +93,15 @@ def setup(slot_uid: int, lim: Limits, disable: frozenset[str] = frozenset()) -> 
         iso.layers.append("netns")
     except OSError as exc:
         iso.notes.append(f"network namespace unavailable: {exc}")
+    try:
+        if "ipcns" in disable:
+            raise OSError(errno.EPERM, "disabled")
+        _libc.unshare(_libc.CLONE_NEWIPC)  # host segments invisible to the server; each child gets its own too
+        iso.ipc_per_call = True
+        iso.layers.append("ipcns")
+    except OSError as exc:
+        iso.notes.append(f"IPC namespace unavailable: {exc}" + ("" if "seccomp" in disable else
+                         "; SysV IPC is denied by seccomp instead"))
     root = os.geteuid() == 0
     interpreter_paths = sorted({sys.base_prefix, sys.prefix})
     try:
@@ -96,7 +111,7 @@ def setup(slot_uid: int, lim: Limits, disable: frozenset[str] = frozenset()) -> 
         os.makedirs(SHARED_WORK_DIR, mode=0o755, exist_ok=True)
         if os.path.islink(SHARED_WORK_DIR) or not os.path.isdir(SHARED_WORK_DIR):
             raise OSError(errno.ENOTDIR, f"{SHARED_WORK_DIR} is not a plain directory")
-        namespaces.mount_work_tmpfs(SHARED_WORK_DIR, lim.disk_mb, slot_uid if root else os.getuid())
+        namespaces.mount_work_tmpfs(SHARED_WORK_DIR, lim.disk_mb, slot_uid if root and slot_uid is not None else os.getuid())
         iso.work_dir = SHARED_WORK_DIR
         iso.layers.append(f"tmpfs({lim.disk_mb}MiB)")
         hidden = namespaces.reveal(interpreter_paths) if root else []
@@ -105,7 +120,9 @@ def setup(slot_uid: int, lim: Limits, disable: frozenset[str] = frozenset()) -> 
     except OSError as exc:
         iso.work_dir = tempfile.mkdtemp(prefix="vtb-sandbox-")
         iso.notes.append(f"no private tmpfs ({exc}): work dir {iso.work_dir} on the host disk, disk use not capped")
-    if root and "uid" not in disable:
+    if root and slot_uid is None and "uid" not in disable:
+        iso.notes.append("no free slot uid was reserved: per-slot uid disabled")
+    elif root and "uid" not in disable:
         reason = identity.interpreter_reachable(interpreter_paths)
         if reason is None:
             iso.uid = slot_uid
@@ -129,14 +146,29 @@ def setup(slot_uid: int, lim: Limits, disable: frozenset[str] = frozenset()) -> 
         iso.notes.append("landlock unavailable in this kernel")
     if "seccomp" not in disable:
         try:
-            iso.seccomp = syscall_filter.build()
+            iso.seccomp = syscall_filter.build(lim.allow_fork)
             iso.layers.append("seccomp")
         except (ImportError, OSError, RuntimeError) as exc:
             iso.notes.append(f"seccomp unavailable: {exc}")
+    _memory_layer(iso, lim)
     return iso
 
 
+def _memory_layer(iso: Isolation, lim: Limits) -> None:
+    """Say what bounds a call's memory: one process under RLIMIT_AS, or only each process."""
+    if iso.seccomp is not None and not lim.allow_fork:
+        iso.layers.append("memory(RLIMIT_AS, single process)")
+    else:
+        why = "allow_fork is set" if lim.allow_fork else "seccomp unavailable"
+        iso.notes.append(f"the code may start processes ({why}): RLIMIT_AS bounds each process, not the call")
+    cgroup_dir, why = limits_mod.delegated_memory_cgroup()
+    iso.notes.append(f"no per-slot cgroup memory.max: {why}" if cgroup_dir is None else
+                     f"per-slot cgroup memory.max not implemented ({why}); memory is bounded by RLIMIT_AS")
+
+
 class Server:
+    """Reads requests, prepares and collects the work dir; asks the zygote for each child."""
+
     def __init__(self, config: dict[str, Any]):
         self.limits = Limits(**config.get("limits", {}))
         self.proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
@@ -146,9 +178,12 @@ class Server:
             os.dup2(null, fd)
         os.close(null)
         preload(config.get("preload", []), config.get("png_compress_level"))
-        self.iso = setup(config["uid"], self.limits, frozenset(config.get("disable", ())))
-        self.base_mapped = limits_mod.mapped_bytes()
-        self.captures = [tempfile.TemporaryFile(prefix="vtb-capture-") for _ in range(2)]  # unlinked: outside the tmpfs
+        self.iso = setup(config.get("uid"), self.limits, frozenset(config.get("disable", ())))
+        # unlinked files outside the tmpfs: output survives a full disk; the code reaches the child without the zygote reading it
+        self.captures = [tempfile.TemporaryFile(prefix="vtb-capture-") for _ in range(2)]
+        self.code_file = tempfile.TemporaryFile(prefix="vtb-code-")
+        self.zygote = Zygote(self.iso, self.limits, [f.fileno() for f in self.captures], self.code_file.fileno(),
+                             close_in_zygote=[self.proto_in.fileno(), self.proto_out.fileno()])
 
     def serve(self) -> None:
         protocol.send(self.proto_out, {"layers": self.iso.layers, "notes": self.iso.notes, "work_dir": self.iso.work_dir})
@@ -159,36 +194,33 @@ class Server:
                 break
             try:
                 header, out_blobs = self.run(request, blobs)
-            except Exception as exc:  # report and keep serving
-                header, out_blobs = {"error": f"{type(exc).__name__}: {exc}"}, []
+            except Exception as exc:  # report, and have the pool replace this server: its state is unknown
+                header, out_blobs = {"error": f"{type(exc).__name__}: {exc}", "restart": True}, []
             protocol.send(self.proto_out, header, out_blobs)
-        if self.iso.work_dir == SHARED_WORK_DIR:
-            self._clear_work_dir()  # a tmpfs that vanishes with our mount namespace anyway
-        else:
-            shutil.rmtree(self.iso.work_dir, ignore_errors=True)
+        self._clear_work_dir()
+        if self.iso.work_dir != SHARED_WORK_DIR:  # the tmpfs vanishes with our mount namespace anyway
+            os.rmdir(self.iso.work_dir)
 
     def run(self, request: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         timeout = float(request.get("timeout_s") or self.limits.timeout_s)
         inputs = self._prepare(request["files"], blobs)
-        for capture in self.captures:
-            capture.seek(0)
-            capture.truncate()
-        start = time.perf_counter()
-        pid = os.fork()
-        if pid == 0:
-            self._child(request["code"], timeout)  # never returns
-        timed_out = self._wait(pid, timeout)
-        _kill_group(pid)  # before reaping the child, so its pid (the group id) cannot be reused yet
-        status = os.waitpid(pid, 0)[1]
-        leftovers = self._reap_leftovers()
-        duration = time.perf_counter() - start
+        for f in (*self.captures, self.code_file):
+            f.seek(0)
+            f.truncate()
+        self.code_file.write(request["code"].encode("utf-8", "surrogatepass"))
+        self.code_file.flush()
+        exit_code, timed_out, duration, leftovers = self.zygote.spawn(timeout)
         (stdout, out_size), (stderr, err_size) = (self._read_capture(c) for c in self.captures)
         names, files, skipped = self._collect(inputs) if request.get("collect_files") else ([], [], [])
         header = {
-            "exit_code": os.waitstatus_to_exitcode(status), "timed_out": timed_out, "duration_s": duration,
+            "exit_code": exit_code, "timed_out": timed_out, "duration_s": duration,
             "stdout_size": out_size, "stderr_size": err_size, "files": names, "skipped_files": skipped,
             "leftover_processes": leftovers,
         }
+        try:
+            self._clear_work_dir()  # nothing of this call waits in the work dir for the next one
+        except OSError as exc:
+            header["restart"] = f"work dir cleanup failed: {type(exc).__name__}: {exc}"
         return header, [stdout, stderr, *files]
 
     # -- before the call -------------------------------------------------------------------
@@ -208,23 +240,125 @@ class Server:
         return inputs
 
     def _clear_work_dir(self) -> None:
-        for entry in os.scandir(self.iso.work_dir):
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
-            else:
-                os.unlink(entry.path)
+        cleanup.clear_directory(self.iso.work_dir)
 
-    # -- the child ---------------------------------------------------------------------------
-    def _child(self, code: str, timeout: float) -> None:
+    # -- after the call ----------------------------------------------------------------------
+    def _read_capture(self, capture: Any) -> tuple[bytes, int]:
+        size = os.fstat(capture.fileno()).st_size
+        capture.seek(0)
+        return capture.read(self.limits.output_bytes), size
+
+    def _collect(self, inputs: dict[str, tuple[int, int, int, bytes]]) -> tuple[list[str], list[bytes], list[str]]:
+        """New or changed regular files at the top of the work dir: never following links, capped."""
+        names, files, skipped = [], [], []
+        dir_fd = os.open(self.iso.work_dir, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            os.dup2(self.captures[0].fileno(), 1)
-            os.dup2(self.captures[1].fileno(), 2)
+            for name in sorted(os.listdir(dir_fd)):
+                try:
+                    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+                except OSError as exc:
+                    skipped.append(f"{name}: {exc.strerror}")
+                    continue
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:  # directories, fifos, hard links
+                    os.close(fd)
+                    skipped.append(f"{name}: not a regular file")
+                    continue
+                with os.fdopen(fd, "rb") as f:
+                    if st.st_size > self.limits.max_output_file_bytes:
+                        skipped.append(f"{name}: larger than {self.limits.max_output_file_bytes} bytes")
+                        continue
+                    before = inputs.get(name)
+                    if before and before[:3] == (st.st_ino, st.st_mtime_ns, st.st_size):
+                        continue
+                    data = f.read(self.limits.max_output_file_bytes + 1)
+                if before and data == before[3]:
+                    continue
+                if len(names) == self.limits.max_output_files:
+                    skipped.append(f"{name}: more than {self.limits.max_output_files} output files")
+                    continue
+                names.append(name)
+                files.append(data)
+        finally:
+            os.close(dir_fd)
+        return names, files, limits_mod.capped_listing(skipped)
+
+
+_SPAWN = struct.Struct("<d")  # server -> zygote: the timeout, nothing else
+_DONE = struct.Struct("<i?di")  # zygote -> server: exit code, timed out, duration, leftover processes
+
+
+class Zygote:
+    """The process that forks every child. Forked before the first request and fed only timeouts,
+    so what a child inherits (heap, stack, open files) holds nothing of any call."""
+
+    def __init__(self, iso: Isolation, lim: Limits, capture_fds: list[int], code_fd: int, close_in_zygote: list[int]):
+        server_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        server_pid = os.getpid()
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                server_end.close()
+                for fd in close_in_zygote:
+                    os.close(fd)
+                _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
+                if os.getppid() == server_pid:
+                    _ZygoteLoop(iso, lim, capture_fds, code_fd).serve(zygote_end)
+            finally:
+                os._exit(0)
+        zygote_end.close()
+        self._socket = server_end
+
+    def spawn(self, timeout: float) -> tuple[int, bool, float, int]:
+        """Run the code now in the code file; raises ConnectionError if the zygote has gone."""
+        try:
+            self._socket.sendall(_SPAWN.pack(timeout))
+            reply = self._socket.recv(_DONE.size)
+        except OSError as exc:
+            raise ConnectionError(f"the zygote died ({exc})") from None
+        if len(reply) != _DONE.size:
+            raise ConnectionError("the zygote died")
+        return _DONE.unpack(reply)
+
+
+class _ZygoteLoop:
+    def __init__(self, iso: Isolation, lim: Limits, capture_fds: list[int], code_fd: int):
+        self.iso, self.limits, self.capture_fds, self.code_fd = iso, lim, capture_fds, code_fd
+        self.base_mapped = limits_mod.mapped_bytes()
+
+    def serve(self, sock: socket.socket) -> None:
+        try:
+            _libc.prctl(_libc.PR_SET_CHILD_SUBREAPER, 1)
+        except OSError:
+            pass  # leftovers are still found by scanning /proc
+        while True:
+            message = sock.recv(_SPAWN.size)
+            if len(message) != _SPAWN.size:
+                return
+            (timeout,) = _SPAWN.unpack(message)
+            start = time.perf_counter()
+            pid = os.fork()
+            if pid == 0:
+                self._child(timeout)  # never returns
+            timed_out = _wait(pid, timeout)
+            _kill_group(pid)  # before reaping the child, so its pid (the group id) cannot be reused yet
+            status = os.waitpid(pid, 0)[1]
+            leftovers = _reap_leftovers(self.iso.uid)
+            sock.sendall(_DONE.pack(os.waitstatus_to_exitcode(status), timed_out, time.perf_counter() - start, leftovers))
+
+    def _child(self, timeout: float) -> None:
+        try:
+            os.dup2(self.capture_fds[0], 1)
+            os.dup2(self.capture_fds[1], 2)
+            code = os.pread(self.code_fd, os.fstat(self.code_fd).st_size, 0).decode("utf-8", "surrogatepass")
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead of killing
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
             os.chdir(self.iso.work_dir)
             limits_mod.apply(Limits(**{**self.limits.__dict__, "timeout_s": timeout}), self.base_mapped)
             os.setpgid(0, 0)  # the call's own process group (seccomp then forbids leaving it)
+            if self.iso.ipc_per_call:
+                _libc.unshare(_libc.CLONE_NEWIPC)  # SysV objects of this call die with it
             if self.iso.uid is not None:
                 identity.drop_to(self.iso.uid)
                 _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)  # a credential change clears it
@@ -248,75 +382,36 @@ class Server:
             os._exit(SETUP_FAILED)
         os._exit(_run_code(code))
 
-    # -- after the call ----------------------------------------------------------------------
-    @staticmethod
-    def _wait(pid: int, timeout: float) -> bool:
-        """Wait for the child up to ``timeout`` seconds of wall clock; SIGKILL it after. True if it timed out."""
-        pidfd = os.pidfd_open(pid)
-        try:
-            poller = select.poll()
-            poller.register(pidfd, select.POLLIN)
-            if poller.poll(timeout * 1000):
-                return False
-            os.kill(pid, signal.SIGKILL)
-            return True
-        finally:
-            os.close(pidfd)
 
-    def _reap_leftovers(self) -> int:
-        """Kill every process the call left behind (orphans are re-parented to us) and reap them."""
-        killed = 0
-        while children := _children():
-            killed += len(children)
-            if self.iso.uid is not None:
-                _kill_all_of_uid(self.iso.uid)  # one atomic sweep: a fork bomb cannot outrun it
-            for pid in children:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            _reap_exited(block_for=children)
-        _reap_exited()
-        return killed
+def _wait(pid: int, timeout: float) -> bool:
+    """Wait for the child up to ``timeout`` seconds of wall clock; SIGKILL it after. True if it timed out."""
+    pidfd = os.pidfd_open(pid)
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        if poller.poll(timeout * 1000):
+            return False
+        os.kill(pid, signal.SIGKILL)
+        return True
+    finally:
+        os.close(pidfd)
 
-    def _read_capture(self, capture: Any) -> tuple[bytes, int]:
-        size = os.fstat(capture.fileno()).st_size
-        capture.seek(0)
-        return capture.read(self.limits.output_bytes), size
 
-    def _collect(self, inputs: dict[str, tuple[int, int, int, bytes]]) -> tuple[list[str], list[bytes], list[str]]:
-        """New or changed regular files at the top of the work dir: never following links, capped."""
-        names, files, skipped = [], [], []
-        dir_fd = os.open(self.iso.work_dir, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            for name in sorted(os.listdir(dir_fd)):
-                try:
-                    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
-                except OSError as exc:
-                    skipped.append(f"{name}: {exc.strerror}")
-                    continue
-                with os.fdopen(fd, "rb") as f:
-                    st = os.fstat(fd)
-                    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-                        skipped.append(f"{name}: not a regular file")
-                        continue
-                    if st.st_size > self.limits.max_output_file_bytes:
-                        skipped.append(f"{name}: larger than {self.limits.max_output_file_bytes} bytes")
-                        continue
-                    before = inputs.get(name)
-                    if before and before[:3] == (st.st_ino, st.st_mtime_ns, st.st_size):
-                        continue
-                    data = f.read(self.limits.max_output_file_bytes + 1)
-                if before and data == before[3]:
-                    continue
-                if len(names) == self.limits.max_output_files:
-                    skipped.append(f"{name}: more than {self.limits.max_output_files} output files")
-                    continue
-                names.append(name)
-                files.append(data)
-        finally:
-            os.close(dir_fd)
-        return names, files, skipped
+def _reap_leftovers(uid: int | None) -> int:
+    """Kill every process the call left behind (orphans are re-parented to us) and reap them."""
+    killed = 0
+    while children := _children():
+        killed += len(children)
+        if uid is not None:
+            _kill_all_of_uid(uid)  # one atomic sweep: a fork bomb cannot outrun it
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _reap_exited(block_for=children)
+    _reap_exited()
+    return killed
 
 
 def _run_code(code: str) -> int:

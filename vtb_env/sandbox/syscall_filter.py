@@ -2,9 +2,12 @@
 
 Denied with EPERM: program execution, every ``socket()`` (all families: no TCP/UDP/DNS, no
 netlink, packet or unix sockets), tracing and cross-process memory access, namespaces and
-mounts, kernel keyrings, BPF, io_uring, module loading, and clone with namespace flags.
-``clone3`` answers ENOSYS so the C library falls back to ``clone``, whose flags can be checked.
-The filter object is built once in the server; each child only loads it.
+mounts, kernel keyrings, BPF, io_uring, module loading, SysV IPC and POSIX message queues
+(shared memory, message queues, semaphores: no channel between calls or to the host), clone
+with namespace flags, and, unless ``allow_fork``, every new process: ``fork``/``vfork`` and
+``clone`` without ``CLONE_THREAD`` (threads still work), so ``RLIMIT_AS`` bounds the call's whole
+memory. ``clone3`` answers ENOSYS so the C library falls back to ``clone``, whose flags can be
+checked. The filter object is built once in the server; each child only loads it.
 """
 
 from __future__ import annotations
@@ -21,15 +24,22 @@ DENIED = (
     "settimeofday", "clock_settime", "sethostname", "setdomainname", "lookup_dcookie", "quotactl",
     "setsid", "setpgid",  # every process of a call stays in its process group: one kill sweeps them all
 )
+SYSV_IPC = (
+    "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
+    "semtimedop", "semctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+    "mq_getsetattr",
+)
+NEW_PROCESS = ("fork", "vfork")
+CLONE_THREAD = 0x00010000
 CLONE_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
 
 
-def build() -> Any:
+def build(allow_fork: bool = False) -> Any:
     """The filter (not yet loaded). Raises ImportError/OSError where seccomp is unavailable."""
     import pyseccomp as sc
 
     f = sc.SyscallFilter(defaction=sc.ALLOW)
-    for name in DENIED:
+    for name in DENIED + SYSV_IPC + (() if allow_fork else NEW_PROCESS):
         try:
             f.add_rule(sc.ERRNO(errno.EPERM), name)
         except (RuntimeError, ValueError, OSError):  # a syscall this kernel/arch does not know
@@ -37,4 +47,6 @@ def build() -> Any:
     f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
     for flag in CLONE_NAMESPACE_FLAGS:
         f.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    if not allow_fork:
+        f.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     return f

@@ -3,24 +3,30 @@
 The vision tool's work dir holds exactly the images of the ToolContext (``image_<k>.png``,
 ``transformed_image_<i>.png``); every ``transformed_image_<i>.png`` the code writes (new or
 overwritten) comes back as an image in index order, then any other image file it wrote. Returned
-images are decoded with the project's pixel cap before they are handed on.
+images are checked from their headers only (the environment decodes what it shows, once): each
+under the project's pixel cap, and together at most ``MAX_PIXELS_PER_CALL``.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 from typing import Any, Mapping
 
+from PIL import Image
+
 from vtb_env.sandbox import ExecResult, Sandbox, SandboxError, shared_sandbox
-from vtb_env.tasks import ImageDecodeError, decode_image
+from vtb_env.sandbox.limits import capped_listing
+from vtb_env.tasks import MAX_IMAGE_PIXELS
 from vtb_env.tools.base import NamedImage, Tool, ToolContext, ToolResult
 from vtb_env.tools.schemas import PYTHON_IMAGE_PROCESSING, PYTHON_INTERPRETER, python_image_processing_schema
 
 TRANSFORMED = re.compile(r"transformed_image_(\d+)\.png")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 MAX_TEXT_CHARS = 10_000  # stdout/stderr shown to the model, per stream
+MAX_PIXELS_PER_CALL = 64_000_000  # all images one call returns, together (one full-size image)
 
 
 class _SandboxedPython(Tool):
@@ -87,7 +93,7 @@ class PythonImageProcessing(_SandboxedPython):
         images, problems = _returned_images(result.files)
         indices = [int(m.group(1)) for m in (TRANSFORMED.fullmatch(i.name) for i in images) if m]
         body, error = self._report(result, images=[image.name for image in images],
-                                   skipped_files=problems + result.skipped_files)
+                                   skipped_files=capped_listing(problems + result.skipped_files))
         if error is None and not images:
             body["note"] = "no image was saved; save results as transformed_image_<i>.png to get them back"
         meta = {"duration_s": result.duration_s,
@@ -96,20 +102,26 @@ class PythonImageProcessing(_SandboxedPython):
 
 
 def _returned_images(files: Mapping[str, bytes]) -> tuple[list[NamedImage], list[str]]:
-    """Transformed images in index order, then other image files by name; each must decode under the pixel cap."""
+    """Transformed images in index order, then other image files by name, while the call's pixel budget lasts."""
     def order(name: str) -> tuple[int, int, str]:
         match = TRANSFORMED.fullmatch(name)
         return (0, int(match.group(1)), name) if match else (1, 0, name)
 
-    images, problems = [], []
+    images, problems, budget = [], [], MAX_PIXELS_PER_CALL
     for name in sorted(files, key=order):
         if not name.lower().endswith(IMAGE_SUFFIXES):
             continue
         try:
-            decode_image(files[name])
-        except ImageDecodeError as exc:  # attacker-controlled bytes
+            with Image.open(io.BytesIO(files[name])) as probe:  # attacker-controlled bytes: header only
+                width, height = probe.size
+        except Exception as exc:  # PIL raises many types for bad data
             problems.append(f"{name}: not a readable image ({type(exc).__name__}: {exc})")
             continue
+        if width * height > min(budget, MAX_IMAGE_PIXELS):
+            problems.append(f"{name}: {width}x{height} is over the {MAX_PIXELS_PER_CALL} pixels one call may return"
+                            if width * height <= MAX_IMAGE_PIXELS else f"{name}: {width}x{height} exceeds {MAX_IMAGE_PIXELS} pixels")
+            continue
+        budget -= width * height
         images.append(NamedImage(os.path.basename(name), files[name]))
     return images, problems
 

@@ -21,6 +21,7 @@ import httpx
 from vtb_env.tools.base import Tool, ToolContext, ToolResult
 from vtb_env.tools.cache import CacheMiss, ReplayCache
 from vtb_env.tools.schemas import HISTORICAL_WEATHER
+from vtb_env.tools.web_online import deadline_client
 
 DEFAULT_ARCHIVE = Path(__file__).resolve().parent.parent / "data" / "weather"
 GEOCODING_URL = "https://geocoding-api.open-meteo.com/v1/search"
@@ -139,7 +140,8 @@ class OpenMeteo:
                 "conditions": _WMO.get(code, f"WMO code {code}")}
 
     def _get(self, url: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        response = httpx.get(url, params=dict(params), timeout=self.timeout_s)
+        with deadline_client(self.timeout_s) as client:  # a dripping server cannot hold the call past timeout_s
+            response = client.get(url, params=dict(params))
         if response.status_code == 400:  # Open-Meteo explains bad requests (e.g. dates out of range)
             raise WeatherUnavailable(f"Open-Meteo: {response.json().get('reason', response.text)}")
         response.raise_for_status()
