@@ -1,9 +1,12 @@
 """``vtb eval --executor ray``: the episodes of a run in Ray actors, the records written by the driver.
 
 One ``EpisodeWorker`` actor per alive node with CPUs. It owns its environments (one per
-episode in flight), its agent and judge, and this process's sandbox pools sized to the node's
-CPUs; it builds all of them from a ``RunSpec`` (strings and plain dataclasses), so nothing
-live crosses the wire. The tasks travel once, through the object store (``ray.put``).
+episode in flight), its agent and judge, one tool registry and this process's sandbox pools
+sized to the node's CPUs; it builds all of them from a ``RunSpec`` (strings and plain
+dataclasses), so nothing live crosses the wire. The tasks travel once, through the object store
+(``ray.put``). Records come back as their JSON line (``records.encode_record``), which every
+record leaving a work item is known to encode to; pickling, Ray's wire format, gives up on
+nesting far shallower (a model's 600-level tool arguments).
 
 The work is the threads executor's, planned by ``runner.plan_run`` and done by the same work
 items (``runner.evaluate_item`` plays and judges one (task, sample) with its own seed;
@@ -31,6 +34,7 @@ driver writes them.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import secrets
@@ -43,7 +47,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from vtb_env.config import EnvConfig
-from vtb_env.evaluation.records import RECORDS_FILE, RunLog, error_record, record_key
+from vtb_env.evaluation.records import RECORDS_FILE, RunLog, encode_record, error_record, record_key
 from vtb_env.evaluation.runner import (
     EvalResult, JudgePasses, Progress, RecordKeeper, Scoring, _ImageStore, evaluate_item, plan_run, rejudge_item, sample_seed,
     task_summary,
@@ -121,20 +125,20 @@ class EpisodeWorker:
     def ready(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "shared_fs": self.shared_fs}
 
-    def play(self, task_id: str, sample: int) -> tuple[dict[str, Any], dict[str, bytes]]:
-        """One (task, sample)'s record, and the PNGs the driver must write (none on a shared filesystem)."""
+    def play(self, task_id: str, sample: int) -> tuple[bytes, dict[str, bytes]]:
+        """One (task, sample)'s record (its JSON line), and the PNGs the driver must write (none on a shared filesystem)."""
         spec = self.spec
         record = evaluate_item(self._thread_env, self.agent, self.judge, self.tasks[task_id], sample, seed=spec.seed,
                                scoring=spec.scoring, passes=spec.passes, store=self.store, config_hash=spec.config_hash,
                                identity=spec.identity, mode_labels=spec.mode_labels)
         if self.scratch is None:
-            return record, {}
-        return record, {relpath: (self.scratch / relpath).read_bytes() for relpath in record.get("image_files", {}).values()}
+            return encode_record(record), {}
+        return encode_record(record), {relpath: (self.scratch / relpath).read_bytes() for relpath in record.get("image_files", {}).values()}
 
-    def rejudge(self, record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, bytes]]:
-        """A saved record judged again (no images to send: its episode is not played)."""
-        spec = self.spec
-        return rejudge_item(record, self.tasks[record["task_id"]], self.judge, spec.scoring, spec.passes, spec.config_hash), {}
+    def rejudge(self, saved: bytes) -> tuple[bytes, dict[str, bytes]]:
+        """A saved record (its JSON line) judged again; no images to send, its episode is not played."""
+        record, spec = json.loads(saved), self.spec
+        return encode_record(rejudge_item(record, self.tasks[record["task_id"]], self.judge, spec.scoring, spec.passes, spec.config_hash)), {}
 
     def close(self) -> None:
         with self._envs_lock:
@@ -293,7 +297,7 @@ class _Job:
     attempts: int = 0  # workers it has lost
 
     def submit(self, worker: _Worker) -> Any:
-        return worker.handle.rejudge.remote(self.saved) if self.saved is not None else worker.handle.play.remote(self.task_id, self.sample)
+        return worker.handle.rejudge.remote(encode_record(self.saved)) if self.saved is not None else worker.handle.play.remote(self.task_id, self.sample)
 
     def failed(self, task: Task, spec: RunSpec, error: str) -> dict[str, Any]:
         """The error record of a job whose result never came (as the work items record their own failures)."""
@@ -325,7 +329,7 @@ def _drive(ray: Any, fleet: _Fleet, jobs: Sequence[_Job], tasks: Mapping[str, Ta
             worker, job = in_flight.pop(ref)
             worker.busy -= 1
             try:
-                record, pngs = ray.get(ref)
+                line, pngs = ray.get(ref)
             except ray.exceptions.RayTaskError as exc:  # a bug outside the work item's own error handling
                 keep(job.failed(tasks[job.task_id], spec, f"RayTaskError: {exc}"))
                 continue
@@ -338,9 +342,10 @@ def _drive(ray: Any, fleet: _Fleet, jobs: Sequence[_Job], tasks: Mapping[str, Ta
                     keep(job.failed(tasks[job.task_id], spec, f"{type(exc).__name__}: worker lost {MAX_ATTEMPTS} times"))
                 continue
             try:
+                record = json.loads(line)
                 _write_images(run_dir, pngs)
-            except Exception as exc:  # images that cannot be stored make this item's error, never the run's
-                record = error_record(record, f"images could not be written: {type(exc).__name__}: {exc}")
+            except Exception as exc:  # a result that cannot be stored is this item's error, never the run's
+                record = job.failed(tasks[job.task_id], spec, f"result could not be stored: {type(exc).__name__}: {exc}")
             keep(record)
 
 
