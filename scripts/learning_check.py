@@ -109,13 +109,23 @@ def evaluate_both(model: Any, processor: Any, tasks: Sequence[Task], tools: Tool
     }
 
 
-def training_curve(log_history: Sequence[dict[str, Any]]) -> list[dict[str, float]]:
-    """Per optimisation step: mean composed reward, mode reward and mode MCC of the step's rollouts."""
-    return [
+def training_curve(log_history: Sequence[dict[str, Any]], window: int = 5) -> list[dict[str, float]]:
+    """Per optimisation step: mean composed reward, mode reward, tool use and mode MCC of the step's rollouts.
+
+    ``mcc_window`` pools the confusion counts of the last ``window`` steps: a single step's MCC
+    is 0 whenever its few tasks happen to share one label.
+    """
+    counts = ("TP", "FN", "TN", "FP")
+    curve = [
         {"step": entry["step"], "reward": entry["vtb/reward"], "mode_reward": entry.get("vtb/reward/mode", float("nan")),
-         "mcc": entry.get("vtb/mode/mcc", float("nan")), "tool_use": entry.get("vtb/reward/used_tools", float("nan"))}
+         "mcc": entry.get("vtb/mode/mcc", float("nan")), "tool_use": entry.get("vtb/reward/used_tools", float("nan")),
+         **{k: int(entry.get(f"vtb/mode/{k}", 0)) for k in counts}}
         for entry in log_history if "vtb/reward" in entry
     ]
+    for i, point in enumerate(curve):
+        pooled = {k.lower(): sum(p[k] for p in curve[max(0, i - window + 1) : i + 1]) for k in counts}
+        point["mcc_window"] = ConfusionMatrix(**pooled).mcc()
+    return curve
 
 
 def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[str, Any]:
@@ -169,9 +179,9 @@ def _print_eval(title: str, figures: dict[str, dict[str, float]]) -> None:
 
 
 def print_curve(curve: Sequence[dict[str, float]]) -> None:
-    print("step  reward  mode_reward  batch_MCC  tool_use")
-    for point in curve:
-        print(f"{point['step']:4d}  {point['reward']:.4f}  {point['mode_reward']:.3f}        {point['mcc']:+.3f}     {point['tool_use']:.2f}")
+    print("step  reward  mode_reward  tool_use  batch_MCC  MCC_last_5_steps")
+    for p in curve:
+        print(f"{p['step']:4d}  {p['reward']:.4f}  {p['mode_reward']:.3f}        {p['tool_use']:.2f}      {p['mcc']:+.3f}     {p['mcc_window']:+.3f}")
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
@@ -181,18 +191,21 @@ def plot(result: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    steps = [p["step"] for p in result["curve"]]
+    curve = result["curve"]
+    steps = [p["step"] for p in curve]
     last = steps[-1] if steps else 0
-    fig, (ax_reward, ax_mcc) = plt.subplots(1, 2, figsize=(10, 3.8))
-    ax_reward.plot(steps, [p["reward"] for p in result["curve"]], label="train batch: composed reward")
-    ax_reward.plot(steps, [p["mode_reward"] for p in result["curve"]], label="train batch: mode reward", alpha=0.7)
-    ax_mcc.plot(steps, [p["mcc"] for p in result["curve"]], label="train batch MCC (sampled)")
-    for key, marker in (("sampled", "o"), ("greedy", "s")):
-        ax_reward.plot([0, last], [result["before"][key]["reward"], result["after"][key]["reward"]], marker, linestyle=":", label=f"held-out reward ({key})")
-        ax_mcc.plot([0, last], [result["before"][key]["mcc"], result["after"][key]["mcc"]], marker, linestyle=":", label=f"held-out MCC ({key})")
-    ax_reward.set(xlabel="GRPO step", ylabel="reward", title="reward")
+    fig, (ax_reward, ax_mode, ax_mcc) = plt.subplots(1, 3, figsize=(13, 3.8))
+    ax_reward.plot(steps, [p["reward"] for p in curve], label="train batch")
+    ax_mode.plot(steps, [p["mode_reward"] for p in curve], label="train batch")
+    ax_mcc.plot(steps, [p["mcc"] for p in curve], alpha=0.35, label="train batch (0 when one label only)")
+    ax_mcc.plot(steps, [p["mcc_window"] for p in curve], label="train, pooled over last 5 steps")
+    for key, marker in (("sampled", "oC2"), ("greedy", "sC3")):
+        for ax, metric in ((ax_reward, "reward"), (ax_mode, "mode_reward"), (ax_mcc, "mcc")):
+            ax.plot([0, last], [result["before"][key][metric], result["after"][key][metric]], marker, linestyle=":", label=f"held-out ({key})")
+    ax_reward.set(xlabel="GRPO step", ylabel="composed reward", title="composed reward (env)")
+    ax_mode.set(xlabel="GRPO step", ylabel="mode reward", title="mode reward", ylim=(-0.05, 1.05))
     ax_mcc.set(xlabel="GRPO step", ylabel="MCC", title="mode-selection MCC", ylim=(-1.05, 1.05))
-    for ax in (ax_reward, ax_mcc):
+    for ax in (ax_reward, ax_mode, ax_mcc):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle(f"two-action Idefics3 policy, GRPO on {result['tasks']}, held-out {result['eval_tasks']} "
