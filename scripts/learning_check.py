@@ -54,11 +54,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--max-tool-calls", type=int, default=1, help="per turn; a call after the cap truncates the episode")
     p.add_argument("--image-size", type=int, default=64, help="policy's image resolution (longest edge)")
+    p.add_argument("--eval-modes", default="sampled,greedy", help="held-out decoding: sampled (training temperature), greedy, or both")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--policy-dir", default=None, help="where to build the policy and save the trained one (default: a temp dir)")
     p.add_argument("--plot", default=None, help="PNG path for the curve")
     p.add_argument("--json", default=None, help="write all figures here")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if not args.eval_modes or set(args.eval_modes.split(",")) - {"sampled", "greedy"}:
+        p.error(f"--eval-modes: a comma list of sampled, greedy; got {args.eval_modes!r}")
+    return args
 
 
 def _train_grpo_module() -> Any:
@@ -76,11 +80,12 @@ def env_config(max_tool_calls: int) -> EnvConfig:
 def episode_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
     """Held-out figures: MCC, mode reward, tool-call success, composed reward, tool-use rate."""
     outcomes = [e.mode_outcome for e in episodes if e.mode_outcome is not None]
-    calls = [call for e in episodes for call in e.record.tool_calls]
+    mode_rewards = [e.components["mode"] for e in episodes if "mode" in e.components]
+    calls = [call for e in episodes for call in e.record.tool_calls]  # calls past the cap count as failed, as in the env's tool_success
     confusion = ConfusionMatrix.from_outcomes(outcomes)
     return {
         "mcc": confusion.mcc(),
-        "mode_reward": sum(e.components["mode"] for e in episodes) / len(episodes),
+        "mode_reward": sum(mode_rewards) / len(mode_rewards),
         "tool_call_success": sum(call.error is None for call in calls) / len(calls) if calls else float("nan"),
         "reward": sum(e.reward for e in episodes) / len(episodes),
         "tool_use": sum(e.record.used_tools for e in episodes) / len(episodes),
@@ -99,14 +104,16 @@ def evaluate(model: Any, processor: Any, tasks: Sequence[Task], tools: ToolRegis
     return episode_metrics(episodes)
 
 
-def evaluate_both(model: Any, processor: Any, tasks: Sequence[Task], tools: ToolRegistry, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+def evaluate_modes(model: Any, processor: Any, tasks: Sequence[Task], tools: ToolRegistry, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    """``evaluate`` for each of ``--eval-modes``, each from the same torch seed."""
     import torch
 
-    torch.manual_seed(args.seed)
-    return {
-        "sampled": evaluate(model, processor, tasks, tools, args.max_tool_calls, temperature=args.temperature, seed=args.seed),
-        "greedy": evaluate(model, processor, tasks, tools, args.max_tool_calls, temperature=GREEDY_TEMPERATURE, seed=args.seed),
-    }
+    temperatures = {"sampled": args.temperature, "greedy": GREEDY_TEMPERATURE}
+    figures = {}
+    for mode in args.eval_modes.split(","):
+        torch.manual_seed(args.seed)
+        figures[mode] = evaluate(model, processor, tasks, tools, args.max_tool_calls, temperature=temperatures[mode], seed=args.seed)
+    return figures
 
 
 def training_curve(log_history: Sequence[dict[str, Any]], window: int = 5) -> list[dict[str, float]]:
@@ -136,25 +143,31 @@ def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[
     from vtb_env.tools.python_tools import PythonImageProcessing
 
     start = time.perf_counter()
+    train_tasks, eval_tasks = load_eval_tasks(args.tasks), load_eval_tasks(args.eval_tasks)
+    for spec, tasks in ((args.tasks, train_tasks), (args.eval_tasks, eval_tasks)):
+        if not tasks or any(t.mode_label is None for t in tasks):
+            raise SystemExit(f"{spec!r}: every task needs a mode label (tool_required / tool_redundant)")
     train_grpo = _train_grpo_module()
     own_tools = tools is None
     tools = tools if tools is not None else ToolRegistry([PythonImageProcessing()])
-    policy_dir = Path(args.policy_dir) if args.policy_dir else Path(tempfile.mkdtemp(prefix="vtb-learning-"))
+    scratch = None if args.policy_dir else tempfile.TemporaryDirectory(prefix="vtb-learning-")
+    policy_dir = Path(args.policy_dir or scratch.name)
     try:
-        train_tasks, eval_tasks = load_eval_tasks(args.tasks), load_eval_tasks(args.eval_tasks)
         policy = build_two_action_vlm(policy_dir / "init", image_size=args.image_size, seed=args.seed)
         processor = AutoProcessor.from_pretrained(policy)
-        before = evaluate_both(AutoModelForImageTextToText.from_pretrained(policy), processor, eval_tasks, tools, args)
+        before = evaluate_modes(AutoModelForImageTextToText.from_pretrained(policy), processor, eval_tasks, tools, args)
         _print_eval("held-out before training", before)
         train_start = time.perf_counter()
         trainer = train_grpo.train(_grpo_args(train_grpo, args, policy, policy_dir / "trained"), tasks=train_tasks, tools=tools)
         train_seconds = time.perf_counter() - train_start
         curve = training_curve(trainer.state.log_history)
-        after = evaluate_both(trainer.model, processor, eval_tasks, tools, args)
+        after = evaluate_modes(trainer.model, processor, eval_tasks, tools, args)
         _print_eval("held-out after training", after)
     finally:
         if own_tools:
             tools.close()
+        if scratch is not None:
+            scratch.cleanup()
     return {
         "tasks": args.tasks, "eval_tasks": args.eval_tasks, "n_train_tasks": len(train_tasks), "n_eval_tasks": len(eval_tasks),
         "args": vars(args), "curve": curve, "before": before, "after": after,
@@ -200,6 +213,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax_mcc.plot(steps, [p["mcc"] for p in curve], alpha=0.35, label="train batch (0 when one label only)")
     ax_mcc.plot(steps, [p["mcc_window"] for p in curve], label="train, pooled over last 5 steps")
     for key, marker in (("sampled", "oC2"), ("greedy", "sC3")):
+        if key not in result["after"]:
+            continue
         for ax, metric in ((ax_reward, "reward"), (ax_mode, "mode_reward"), (ax_mcc, "mcc")):
             ax.plot([0, last], [result["before"][key][metric], result["after"][key][metric]], marker, linestyle=":", label=f"held-out ({key})")
     ax_reward.set(xlabel="GRPO step", ylabel="composed reward", title="composed reward (env)")
@@ -220,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     result = run(args)
     print_curve(result["curve"])
-    for mode in ("sampled", "greedy"):
+    for mode in result["after"]:
         b, a = result["before"][mode], result["after"][mode]
         print(f"held-out {mode}: MCC {b['mcc']:+.3f} -> {a['mcc']:+.3f}; mode reward {b['mode_reward']:.3f} -> {a['mode_reward']:.3f}; "
               f"tool-call success {b['tool_call_success']:.3f} -> {a['tool_call_success']:.3f}; reward {b['reward']:.4f} -> {a['reward']:.4f}")

@@ -47,10 +47,11 @@ def test_policy_loads_with_auto_classes_and_starts_uniform(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # ~2 min alone on 2 cores; several times that on a loaded machine
 def test_grpo_teaches_mode_selection_on_held_out_twins(tmp_path):
     script = _script()
     args = script.parse_args([
-        "--tasks", "synth:64:0", "--eval-tasks", "synth:24:1", "--max-steps", "12",
+        "--tasks", "synth:64:0", "--eval-tasks", "synth:32:1", "--max-steps", "12", "--eval-modes", "sampled",
         "--policy-dir", str(tmp_path / "policy"),
     ])
     result = script.run(args)
@@ -59,8 +60,8 @@ def test_grpo_teaches_mode_selection_on_held_out_twins(tmp_path):
     print(f"\nheld-out MCC {before['mcc']:+.3f} -> {after['mcc']:+.3f}, mode reward {before['mode_reward']:.3f} -> "
           f"{after['mode_reward']:.3f}, reward {before['reward']:.4f} -> {after['reward']:.4f} in {result['total_seconds']:.0f} s")
     assert len(result["curve"]) == 12
-    assert before["mcc"] <= 0.35, before  # the uniform start selects no mode
-    assert after["mcc"] >= 0.5 and after["mcc"] - before["mcc"] >= 0.4, (before, after)
+    assert before["mcc"] <= 0.4, before  # a fair coin on every input (32 tasks: MCC noise ~0.2)
+    assert after["mcc"] >= 0.6 and after["mcc"] - before["mcc"] >= 0.3, (before, after)
     assert after["mode_reward"] > before["mode_reward"] and after["reward"] > before["reward"]
     assert after["tool_call_success"] > 0.5  # the calls it makes run in the sandbox
     assert (tmp_path / "policy" / "trained" / "model.safetensors").exists()
