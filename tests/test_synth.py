@@ -7,11 +7,13 @@ import json
 from itertools import islice
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rewards.checks import run_check
 from vtb_env import ocr
 from vtb_env.cli import main as vtb
+from vtb_env.evaluation.specs import load_eval_tasks
 from vtb_env.loaders import DEMO_DIR, load_tasks, save_tasks
 from vtb_env.synth import TOOL_REDUNDANT, TOOL_REQUIRED, demo_tasks, generate, generate_pair, stream
 from vtb_env.synth import reference_data as ref
@@ -41,10 +43,40 @@ def demo():
     return load_tasks("demo")
 
 
-def test_same_seed_same_tasks_and_pixels_other_seed_differs():
-    first, again = generate(6, seed=3), generate(6, seed=3)
+@pytest.mark.parametrize("generator", ["v1", "v2"])
+def test_same_seed_same_tasks_and_pixels_other_seed_differs(generator):
+    first, again = generate(6, seed=3, generator=generator), generate(6, seed=3, generator=generator)
     assert _fingerprint(first) == _fingerprint(again)
-    assert _fingerprint(first) != _fingerprint(generate(6, seed=4))
+    assert _fingerprint(first) != _fingerprint(generate(6, seed=4, generator=generator))
+
+
+def test_v2_is_the_default_and_v1_stays_selectable():
+    v2, v1 = generate_pair(3, 1), generate_pair(3, 1, generator="v1")
+    assert [t.metadata["generator"] for t in v2] == ["vtb_env.synth/v2"] * len(v2)
+    assert [t.metadata["generator"] for t in v1] == ["vtb_env.synth"] * len(v1)
+    assert {t.id for t in v1}.isdisjoint(t.id for t in v2)  # caches and resumed runs never mix them
+    assert [t.turns[0].prompt for t in v1] == [t.turns[0].prompt for t in v2]  # same facts and questions
+    assert [t.id for t in load_eval_tasks("synth-v1:3:3")] == [t.id for t in generate(3, 3, generator="v1")]
+    assert [t.id for t in load_eval_tasks("synth:3:3")] == [t.id for t in generate(3, 3)]
+    with pytest.raises(ValueError, match="unknown generator"):
+        generate_pair(3, 1, generator="v3")
+
+
+def test_v2_twins_share_the_photo_and_differ_only_around_the_key_pages():
+    """Same camera, room, clutter, lighting, noise and JPEG quality; pixels differ only in part of the frame."""
+    pairs = [generate_pair(17, i, category=c) for i, c in enumerate(TASK_CATEGORIES * 2)]
+    pairs = [p for p in pairs if len(p) == 2]
+    assert len(pairs) >= 6
+    for required, redundant in pairs:
+        assert required.metadata["looks"] == redundant.metadata["looks"] and required.metadata["looks"]
+        assert required.metadata["degradations"] and not redundant.metadata["degradations"]
+        for a, b in zip(required.images, redundant.images):
+            x, y = np.asarray(a.open(), np.int16), np.asarray(b.open(), np.int16)
+            assert x.shape == y.shape
+            differs = np.abs(x - y).max(axis=2) > 24
+            assert 0.005 < differs.mean() < 0.5, (required.id, differs.mean())
+            border = np.concatenate([differs[:16].ravel(), differs[-16:].ravel(), differs[:, :16].ravel(), differs[:, -16:].ravel()])
+            assert not border.any()  # the frame's edges (background, margins) are the same picture
 
 
 def test_committed_demo_set_is_what_the_generator_makes(demo):
@@ -141,8 +173,8 @@ def test_stream_mix_difficulty_and_bad_input():
 
 
 def test_harder_means_smaller_text():
-    easy = generate_pair(2, 0, category="region_switch_qa", difficulty=0.0, twins=False)[0]
-    hard = generate_pair(2, 0, category="region_switch_qa", difficulty=1.0, twins=False)[0]
+    easy = generate_pair(2, 0, category="region_switch_qa", difficulty=0.0, twins=False, generator="v1")[0]
+    hard = generate_pair(2, 0, category="region_switch_qa", difficulty=1.0, twins=False, generator="v1")[0]
     px = lambda t: int(json.loads(t.turns[0].tool_trajectory_raw)[0]["arguments"]["code"].split("zoom ")[1].split("x")[0])  # noqa: E731
     assert px(hard) >= px(easy)
 
