@@ -128,17 +128,21 @@ class Mechanism:
 
 
 def choose_mechanism(rng: np.random.Generator, difficulty: float) -> Mechanism:
+    """One or two ways of hiding a key panel. Fading applies to hero pages only: small print that
+    is also faded is lost to JPEG and noise for good, and the tools could not bring it back."""
     d = min(1.0, max(0.0, difficulty))
     picked = {str(rng.choice(MECHANISMS))}
     if rng.random() < 0.35 + 0.4 * d:
         picked.add(str(rng.choice(MECHANISMS)))
-    if picked == {"turned"}:  # an upside-down "69" or "88" still reads: a turned page is also faded
+    if picked == {"turned"}:  # an upside-down "69" or "88" still reads: a turned hero page is also faded
         picked.add("faded")
+    if "corner" in picked:
+        picked.discard("faded")
     return Mechanism(
         corner="corner" in picked,
         turn=str(rng.choice(["rotate_180", "mirror", "flip"])) if "turned" in picked else "",
         fade=str(rng.choice(["glare", "shadow"])) if "faded" in picked else "",
-        contrast=round(float(rng.uniform(0.17, 0.24) - 0.04 * d), 3) if "faded" in picked else 1.0,
+        contrast=round(float(rng.uniform(0.20, 0.28) - 0.04 * d), 3) if "faded" in picked else 1.0,
     )
 
 

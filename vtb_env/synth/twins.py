@@ -1,9 +1,12 @@
 """Turn a blueprint into a Task for one mode label.
 
-``tool_required``: small key text inside a degraded photo-like scene, with a reference
-trajectory whose ``python_image_processing`` code crops, enlarges and repairs each key row.
-``tool_redundant``: the same question and facts rendered large, upright and clean; its
-reference trajectory keeps only what no rendering can replace (none, for twinned tasks).
+Generator v2 (default, ``photo``): both labels get the same photo (camera, room, clutter,
+lighting, noise, JPEG); ``tool_required`` hides the key pages (small in a corner, turned, faded),
+``tool_redundant`` prints them large. Generator v1 (``degrade``): ``tool_required`` is small key
+text inside a degraded photo-like scene, ``tool_redundant`` the same facts rendered large,
+upright and clean. Tool-required tasks carry a reference trajectory whose
+``python_image_processing`` code isolates, enlarges and repairs each key row; twins keep only
+what no rendering can replace (none, for twinned tasks).
 """
 
 from __future__ import annotations
@@ -80,8 +83,8 @@ def _render_state_v2(scene: Scene, split: bool, label: str, rng: np.random.Gener
     parts = [scene.entries] if not split else [scene.entries[: len(scene.entries) // 2], scene.entries[len(scene.entries) // 2:]]
     map_seed = int(look_rng.integers(2**31))
     small_px = int(round(10 - 2 * min(1.0, max(0.0, difficulty))))
-    big = [render(scene, photo.HERO_PX, part, np.random.default_rng(map_seed), printable=True) for part in parts]
-    small = [render(scene, small_px, part, np.random.default_rng(map_seed), printable=True) for part in parts]
+    big = [render(scene, photo.HERO_PX, part, np.random.default_rng(map_seed), printable=True, pale=True) for part in parts]
+    small = [render(scene, small_px, part, np.random.default_rng(map_seed), printable=True, pale=True) for part in parts]
     look = photo.choose_look(look_rng, len(parts), difficulty)
     mechanisms = None if label == TOOL_REDUNDANT else [photo.choose_mechanism(rng, difficulty) for _ in parts]
     image, jpeg, placements = photo.compose(big, small, small_px, look, look_rng, mechanisms)
