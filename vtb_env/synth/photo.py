@@ -109,7 +109,7 @@ def choose_look(rng: np.random.Generator, n_panels: int, difficulty: float) -> L
         decoys=int(rng.integers(0, 3)),
         side_angles=tuple(float(rng.choice([0, 90, 180, 270])) + round(float(rng.uniform(-25, 25)), 1) for _ in range(n_panels)),
         screen=setting == "wall" and rng.random() < 0.4,
-        noise=round(float(rng.uniform(1.0, 2.0 + 2.0 * d)), 1) if (noisy := rng.random() < 0.3) else 0.0,
+        noise=round(float(rng.uniform(1.0, 2.0 + 1.5 * d)), 1) if (noisy := rng.random() < d - 0.5) else 0.0,  # hard tasks only
         jpeg=int(rng.integers(55, 93)) if noisy or rng.random() < 0.5 else None,  # a noisy sensor's photo is a JPEG
     )
 
