@@ -195,3 +195,12 @@ def test_probe_tool_required_needs_tools_and_twin_reads_directly():
     required, redundant = results
     assert required.facts == 2 and required.needs_tools and not required.readable_directly
     assert redundant.readable_directly
+
+
+def test_v2_harder_hides_more_and_shoots_worse():
+    def count(difficulty: float) -> int:
+        tasks = [generate_pair(4, i, category="hybrid_tool_reasoning", domain="STEM", difficulty=difficulty)[0] for i in range(6)]
+        return sum(len(names) for t in tasks for per_image in (t.metadata["degradations"], t.metadata["looks"])
+                   for names in per_image.values())
+
+    assert count(1.0) > count(0.0)
