@@ -1,6 +1,6 @@
 """Benchmark the synthetic task generator: speed on one core and the OCR tool-necessity probe.
 
-    .venv/bin/python scripts/bench_synth.py --n 60 --probe 40 --seed 11
+    .venv/bin/python scripts/bench_synth.py --n 60 --probe 40 --seed 11 [--generator v1]
 
 Speed: tasks/s generated in this process (one core). Probe (tesseract, ``vtb_env.synth.probe``):
 the share of tool-required tasks whose key facts the OCR cannot all read as shown but reads
@@ -22,6 +22,7 @@ def main() -> None:
     parser.add_argument("--probe", type=int, default=40, help="tasks (of those) run through the OCR probe")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--difficulty", type=float, default=0.5)
+    parser.add_argument("--generator", default="v2", help="v2 (default) or v1; speed is also measured for the other one")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
@@ -29,10 +30,15 @@ def main() -> None:
     from vtb_env.synth import generate
     from vtb_env.synth.probe import probe_task, summarize
 
-    start = time.perf_counter()
-    tasks = generate(args.n, args.seed, difficulty=args.difficulty)
-    elapsed = time.perf_counter() - start
-    print(f"generation: {len(tasks)} tasks in {elapsed:.2f} s = {len(tasks) / elapsed:.1f} tasks/s (one core, difficulty {args.difficulty})")
+    speed = {}
+    for generator in sorted({"v1", "v2"}, key=lambda g: g != args.generator):
+        start = time.perf_counter()
+        made = generate(args.n, args.seed, difficulty=args.difficulty, generator=generator)
+        speed[generator] = len(made) / (time.perf_counter() - start)
+        print(f"generation {generator}: {len(made)} tasks = {speed[generator]:.1f} tasks/s (one core, difficulty {args.difficulty})")
+        if generator == args.generator:
+            tasks = made
+    print(f"speed v2/v1: {speed['v2'] / speed['v1']:.2f}")
 
     start = time.perf_counter()
     results = [probe_task(task) for task in tasks[: args.probe]]

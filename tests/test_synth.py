@@ -7,11 +7,13 @@ import json
 from itertools import islice
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rewards.checks import run_check
 from vtb_env import ocr
 from vtb_env.cli import main as vtb
+from vtb_env.evaluation.specs import load_eval_tasks
 from vtb_env.loaders import DEMO_DIR, load_tasks, save_tasks
 from vtb_env.synth import TOOL_REDUNDANT, TOOL_REQUIRED, demo_tasks, generate, generate_pair, stream
 from vtb_env.synth import reference_data as ref
@@ -41,10 +43,40 @@ def demo():
     return load_tasks("demo")
 
 
-def test_same_seed_same_tasks_and_pixels_other_seed_differs():
-    first, again = generate(6, seed=3), generate(6, seed=3)
+@pytest.mark.parametrize("generator", ["v1", "v2"])
+def test_same_seed_same_tasks_and_pixels_other_seed_differs(generator):
+    first, again = generate(6, seed=3, generator=generator), generate(6, seed=3, generator=generator)
     assert _fingerprint(first) == _fingerprint(again)
-    assert _fingerprint(first) != _fingerprint(generate(6, seed=4))
+    assert _fingerprint(first) != _fingerprint(generate(6, seed=4, generator=generator))
+
+
+def test_v2_is_the_default_and_v1_stays_selectable():
+    v2, v1 = generate_pair(3, 1), generate_pair(3, 1, generator="v1")
+    assert [t.metadata["generator"] for t in v2] == ["vtb_env.synth/v2"] * len(v2)
+    assert [t.metadata["generator"] for t in v1] == ["vtb_env.synth"] * len(v1)
+    assert {t.id for t in v1}.isdisjoint(t.id for t in v2)  # caches and resumed runs never mix them
+    assert [t.turns[0].prompt for t in v1] == [t.turns[0].prompt for t in v2]  # same facts and questions
+    assert [t.id for t in load_eval_tasks("synth-v1:3:3")] == [t.id for t in generate(3, 3, generator="v1")]
+    assert [t.id for t in load_eval_tasks("synth:3:3")] == [t.id for t in generate(3, 3)]
+    with pytest.raises(ValueError, match="unknown generator"):
+        generate_pair(3, 1, generator="v3")
+
+
+def test_v2_twins_share_the_photo_and_differ_only_around_the_key_pages():
+    """Same camera, room, clutter, lighting, noise and JPEG quality; pixels differ only in part of the frame."""
+    pairs = [generate_pair(17, i, category=c) for i, c in enumerate(TASK_CATEGORIES * 2)]
+    pairs = [p for p in pairs if len(p) == 2]
+    assert len(pairs) >= 6
+    for required, redundant in pairs:
+        assert required.metadata["looks"] == redundant.metadata["looks"] and required.metadata["looks"]
+        assert required.metadata["degradations"] and not redundant.metadata["degradations"]
+        for a, b in zip(required.images, redundant.images):
+            x, y = np.asarray(a.open(), np.int16), np.asarray(b.open(), np.int16)
+            assert x.shape == y.shape
+            differs = np.abs(x - y).max(axis=2) > 24
+            assert 0.005 < differs.mean() < 0.5, (required.id, differs.mean())
+            border = np.concatenate([differs[:16].ravel(), differs[-16:].ravel(), differs[:, :16].ravel(), differs[:, -16:].ravel()])
+            assert not border.any()  # the frame's edges (background, margins) are the same picture
 
 
 def test_committed_demo_set_is_what_the_generator_makes(demo):
@@ -65,7 +97,7 @@ def test_demo_set_covers_domains_categories_turns_and_labels(demo):
     assert {t.turncase for t in demo} == {"single-turn", "multi-turn"}
     assert {t.mode_label for t in demo} == {TOOL_REQUIRED, TOOL_REDUNDANT}
     size = sum(p.stat().st_size for p in Path(DEMO_DIR).rglob("*") if p.is_file())
-    assert size < 4_000_000
+    assert size < 12_000_000  # photo-like pictures: ~9 MB (v1: 2.6 MB)
 
 
 def test_round_trip_through_project_format(tmp_path, sample):
@@ -74,7 +106,8 @@ def test_round_trip_through_project_format(tmp_path, sample):
     assert [t.id for t in loaded] == [t.id for t in sample]
     for original, back in zip(sample, loaded):
         assert back.to_dict(lambda ref: ref.name) == original.to_dict(lambda ref: ref.name)
-        assert [i.sha256() for i in back.images] == [i.sha256() for i in original.images]
+        # The project format stores PNG: JPEG photos come back as the same pixels, not the same bytes.
+        assert [pixel_hash(i.open()) for i in back.images] == [pixel_hash(i.open()) for i in original.images]
 
 
 def test_every_rubric_is_exact_and_separates_golden_from_wrong(demo, sample):
@@ -141,8 +174,8 @@ def test_stream_mix_difficulty_and_bad_input():
 
 
 def test_harder_means_smaller_text():
-    easy = generate_pair(2, 0, category="region_switch_qa", difficulty=0.0, twins=False)[0]
-    hard = generate_pair(2, 0, category="region_switch_qa", difficulty=1.0, twins=False)[0]
+    easy = generate_pair(2, 0, category="region_switch_qa", difficulty=0.0, twins=False, generator="v1")[0]
+    hard = generate_pair(2, 0, category="region_switch_qa", difficulty=1.0, twins=False, generator="v1")[0]
     px = lambda t: int(json.loads(t.turns[0].tool_trajectory_raw)[0]["arguments"]["code"].split("zoom ")[1].split("x")[0])  # noqa: E731
     assert px(hard) >= px(easy)
 
@@ -162,3 +195,12 @@ def test_probe_tool_required_needs_tools_and_twin_reads_directly():
     required, redundant = results
     assert required.facts == 2 and required.needs_tools and not required.readable_directly
     assert redundant.readable_directly
+
+
+def test_v2_harder_hides_more_and_shoots_worse():
+    def count(difficulty: float) -> int:
+        tasks = [generate_pair(4, i, category="hybrid_tool_reasoning", domain="STEM", difficulty=difficulty)[0] for i in range(6)]
+        return sum(len(names) for t in tasks for per_image in (t.metadata["degradations"], t.metadata["looks"])
+                   for names in per_image.values())
+
+    assert count(1.0) > count(0.0)

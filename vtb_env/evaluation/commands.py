@@ -54,7 +54,7 @@ def _add_judge_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """What `vtb eval` and `vtb label-modes` share: data, agent, judge, env, sampling, output."""
-    parser.add_argument("--data", default="demo", help="demo | parquet file/dir | toolkit dir | tasks.jsonl | synth:N:SEED")
+    parser.add_argument("--data", default="demo", help="demo | parquet file/dir | toolkit dir | tasks.jsonl | synth:N:SEED | synth-v1:N:SEED")
     parser.add_argument("--agent", default="ocr-baseline", help="ocr-baseline | openai:MODEL@URL | openai-text:MODEL@URL | hf:PATH")
     parser.add_argument("--judge", default="exact", help="exact | openai:MODEL@URL | hf:PATH")
     parser.add_argument("--preset", default="default", choices=("default", "official"), help="env preset")

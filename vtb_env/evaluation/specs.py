@@ -1,7 +1,8 @@
 """Command-line specs for data, agents and judges.
 
 - data: ``demo``, an official parquet file/dir, a toolkit dir, a project ``tasks.jsonl``/dir
-  (everything ``vtb_env.loaders.load_tasks`` reads), or ``synth:N:SEED`` (generated tasks);
+  (everything ``vtb_env.loaders.load_tasks`` reads), or ``synth:N:SEED`` (generated tasks; ``synth-v1:N:SEED``
+  for the first generator);
 - agent: ``ocr-baseline``, ``openai:MODEL@BASE_URL`` (native tool calls; ``openai-text:`` for
   raw text parsed by the env), ``hf:PATH`` (a local checkpoint);
 - judge: ``exact`` (programmatic rubric checks only), ``openai:MODEL@BASE_URL``, ``hf:PATH``.
@@ -91,13 +92,14 @@ def make_judge(spec: str, cache_path: str | Path | None = None, options: JudgeOp
 
 
 def load_eval_tasks(spec: str, *, limit: int | None = None, ids: Any = None) -> list[Task]:
-    if spec.startswith("synth:"):
+    if spec.startswith(("synth:", "synth-v1:", "synth-v2:")):
         parts = spec.split(":")
         if len(parts) != 3 or not parts[1].isdigit() or not parts[2].lstrip("-").isdigit():
-            raise SpecError(f"{spec!r}: expected synth:N:SEED, e.g. synth:50:0")
-        from vtb_env.synth.stream import generate
+            raise SpecError(f"{spec!r}: expected synth:N:SEED (or synth-v1:N:SEED for the first generator), e.g. synth:50:0")
+        from vtb_env.synth.stream import DEFAULT_GENERATOR, generate
 
-        tasks = generate(int(parts[1]), seed=int(parts[2]))
+        generator = parts[0].partition("-")[2] or DEFAULT_GENERATOR
+        tasks = generate(int(parts[1]), seed=int(parts[2]), generator=generator)
         return tasks[:limit] if limit else tasks
     from vtb_env.loaders import load_tasks
 

@@ -1,6 +1,7 @@
 """Procedural VisualToolBench-style tasks with exact answers (see docs/synth.md).
 
-- ``generate_pair(seed, index, ...)``: one tool-required task and its tool-redundant twin;
+- ``generate_pair(seed, index, ...)``: one tool-required task and its tool-redundant twin
+  (``generator="v2"``, the default: one shared photo, only the key pages differ; ``"v1"``: the first generator);
 - ``generate(n, seed, mix)`` / ``stream(seed, mix)``: a batch / an endless RL stream;
 - ``demo_tasks()``: the bundled demo set (written by ``vtb synth --demo``);
 - ``probe``: OCR measurement of whether tool-required tasks really need the tools.

@@ -49,10 +49,10 @@ def text_width(text: str, px: int, bold: bool = False) -> int:
     return int(right - left)
 
 
-def png_bytes(image: Image.Image) -> bytes:
+def png_bytes(image: Image.Image, compress_level: int = 6) -> bytes:
     """PNG with fixed settings and no metadata."""
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", compress_level=6, optimize=False)
+    image.save(buffer, format="PNG", compress_level=compress_level, optimize=False)
     return buffer.getvalue()
 
 

@@ -256,11 +256,12 @@ STYLES: dict[str, tuple[RGB, RGB, RGB]] = {  # background, text, accent
 
 
 def render(scene: Scene, px: int, entries: Sequence[Entry] | None = None, rng: np.random.Generator | None = None,
-           *, printable: bool = False) -> Panel:
+           *, printable: bool = False, pale: bool = False) -> Panel:
     """Draw ``scene`` (or a subset of its entries) with body text of ``px`` pixels.
 
     ``printable`` draws dark-themed documents (scoreboards, quote boards) dark-on-light, as a
-    clear printout would show them.
+    clear printout would show them; ``pale`` also mixes paper colours three quarters of the way to white
+    (Tesseract binarises colour pictures per channel: dark blue ink on saturated yellow vanishes).
     """
     rows = tuple(entries) if entries is not None else scene.entries
     style = scene.kind.style
@@ -268,13 +269,15 @@ def render(scene: Scene, px: int, entries: Sequence[Entry] | None = None, rng: n
         return _render_chart(scene, rows, px)
     if style == "map":
         return _render_map(scene, rows, px, rng or np.random.default_rng(0))
-    return _render_table(scene, rows, px, printable)
+    return _render_table(scene, rows, px, printable, pale)
 
 
-def _render_table(scene: Scene, rows: Sequence[Entry], px: int, printable: bool = False) -> Panel:
+def _render_table(scene: Scene, rows: Sequence[Entry], px: int, printable: bool = False, pale: bool = False) -> Panel:
     background, ink, accent = STYLES[scene.kind.name]
     if printable and sum(background) < 384:
         background, ink, accent = (255, 255, 255), background, (60, 60, 60)
+    if pale:
+        background = tuple((c + 3 * 255) // 4 for c in background)  # type: ignore[assignment]
     pad, line = px, int(px * 1.8)
     label_w = max(text_width(e.label, px) for e in rows)
     value_w = max(text_width(e.text, px, bold=True) for e in rows)

@@ -13,15 +13,18 @@ from typing import Callable, Iterator, Mapping, Union
 import numpy as np
 
 from vtb_env.synth.categories import BUILDERS
-from vtb_env.synth.twins import TOOL_REDUNDANT, TOOL_REQUIRED, assemble
+from vtb_env.synth.twins import GENERATORS, TOOL_REDUNDANT, TOOL_REQUIRED, assemble
 from vtb_env.tasks import DOMAINS, TASK_CATEGORIES, Task
 
 Difficulty = Union[float, Callable[[int], float]]
-_FACTS, _CHOICE, _RENDER_REQUIRED, _RENDER_REDUNDANT = 1, 0, 2, 3
+_FACTS, _CHOICE, _RENDER_REQUIRED, _RENDER_REDUNDANT, _LOOK = 1, 0, 2, 3, 4
+DEFAULT_GENERATOR = "v2"
 
 
-def _task_id(seed: int, index: int, label: str) -> str:
-    return hashlib.sha1(f"vtb-synth:{seed}:{index}:{label}".encode()).hexdigest()[:24]
+def _task_id(seed: int, index: int, label: str, generator: str = DEFAULT_GENERATOR) -> str:
+    """v1 ids are unchanged; other generators get their own (runs, caches and resumes never mix them)."""
+    prefix = "vtb-synth" if generator == "v1" else f"vtb-synth-{generator}"
+    return hashlib.sha1(f"{prefix}:{seed}:{index}:{label}".encode()).hexdigest()[:24]
 
 
 def _weights(names: tuple[str, ...], mix: Mapping[str, float] | None, what: str) -> np.ndarray:
@@ -37,40 +40,45 @@ def _weights(names: tuple[str, ...], mix: Mapping[str, float] | None, what: str)
 
 
 def generate_pair(seed: int, index: int, *, domain: str | None = None, category: str | None = None,
-                  difficulty: float = 0.5, twins: bool = True) -> list[Task]:
+                  difficulty: float = 0.5, twins: bool = True, generator: str = DEFAULT_GENERATOR) -> list[Task]:
     """The tool-required task at ``index`` and, when the task admits one, its tool-redundant twin.
 
     Tasks whose answer needs a corpus or weather lookup have no twin (no rendering makes the
-    lookup redundant).
+    lookup redundant). ``generator``: ``v2`` (default; twins share one photo and differ only in
+    the key pages) or ``v1`` (the first generator: a degraded photo vs a clean printout).
     """
     if not 0.0 <= difficulty <= 1.0:
         raise ValueError(f"difficulty must be in [0, 1], got {difficulty}")
+    if generator not in GENERATORS:
+        raise ValueError(f"unknown generator {generator!r}; choose from {list(GENERATORS)}")
     choice = np.random.default_rng([seed, index, _CHOICE])
     domain = domain or str(choice.choice(DOMAINS))
     category = category or str(choice.choice(TASK_CATEGORIES))
     if domain not in DOMAINS or category not in BUILDERS:
         raise ValueError(f"unknown domain {domain!r} or category {category!r}")
     blueprint = BUILDERS[category](np.random.default_rng([seed, index, _FACTS]), domain, difficulty)
-    required_id, redundant_id = _task_id(seed, index, TOOL_REQUIRED), _task_id(seed, index, TOOL_REDUNDANT)
+    required_id, redundant_id = (_task_id(seed, index, label, generator) for label in (TOOL_REQUIRED, TOOL_REDUNDANT))
     with_twin = twins and not blueprint.needs_lookup
-    base = {"generator": "vtb_env.synth", "seed": seed, "index": index,
-            "pair_id": hashlib.sha1(f"vtb-synth:{seed}:{index}".encode()).hexdigest()[:24]}
-    tasks = [assemble(blueprint, TOOL_REQUIRED, task_id=required_id, difficulty=difficulty,
-                      rng=np.random.default_rng([seed, index, _RENDER_REQUIRED]),
-                      metadata={**base, "twin_id": redundant_id if with_twin else None})]
+    base = {"generator": "vtb_env.synth" if generator == "v1" else f"vtb_env.synth/{generator}", "seed": seed, "index": index,
+            "pair_id": _task_id(seed, index, "", generator).strip() if generator != "v1" else
+            hashlib.sha1(f"vtb-synth:{seed}:{index}".encode()).hexdigest()[:24]}
+    render = dict(difficulty=difficulty, generator=generator, look_seed=(seed, index, _LOOK))
+    tasks = [assemble(blueprint, TOOL_REQUIRED, task_id=required_id, rng=np.random.default_rng([seed, index, _RENDER_REQUIRED]),
+                      metadata={**base, "twin_id": redundant_id if with_twin else None}, **render)]
     if with_twin:
-        tasks.append(assemble(blueprint, TOOL_REDUNDANT, task_id=redundant_id, difficulty=difficulty,
-                              rng=np.random.default_rng([seed, index, _RENDER_REDUNDANT]),
-                              metadata={**base, "twin_id": required_id}))
+        tasks.append(assemble(blueprint, TOOL_REDUNDANT, task_id=redundant_id, rng=np.random.default_rng([seed, index, _RENDER_REDUNDANT]),
+                              metadata={**base, "twin_id": required_id}, **render))
     return tasks
 
 
 def stream(seed: int = 0, mix: Mapping[str, float] | None = None, *, domains: Mapping[str, float] | None = None,
-           difficulty: Difficulty = 0.5, twins: bool = True, start: int = 0) -> Iterator[Task]:
+           difficulty: Difficulty = 0.5, twins: bool = True, start: int = 0,
+           generator: str = DEFAULT_GENERATOR) -> Iterator[Task]:
     """Yield tasks forever: each index gives a tool-required task, then its twin when it has one.
 
     ``mix`` weights the categories (``TASK_CATEGORIES`` names), ``domains`` the domains;
-    ``difficulty`` is a number in [0, 1] or a function of the index (a curriculum).
+    ``difficulty`` is a number in [0, 1] or a function of the index (a curriculum);
+    ``generator`` is ``v2`` (default) or ``v1`` (see ``generate_pair``).
     """
     category_p, domain_p = _weights(TASK_CATEGORIES, mix, "category"), _weights(DOMAINS, domains, "domain")
     for index in count(start):
@@ -78,7 +86,8 @@ def stream(seed: int = 0, mix: Mapping[str, float] | None = None, *, domains: Ma
         category = TASK_CATEGORIES[int(pick.choice(len(TASK_CATEGORIES), p=category_p))]
         domain = DOMAINS[int(pick.choice(len(DOMAINS), p=domain_p))]
         level = difficulty(index) if callable(difficulty) else difficulty
-        yield from generate_pair(seed, index, domain=domain, category=category, difficulty=float(level), twins=twins)
+        yield from generate_pair(seed, index, domain=domain, category=category, difficulty=float(level), twins=twins,
+                                 generator=generator)
 
 
 def generate(n: int, seed: int = 0, mix: Mapping[str, float] | None = None, **options) -> list[Task]:
@@ -96,9 +105,9 @@ def generate(n: int, seed: int = 0, mix: Mapping[str, float] | None = None, **op
 DEMO_SEED = 2024
 
 
-def demo_tasks() -> list[Task]:
+def demo_tasks(generator: str = DEFAULT_GENERATOR) -> list[Task]:
     """The bundled demo set: every domain x category once (tool-required) plus the twins."""
     tasks = []
     for index, (domain, category) in enumerate((d, c) for c in TASK_CATEGORIES for d in DOMAINS):
-        tasks += generate_pair(DEMO_SEED, index, domain=domain, category=category, difficulty=0.5)
+        tasks += generate_pair(DEMO_SEED, index, domain=domain, category=category, difficulty=0.5, generator=generator)
     return tasks

@@ -1,20 +1,23 @@
 """Turn a blueprint into a Task for one mode label.
 
-``tool_required``: small key text inside a degraded photo-like scene, with a reference
-trajectory whose ``python_image_processing`` code crops, enlarges and repairs each key row.
-``tool_redundant``: the same question and facts rendered large, upright and clean; its
-reference trajectory keeps only what no rendering can replace (none, for twinned tasks).
+Generator v2 (default, ``photo``): both labels get the same photo (camera, room, clutter,
+lighting, noise, JPEG); ``tool_required`` hides the key pages (small in a corner, turned, faded),
+``tool_redundant`` prints them large. Generator v1 (``degrade``): ``tool_required`` is small key
+text inside a degraded photo-like scene, ``tool_redundant`` the same facts rendered large,
+upright and clean. Tool-required tasks carry a reference trajectory whose
+``python_image_processing`` code isolates, enlarges and repairs each key row; twins keep only
+what no rendering can replace (none, for twinned tasks).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from PIL import Image
 
-from vtb_env.synth import degrade
+from vtb_env.synth import degrade, photo
 from vtb_env.synth.categories import Blueprint
 from vtb_env.synth.render import Panel, png_bytes
 from vtb_env.synth.scenes import Scene, render
@@ -44,42 +47,87 @@ def _clear_image(panels: Sequence[Panel]) -> Image.Image:
 
 
 class _Rendered:
-    """One scene state's image, and for tool-required images how to undo its degradation."""
+    """One scene state's image; for tool-required images, how to undo what hides the key facts."""
 
-    def __init__(self, image: Image.Image, panels: list[Panel], placements: list[degrade.Placement] | None,
-                 degradation: degrade.Degradation | None) -> None:
-        self.image, self.panels, self.placements, self.degradation = image, panels, placements, degradation
+    def __init__(self, image: Image.Image, panels: list[Panel], *, data: bytes | None = None,
+                 code: Callable[[str, int, Sequence[str], int], str] | None = None, degradations: Sequence[str] = (),
+                 look: Sequence[str] = (), hint: str = "undoing rotation, mirroring and poor exposure",
+                 compress_level: int = 6) -> None:
+        self.image, self.panels, self.code, self.hint = image, panels, code, hint
+        self.data = data or png_bytes(image, compress_level)
+        self.degradations, self.look = list(degradations), list(look)
 
     def panel_of(self, label: str) -> int:
         return next(i for i, p in enumerate(self.panels) if label in p.boxes)
 
 
 def _render_state(scene: Scene, split: bool, label: str, rng: np.random.Generator, difficulty: float) -> _Rendered:
+    """Generator v1: a clean large printout (redundant) or a degraded cluttered photo (required)."""
     if label == TOOL_REDUNDANT:
         panels = _panels(scene, split, CLEAR_PX, rng, printable=True)
-        return _Rendered(_clear_image(panels), panels, None, None)
+        return _Rendered(_clear_image(panels), panels)
     degradation = degrade.choose(rng, difficulty)
     panels = _panels(scene, split, degradation.px, rng)
     image, placements = degrade.compose(panels, degradation, rng)
-    return _Rendered(image, panels, placements, degradation)
+    code = lambda name, i, labels, first: degrade.reference_code(name, placements[i], degradation, labels, first)  # noqa: E731
+    return _Rendered(image, panels, code=code, degradations=degradation.names(len(panels)))
+
+
+HINTS = {"small_text_in_corner": "small, in a corner", "rotate_180": "upside down", "mirror": "mirrored", "flip": "upside down and mirrored",
+         "low_contrast_glare": "washed out by glare", "low_contrast_shadow": "in a shadow, at low contrast"}
+
+
+def _render_state_v2(scene: Scene, split: bool, label: str, rng: np.random.Generator, look_rng: np.random.Generator,
+                     difficulty: float) -> _Rendered:
+    """Generator v2: the same photo for both labels; only the key pages differ (``photo``)."""
+    parts = [scene.entries] if not split else [scene.entries[: len(scene.entries) // 2], scene.entries[len(scene.entries) // 2:]]
+    map_seed = int(look_rng.integers(2**31))
+    small_px = int(round(10 - 2 * min(1.0, max(0.0, difficulty))))
+    big = [render(scene, photo.HERO_PX, part, np.random.default_rng(map_seed), printable=True, pale=True) for part in parts]
+    small = [render(scene, small_px, part, np.random.default_rng(map_seed), printable=True, pale=True) for part in parts]
+    look = photo.choose_look(look_rng, len(parts), difficulty)
+    mechanisms = None if label == TOOL_REDUNDANT else [photo.choose_mechanism(rng, difficulty) for _ in parts]
+    image, jpeg, placements = photo.compose(big, small, small_px, look, look_rng, mechanisms)
+    if mechanisms is None:
+        return _Rendered(image, big, data=jpeg, look=look.names(), compress_level=3)  # photos: fast, nearly as small as level 6
+    names = list(dict.fromkeys(n for m in mechanisms for n in m.names()))
+    code = lambda name, i, labels, first: photo.reference_code(name, placements[i], look, labels, first)  # noqa: E731
+    hint = "; ".join(HINTS[n] for n in names) + "; flattening the page"
+    return _Rendered(image, big, data=jpeg, code=code, degradations=names + ["split_regions"] * split, look=look.names(), hint=hint,
+                     compress_level=3)
+
+
+GENERATORS = ("v1", "v2")
 
 
 def assemble(blueprint: Blueprint, label: str, *, task_id: str, rng: np.random.Generator, difficulty: float,
-             metadata: dict[str, Any]) -> Task:
-    """Render every scene state for ``label`` and build the Task."""
+             metadata: dict[str, Any], generator: str = "v2", look_seed: Sequence[int] = ()) -> Task:
+    """Render every scene state for ``label`` and build the Task.
+
+    ``generator`` v2 draws each state's camera and room from ``[*look_seed, state]``, the same
+    for both twins; v1 renders each label on its own (see docs/synth.md).
+    """
+    if generator not in GENERATORS:
+        raise ValueError(f"unknown generator {generator!r}; choose from {list(GENERATORS)}")
     rendered: dict[int, _Rendered] = {}
     image_names: dict[int, str] = {}
-    turns, key_facts, degradations = [], [], {}
+    turns, key_facts, degradations, looks = [], [], {}, {}
     next_transformed = 0
     for t, ask in enumerate(blueprint.asks):
         refs = []
         for state in ask.new_states:
             split = blueprint.split and state == 0
-            rendered[state] = _render_state(blueprint.states[state], split, label, rng, difficulty)
-            image_names[state] = f"image_{len(image_names) + 1}.png"
-            refs.append(ImageRef(name=image_names[state], data=png_bytes(rendered[state].image)))
-            if rendered[state].degradation is not None:
-                degradations[image_names[state]] = rendered[state].degradation.names(len(rendered[state].panels))
+            if generator == "v1":
+                rendered[state] = _render_state(blueprint.states[state], split, label, rng, difficulty)
+            else:
+                look_rng = np.random.default_rng([*look_seed, state])
+                rendered[state] = _render_state_v2(blueprint.states[state], split, label, rng, look_rng, difficulty)
+            name = image_names[state] = f"image_{len(image_names) + 1}.png"
+            refs.append(ImageRef(name=name, data=rendered[state].data))
+            if rendered[state].degradations:
+                degradations[name] = rendered[state].degradations
+            if rendered[state].look:
+                looks[name] = rendered[state].look
         steps, trajectory = [], []
         for state in dict.fromkeys(s for s, _ in ask.reads):  # states in first-read order
             view, name = rendered[state], image_names[state]
@@ -87,14 +135,13 @@ def assemble(blueprint: Blueprint, label: str, *, task_id: str, rng: np.random.G
             labels = [lbl for s, lbl in ask.reads if s == state]
             facts = ", ".join(f"{lbl}: {scene.entry(lbl).text}" for lbl in labels)
             key_facts += [{"turn": t, "image": name, "text": scene.entry(lbl).text} for lbl in labels]
-            if view.placements is None:
+            if view.code is None:
                 steps.append(f"Read from the {scene.kind.what} in {name}: {facts}.")
                 continue
-            steps.append(f"Locate the {scene.kind.what} in {name}, crop and enlarge it (undoing rotation, mirroring and "
-                         f"poor exposure) to read {facts}.")
+            steps.append(f"Locate the {scene.kind.what} in {name}, crop and enlarge it ({view.hint}) to read {facts}.")
             for panel_index in dict.fromkeys(view.panel_of(lbl) for lbl in labels):
                 panel_labels = [lbl for lbl in labels if view.panel_of(lbl) == panel_index]
-                code = degrade.reference_code(name, view.placements[panel_index], view.degradation, panel_labels, next_transformed)
+                code = view.code(name, panel_index, panel_labels, next_transformed)
                 next_transformed += len(panel_labels)
                 trajectory.append({"tool": "python_image_processing", "arguments": {"code": code},
                                    "purpose": f"Crop and enhance the rows for {', '.join(panel_labels)} in {name}."})
@@ -108,7 +155,7 @@ def assemble(blueprint: Blueprint, label: str, *, task_id: str, rng: np.random.G
         )
         turns.append(Turn(prompt=ask.prompt, images=tuple(refs), golden_answer=ask.golden,
                           tool_trajectory_raw=json.dumps(trajectory, ensure_ascii=False), rubrics=rubrics, key_steps=tuple(steps)))
-    metadata = {**metadata, "key_facts": key_facts, "degradations": degradations, "variant": blueprint.variant,
+    metadata = {**metadata, "key_facts": key_facts, "degradations": degradations, **({"looks": looks} if looks else {}), "variant": blueprint.variant,
                 "scene": blueprint.states[0].kind.name, "difficulty": difficulty, "needs_lookup": blueprint.needs_lookup}
     return Task(id=task_id, turns=tuple(turns), prompt_category=blueprint.domain.lower(), eval_focus=blueprint.category,
                 mode_label=label, metadata=metadata)  # type: ignore[arg-type]
