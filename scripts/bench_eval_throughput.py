@@ -52,7 +52,7 @@ def requests_per_second(latency: float, concurrency: int, per_slot: int, workdir
     from agents.openai_chat import OpenAIChatAgent
     from rewards.judge.judge import Judge
     from vtb_env.env import VisualToolBenchEnv, _default_tools
-    from vtb_env.evaluation.runner import evaluate
+    from vtb_app.evaluation.runner import evaluate
     from vtb_env.loaders import load_tasks
 
     n = max(8, concurrency * per_slot)

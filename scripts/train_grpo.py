@@ -77,7 +77,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def load_tasks(spec: str) -> list[Task]:
-    from vtb_env.evaluation.specs import load_eval_tasks
+    from vtb_app.evaluation.specs import load_eval_tasks
 
     tasks = load_eval_tasks(spec)
     if not tasks:

@@ -10,7 +10,7 @@ from agents.ocr_baseline import OcrBaselineAgent, named_rows, parse_reading
 from rewards.checks import run_check
 from tests.test_eval import write_menu_tasks
 from vtb_env.env import VisualToolBenchEnv
-from vtb_env.evaluation.runner import run_episode
+from vtb_app.evaluation.runner import run_episode
 from vtb_env.loaders import load_tasks
 from vtb_env.ocr import OcrWord
 from vtb_env.tasks import Rubric

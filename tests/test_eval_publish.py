@@ -15,8 +15,8 @@ import pytest
 from PIL import Image
 
 from tests.support.chat_server import ChatServer
-from vtb_env.cli import main
-from vtb_env.evaluation.records import latest_records
+from vtb_app.cli import main
+from vtb_app.evaluation.records import latest_records
 from vtb_env.prompts import NO_TOOLS_SYSTEM_PROMPT, STRONG_SYSTEM_PROMPT
 
 TASK_TAG = re.compile(r"\[(t\d+)\]")
@@ -110,7 +110,7 @@ def test_apr_counts_every_task_and_the_report_says_how(tmp_path, capsys):
 
 
 def test_default_concurrency_is_bounded_for_in_process_agents():
-    from vtb_env.evaluation.commands import HTTP_AGENT_CONCURRENCY, default_concurrency
+    from vtb_app.evaluation.commands import HTTP_AGENT_CONCURRENCY, default_concurrency
 
     assert default_concurrency("openai:m@http://127.0.0.1:1/v1") == HTTP_AGENT_CONCURRENCY >= 32
     assert default_concurrency("hf:/models/tiny") == 1

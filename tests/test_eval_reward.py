@@ -9,8 +9,8 @@ import pytest
 from rewards.compose import EpisodeReward
 from tests.support.chat_server import ChatServer
 from tests.test_eval import write_menu_tasks
-from vtb_env.cli import main
-from vtb_env.evaluation.records import latest_records
+from vtb_app.cli import main
+from vtb_app.evaluation.records import latest_records
 from vtb_env.loaders import load_tasks
 from vtb_env.trajectory import EpisodeRecord
 

@@ -256,7 +256,7 @@ def test_real_datasets_object(tmp_path, parquet_path):
 
 
 def test_vtb_info_reads_parquet(parquet_path):
-    result = subprocess.run([sys.executable, "-m", "vtb_env.cli", "info", str(parquet_path)], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-m", "vtb_app.cli", "info", str(parquet_path)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "4 tasks" in result.stdout and "multi-turn=2" in result.stdout
 

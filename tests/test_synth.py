@@ -11,7 +11,7 @@ import pytest
 
 from rewards.checks import run_check
 from vtb_env import ocr
-from vtb_env.cli import main as vtb
+from vtb_app.cli import main as vtb
 from vtb_env.loaders import DEMO_DIR, load_tasks, save_tasks
 from vtb_env.synth import TOOL_REDUNDANT, TOOL_REQUIRED, demo_tasks, generate, generate_pair, stream
 from vtb_env.synth import reference_data as ref

@@ -1,13 +1,13 @@
 """`vtb import-toolkit`: the official toolkit's output files (the layout its scripts write, see
-``vtb_env.evaluation.toolkit``) become a run that `vtb judge` re-scores and `vtb report` compares."""
+``vtb_app.evaluation.toolkit``) become a run that `vtb judge` re-scores and `vtb report` compares."""
 
 from __future__ import annotations
 
 import json
 
 from tests.test_eval import write_menu_tasks
-from vtb_env.cli import main
-from vtb_env.evaluation.records import latest_records
+from vtb_app.cli import main
+from vtb_app.evaluation.records import latest_records
 
 
 def verdict(met: bool, fenced: bool = False) -> str:

@@ -146,7 +146,7 @@ def test_vtb_eval_against_both_servers(scripted_vlm_server, judge_server, vllm_m
     out = tmp_path / "run"
     began = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "vtb_env.cli", "eval", "--data", str(data),
+        [sys.executable, "-m", "vtb_app.cli", "eval", "--data", str(data),
          "--agent", f"openai:{scripted_vlm_server.model}@{scripted_vlm_server.base_url}",
          "--judge", f"openai:{judge_server.model}@{judge_server.base_url}",
          "--agent-extra-body", json.dumps({"chat_template_kwargs": {"unused_by_this_template": True}}),

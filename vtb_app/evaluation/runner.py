@@ -26,8 +26,8 @@ from agents.base import Agent, summarize_calls
 from rewards.compose import EpisodeReward, RewardConfig
 from rewards.judge.judge import Judge, judge_task
 from rewards.scoring import score_task
-from vtb_env.evaluation.metrics import episode_calls
-from vtb_env.evaluation.records import RECORDS_FILE, RunConflictError, RunLog, done_keys, encode_record, record_key
+from vtb_app.evaluation.metrics import episode_calls
+from vtb_app.evaluation.records import RECORDS_FILE, RunConflictError, RunLog, done_keys, encode_record, record_key
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord
 
@@ -383,7 +383,7 @@ def evaluate(
     ``mode_labels`` (task id -> label, from ``vtb label-modes``) are stored in the records of
     the tasks they cover; give the env's reward the same labels.
     """
-    from vtb_env.evaluation.records import error_record, rejudge_records
+    from vtb_app.evaluation.records import error_record, rejudge_records
 
     mode_labels = dict(mode_labels or {})
     run_dir = Path(run_dir)

@@ -43,8 +43,8 @@ from typing import Any, Mapping, Sequence
 from rewards.judge.backends import BackendError
 from rewards.judge.judge import Judge
 from rewards.judge.prompt import RUBRIC_JUDGE_TEMPLATE, render
-from vtb_env.evaluation.records import RECORDS_FILE, RunLog, ok_keys, record_key, write_config
-from vtb_env.evaluation.runner import PlayedEpisode, Scoring, episode_reward, judge_episode, ok_record, task_summary
+from vtb_app.evaluation.records import RECORDS_FILE, RunLog, ok_keys, record_key, write_config
+from vtb_app.evaluation.runner import PlayedEpisode, Scoring, episode_reward, judge_episode, ok_record, task_summary
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
 
@@ -242,8 +242,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from vtb_env.evaluation.commands import _print_tables, task_index
-    from vtb_env.evaluation.specs import load_eval_tasks, make_judge
+    from vtb_app.evaluation.commands import _print_tables, task_index
+    from vtb_app.evaluation.specs import load_eval_tasks, make_judge
 
     if (args.judge_results is None) == (args.judge is None):
         print("error: give exactly one of --judge-results (the toolkit's verdicts) and --judge (judge here)", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""``vtb eval``, ``vtb judge`` and ``vtb report`` (registered in ``vtb_env.cli``)."""
+"""``vtb eval``, ``vtb judge`` and ``vtb report`` (registered in ``vtb_app.cli``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vtb_env.evaluation.records import (
+from vtb_app.evaluation.records import (
     RECORDS_FILE, RunConflictError, RunLog, done_keys, error_record, judging_complete, latest_records, read_config, run_image_path, write_config,
 )
 
@@ -112,7 +112,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rp.add_argument("--all-tables", action="store_true", help="print every table, not only the overall comparison")
     rp.set_defaults(func=run_report)
 
-    from vtb_env.evaluation.toolkit import register as register_import
+    from vtb_app.evaluation.toolkit import register as register_import
 
     register_import(subparsers)
 
@@ -149,7 +149,7 @@ def _optional(text: str, kind: type) -> Any:
 
 def judge_from_args(args: argparse.Namespace, out: Path) -> Any:
     """The judge of ``--judge`` with the ``--judge-*`` request options; the passes need an LLM judge."""
-    from vtb_env.evaluation.specs import JudgeOptions, SpecError, make_judge
+    from vtb_app.evaluation.specs import JudgeOptions, SpecError, make_judge
 
     options = JudgeOptions(
         temperature=_optional(args.judge_temperature, float), max_tokens=_optional(args.judge_max_tokens, int),
@@ -161,7 +161,7 @@ def judge_from_args(args: argparse.Namespace, out: Path) -> Any:
 
 
 def _passes(args: argparse.Namespace) -> Any:
-    from vtb_env.evaluation.runner import JudgePasses
+    from vtb_app.evaluation.runner import JudgePasses
 
     return JudgePasses(process_metrics=args.process_metrics, error_types=args.error_types)
 
@@ -177,8 +177,8 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     from agents.ablations import ablate_agent, env_overrides
     from vtb_env.config import EnvConfig
     from vtb_env.env import VisualToolBenchEnv, _default_tools
-    from vtb_env.evaluation.runner import Scoring, episode_reward, evaluate
-    from vtb_env.evaluation.specs import SpecError, load_eval_tasks, make_agent
+    from vtb_app.evaluation.runner import Scoring, episode_reward, evaluate
+    from vtb_app.evaluation.specs import SpecError, load_eval_tasks, make_agent
 
     out = Path(args.out)
     tasks = load_eval_tasks(args.data, limit=args.limit)
@@ -250,7 +250,7 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
 
 def run_label_modes(args: argparse.Namespace) -> int:
     """The text-only pass as a `no_tools` eval run, then one label per task whose judging is complete."""
-    from vtb_env.evaluation.metrics import Run, run_model, text_only_results
+    from vtb_app.evaluation.metrics import Run, run_model, text_only_results
 
     code, out, tasks = _evaluate(args, "no_tools", 1)
     if not tasks:
@@ -269,8 +269,8 @@ def run_label_modes(args: argparse.Namespace) -> int:
 def run_judge(args: argparse.Namespace) -> int:
     """Re-judge a run's saved answers into ``--out``; records judged incompletely there (or in the
     source) are judged again on every rerun until complete."""
-    from vtb_env.evaluation.runner import Progress, Scoring, rejudge, run_work
-    from vtb_env.evaluation.specs import SpecError, load_eval_tasks
+    from vtb_app.evaluation.runner import Progress, Scoring, rejudge, run_work
+    from vtb_app.evaluation.specs import SpecError, load_eval_tasks
 
     source, out = Path(args.run), Path(args.out)
     config = read_config(source)
@@ -362,8 +362,8 @@ def _parse_run_arg(value: str) -> tuple[str | None, Path]:
 
 
 def _print_tables(paths: list[Path]) -> list[dict[str, Any]]:
-    from vtb_env.evaluation.metrics import Run, pick_labels, summarize
-    from vtb_env.evaluation.tables import comparison_table, render_text, scoring_note, with_note
+    from vtb_app.evaluation.metrics import Run, pick_labels, summarize
+    from vtb_app.evaluation.tables import comparison_table, render_text, scoring_note, with_note
 
     runs = [Run.load(path) for path in paths]
     summaries = [summarize(run, labels) for run, labels in zip(runs, pick_labels(runs))]
@@ -372,7 +372,7 @@ def _print_tables(paths: list[Path]) -> list[dict[str, Any]]:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from vtb_env.evaluation.report import write_report
+    from vtb_app.evaluation.report import write_report
 
     store = _label_store(args.mode_labels) if args.mode_labels else None
     if args.mode_labels and store is None:

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Sequence
 
 from rewards.mode import ModeLabelStore
-from vtb_env.evaluation.html import write_html
-from vtb_env.evaluation.metrics import Run, pick_labels, summarize
-from vtb_env.evaluation.plots import write_plots
-from vtb_env.evaluation.tables import all_tables, render_text
+from vtb_app.evaluation.html import write_html
+from vtb_app.evaluation.metrics import Run, pick_labels, summarize
+from vtb_app.evaluation.plots import write_plots
+from vtb_app.evaluation.tables import all_tables, render_text
 
 
 def write_report(

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 from tabulate import tabulate
 
-from vtb_env.evaluation.metrics import DOMAIN_COLUMNS, OTHER_DOMAIN, REWARD_COMPONENTS, TURNCASES
+from vtb_app.evaluation.metrics import DOMAIN_COLUMNS, OTHER_DOMAIN, REWARD_COMPONENTS, TURNCASES
 
 Table = tuple[str, list[str], list[list[Any]]]  # title, header, rows
 

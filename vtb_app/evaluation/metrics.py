@@ -17,7 +17,7 @@ from rewards.compose import RewardConfig
 from rewards.mode import ConfusionMatrix, ModeLabelStore, label_from_text_only, mode_outcome
 from rewards.process import tool_use_stats
 from rewards.scoring import GroupStats
-from vtb_env.evaluation.records import RECORDS_FILE, judging_complete, latest_records, read_config, record_key
+from vtb_app.evaluation.records import RECORDS_FILE, judging_complete, latest_records, read_config, record_key
 from vtb_env.trajectory import EpisodeRecord
 
 TURNCASES = ("single-turn", "multi-turn")
