@@ -37,7 +37,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from agents.base import Action, BaseAgent, CallRecord, Observation
+from vtb_agents.base import Action, BaseAgent, CallRecord, Observation
 
 VISION_TOOL = "python_image_processing"
 MAX_VISION_CALLS = 3  # per turn; each call repairs the regions of one image
@@ -432,7 +432,7 @@ class Episode:
     def __init__(self, agent: OcrBaselineAgent, observation: Observation):
         self.agent = agent
         self.messages = list(observation.get("messages") or ())
-        self.images = dict(zip(observation.get("image_names") or (), observation.get("images") or ()))
+        self.images = dict(zip(observation.get("image_names") or (), observation.get("images") or (), strict=False))
         self.offered = {tool.get("function", {}).get("name") for tool in observation.get("tools") or ()}
         prompts = [i for i, m in enumerate(self.messages) if _is_prompt(self.messages, i)]
         self.prompt_at = prompts[-1] if prompts else None

@@ -5,7 +5,7 @@
 The algorithm, in the order it runs each step (TRL's GRPOTrainer does 3-5, we do 1-2):
 
 1. Sample ``tasks_per_step`` tasks; TRL repeats each ``G = num_generations`` times (a group).
-2. ``rollout``: play every episode in the environment (``agents.rollout.run_episodes``): the
+2. ``rollout``: play every episode in the environment (``vtb_agents.rollout.run_episodes``): the
    policy generates, the env parses its tool calls, runs them (sandboxed, concurrently), shows
    the tool's images and the next turns, and scores the finished episode with its composed
    reward. Each episode is one token sequence; env tokens are masked out of the loss.
@@ -33,7 +33,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL
 
-from agents.rollout import ChatRenderer, Episode, HFGenerator, VLLMGenerator, is_processor, run_episodes, summarize, vision_inputs  # noqa: E402
+from vtb_agents.rollout import (  # noqa: E402
+    ChatRenderer,
+    Episode,
+    HFGenerator,
+    VLLMGenerator,
+    is_processor,
+    run_episodes,
+    summarize,
+    vision_inputs,
+)
 from vtb_env.batch import EnvPool  # noqa: E402
 from vtb_env.config import EnvConfig  # noqa: E402
 from vtb_env.env import VisualToolBenchEnv  # noqa: E402
@@ -115,7 +124,8 @@ class EnvRollout:
             generate = VLLMGenerator(trainer)
         else:
             model = trainer.accelerator.unwrap_model(trainer.model)
-            generate = HFGenerator(model, self.processing_class, max_new_tokens=self.args.max_new_tokens, temperature=self.args.temperature, top_p=self.args.top_p)
+            generate = HFGenerator(model, self.processing_class, max_new_tokens=self.args.max_new_tokens, temperature=self.args.temperature,
+                top_p=self.args.top_p)
         self.calls += 1
         episodes = run_episodes(
             self._pool(len(task_ids)), task_ids, generate, self.renderer,
@@ -166,7 +176,8 @@ def episode_images_trainer_class() -> type:
             self._row_images = inputs.get("episode_images")
             return super()._compute_loss(model, inputs)
 
-        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False, compute_aux_loss=False, **image_kwargs):
+        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False,
+            compute_aux_loss=False, **image_kwargs):
             rows = self._row_images
             if rows is None or not any(rows):
                 return super()._get_per_token_logps_and_entropies(

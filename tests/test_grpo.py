@@ -19,8 +19,8 @@ import torch
 
 pytest.importorskip("trl")
 
-from agents.rollout import ChatRenderer, HFGenerator, run_episodes, summarize  # noqa: E402
 from tests.support.tiny_models import TOOL_CALL_OPEN, build_scripted_model  # noqa: E402
+from vtb_agents.rollout import ChatRenderer, HFGenerator, run_episodes, summarize  # noqa: E402
 from vtb_env.batch import EnvPool  # noqa: E402
 from vtb_env.config import EnvConfig  # noqa: E402
 from vtb_env.env import VisualToolBenchEnv  # noqa: E402
@@ -102,8 +102,8 @@ def test_rollout_runs_real_tools_and_masks_env_tokens(policy_path, tasks, tools)
     assert any(not e.record.used_tools for e in episodes), "no episode answered without tools"
     for e in episodes:
         assert len(e.completion_ids) == len(e.env_mask) == len(e.logprobs)
-        policy_text = renderer.decode([t for t, m in zip(e.completion_ids, e.env_mask) if m])
-        env_text = renderer.tokenizer.decode([t for t, m in zip(e.completion_ids, e.env_mask) if not m])
+        policy_text = renderer.decode([t for t, m in zip(e.completion_ids, e.env_mask, strict=True) if m])
+        env_text = renderer.tokenizer.decode([t for t, m in zip(e.completion_ids, e.env_mask, strict=True) if not m])
         assert policy_text.count("python_image_processing") == len(e.record.tool_calls)
         assert (ANSWER in policy_text) == (e.record.turns[-1].final_answer == ANSWER)
         assert '"exit_code"' not in policy_text and "<image>" not in policy_text

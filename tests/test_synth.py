@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from rewards.checks import run_check
-from vtb_env import ocr
 from vtb_app.cli import main as vtb
+from vtb_env import ocr
 from vtb_env.loaders import DEMO_DIR, load_tasks, save_tasks
 from vtb_env.synth import TOOL_REDUNDANT, TOOL_REQUIRED, demo_tasks, generate, generate_pair, stream
 from vtb_env.synth import reference_data as ref
 from vtb_env.synth.probe import probe_task, run_reference_code
 from vtb_env.synth.render import pixel_hash
 from vtb_env.tasks import DOMAINS, TASK_CATEGORIES
+from vtb_rewards.checks import run_check
 
 WRONG_ANSWERS = ("I cannot determine this from the image.", "The answer is 987654.")
 
@@ -72,7 +72,7 @@ def test_round_trip_through_project_format(tmp_path, sample):
     save_tasks(sample, tmp_path)
     loaded = load_tasks(tmp_path)
     assert [t.id for t in loaded] == [t.id for t in sample]
-    for original, back in zip(sample, loaded):
+    for original, back in zip(sample, loaded, strict=True):
         assert back.to_dict(lambda ref: ref.name) == original.to_dict(lambda ref: ref.name)
         assert [i.sha256() for i in back.images] == [i.sha256() for i in original.images]
 

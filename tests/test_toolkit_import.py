@@ -31,7 +31,8 @@ def write_toolkit_output(root):
               "observation": {"results": [], "query": "menu prices", "status": "error", "error": "SerpAPI key not configured"}}
     responses = [
         single_turn_row("menu-0", "The Garden Salad is $9. answer", [crop, search],
-                        [{"step": 0, "content": "Let me zoom."}, {"step": 1, "content": "Searching."}, {"step": 2, "content": "The Garden Salad is $9. answer"}], 2),
+                        [{"step": 0, "content": "Let me zoom."}, {"step": 1, "content": "Searching."}, {"step": 2,
+                            "content": "The Garden Salad is $9. answer"}], 2),
         single_turn_row("menu-1", "It costs $12.", {}, {}, 0),  # tools off: the toolkit writes {} for both lists
         single_turn_row("menu-2", "API Error: rate limited", {}, {}, 0),  # a harness failure, written as the answer
         {"id": "menu-3", "task_id": "menu-3", "turncase": "multi-turn", "eval_focus": "follow_up_test", "prompt_category": "finance",

@@ -7,18 +7,16 @@ cannot check: verl's own constructor/schema validation and its agent loop callin
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 
 import pytest
-from PIL import Image
 
-from rewards.grpo import compute_score
 from vtb_env.integrations.verl import DATA_SOURCE, VTBTool, tools_config, verl_row
 from vtb_env.synth import generate
 from vtb_env.tools.base import ToolRegistry
 from vtb_env.tools.calculator import Calculator
 from vtb_env.tools.python_tools import PythonImageProcessing
+from vtb_rewards.grpo import compute_score
 
 FACTORY = f"{__name__}:registry"
 CROP = "from PIL import Image\nImage.open('image_1.png').crop((0, 0, 40, 30)).save('transformed_image_0.png')"
@@ -96,7 +94,8 @@ def test_compute_score_as_verl_calls_it(task):
 def test_compute_score_on_a_multi_turn_verl_response(task):
     row = verl_row(task, ["calculator"], turn_index=0)
     answer = task.turns[0].rubrics[0].check["value"]
-    response = f'<tool_call>{{"name": "calculator", "arguments": {{"expression": "{answer} + 0"}}}}</tool_call>\n{{"result": {answer}}}\nThe result is {answer}.'
+    call = f'<tool_call>{{"name": "calculator", "arguments": {{"expression": "{answer} + 0"}}}}</tool_call>'
+    response = f'{call}\n{{"result": {answer}}}\nThe result is {answer}.'
     score = compute_score(DATA_SOURCE, response, row["reward_model"]["ground_truth"], row["extra_info"])
     assert score["rubric_score"] == 1.0
 

@@ -11,7 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from vtb_app.evaluation.records import (
-    RECORDS_FILE, RunConflictError, RunLog, done_keys, error_record, judging_complete, latest_records, read_config, run_image_path, write_config,
+    RECORDS_FILE,
+    RunConflictError,
+    RunLog,
+    done_keys,
+    error_record,
+    judging_complete,
+    latest_records,
+    read_config,
+    run_image_path,
+    write_config,
 )
 
 # Episodes in flight by default: enough to keep a GPU inference server batching (tens of requests
@@ -135,7 +144,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def _label_store(path: str | Path, must_exist: bool = True) -> Any:
-    from rewards.mode import ModeLabelStore
+    from vtb_rewards.mode import ModeLabelStore
 
     if must_exist and not Path(path).exists():
         print(f"error: no mode-label file {path} (make one with `vtb label-modes`)", file=sys.stderr)
@@ -174,11 +183,12 @@ def task_index(tasks: Any) -> dict[str, list[str]]:
 
 def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any = None) -> tuple[int, Path, list[Any]]:
     """Run `vtb eval` with ``args``: (exit code, run dir, tasks)."""
-    from agents.ablations import ablate_agent, env_overrides
-    from vtb_env.config import EnvConfig
-    from vtb_env.env import VisualToolBenchEnv, _default_tools
+    from vtb_agents.ablations import ablate_agent, env_overrides
     from vtb_app.evaluation.runner import Scoring, episode_reward, evaluate
     from vtb_app.evaluation.specs import SpecError, load_eval_tasks, make_agent
+    from vtb_env.config import EnvConfig
+    from vtb_env.env import VisualToolBenchEnv
+    from vtb_env.tools import default_tools
 
     out = Path(args.out)
     tasks = load_eval_tasks(args.data, limit=args.limit)
@@ -223,7 +233,7 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
         config["mode_labels"] = {"file": str(Path(store.path).resolve()), "model": model, "labels": mode_labels}
     reward = episode_reward(judge, scoring, mode_labels)
     identity = {"agent": agent.name, "model": base_agent.name, "judge": judge.judge_id, "ablation": ablation, "preset": args.preset}
-    tools = _default_tools()  # one registry (one sandbox pool) shared by every worker's env
+    tools = default_tools()  # one registry (one sandbox pool) shared by every worker's env
     try:
         digest = write_config(out, config)
         result = evaluate(
@@ -366,7 +376,7 @@ def _print_tables(paths: list[Path]) -> list[dict[str, Any]]:
     from vtb_app.evaluation.tables import comparison_table, render_text, scoring_note, with_note
 
     runs = [Run.load(path) for path in paths]
-    summaries = [summarize(run, labels) for run, labels in zip(runs, pick_labels(runs))]
+    summaries = [summarize(run, labels) for run, labels in zip(runs, pick_labels(runs), strict=True)]
     print(render_text(with_note(comparison_table(summaries), scoring_note(summaries))))
     return summaries
 

@@ -111,7 +111,7 @@ def reward_table(summaries: Sequence[dict[str, Any]]) -> Table:
     """Mean composed per-episode reward and mean of each component (over the episodes it applies to)."""
     names = [n for n in REWARD_COMPONENTS if any(n in s["reward_components"] for s in summaries)]
     rows = [[s["name"], s["reward_n"], fmt(s["reward"]), *(fmt(s["reward_components"].get(n)) for n in names)] for s in summaries]
-    return "Reward (the env's composed per-episode reward, rewards.compose)", ["run", "episodes", "reward", *names], rows
+    return "Reward (the env's composed per-episode reward, vtb_rewards.compose)", ["run", "episodes", "reward", *names], rows
 
 
 def focus_table(summaries: Sequence[dict[str, Any]]) -> Table:
@@ -121,7 +121,7 @@ def focus_table(summaries: Sequence[dict[str, Any]]) -> Table:
 
 
 def process_table(summaries: Sequence[dict[str, Any]]) -> Table:
-    """KCoverage under both readings (rewards.process) and tool effectiveness, over the judged episodes."""
+    """KCoverage under both readings (vtb_rewards.process) and tool effectiveness, over the judged episodes."""
     rows = [[s["name"], s["process_n"], fmt(s["kcoverage"]), fmt(s["kcoverage_furthest"]), fmt(s["tool_effectiveness"])] for s in summaries]
     header = ["run", "episodes judged", "KCoverage (longest covered prefix: the formula)",
               "KCoverage (furthest key step reached: the text)", "tool effectiveness"]
@@ -130,7 +130,7 @@ def process_table(summaries: Sequence[dict[str, Any]]) -> Table:
 
 def error_type_table(summaries: Sequence[dict[str, Any]]) -> Table:
     """Table 4: the judge's B.6 error type of each failed task, as counts and shares."""
-    from rewards.process import ERROR_TYPES
+    from vtb_rewards.process import ERROR_TYPES
 
     kinds = [*ERROR_TYPES, *sorted({k for s in summaries for k in s["error_types"]} - set(ERROR_TYPES))]
     rows = []

@@ -40,13 +40,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from rewards.judge.backends import BackendError
-from rewards.judge.judge import Judge
-from rewards.judge.prompt import RUBRIC_JUDGE_TEMPLATE, render
 from vtb_app.evaluation.records import RECORDS_FILE, RunLog, ok_keys, record_key, write_config
 from vtb_app.evaluation.runner import PlayedEpisode, Scoring, episode_reward, judge_episode, ok_record, task_summary
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
+from vtb_rewards.judge.backends import BackendError
+from vtb_rewards.judge.judge import Judge
+from vtb_rewards.judge.prompt import RUBRIC_JUDGE_TEMPLATE, render
 
 TOOL_NAMES = {"google_search": "web_search"}  # the toolkit's names -> ours (the rest are the same)
 TOOL_CAP_ANSWER = "Model hit the maximum number of tool calls"
@@ -113,7 +113,7 @@ def _turn_record(index: int, part: Mapping[str, Any]) -> TurnRecord:
     steps = [StepRecord(action_text=text) for text in call_rounds]
     if steps:
         if len(calls) == len(steps):
-            for step, (round_index, call) in zip(steps, enumerate(calls)):
+            for step, (round_index, call) in zip(steps, enumerate(calls), strict=False):
                 call.round_index = round_index
                 step.tool_calls = [call]
         else:
@@ -156,7 +156,7 @@ class ToolkitVerdicts:
         if per_turn and isinstance(per_turn[0], Mapping):
             per_turn = [per_turn]  # single-turn layout
         added = 0
-        for t, (turn, results) in enumerate(zip(task.turns, per_turn)):
+        for t, (turn, results) in enumerate(zip(task.turns, per_turn, strict=False)):
             rubrics = {rubric.id: rubric for rubric in turn.rubrics}
             answer = answers[t] if t < len(answers) else None
             for result in results if isinstance(results, list) else []:
@@ -195,7 +195,8 @@ def import_toolkit(
     digest = write_config(out, {**config, "judge": judge.judge_id, "scoring": vars(scoring)})
     done = ok_keys(out / RECORDS_FILE)  # the toolkit's verdicts are fixed: `vtb judge` retries its judge errors
     reward = episode_reward(judge, scoring)
-    identity = {"agent": config["agent"]["name"], "model": config["model"], "judge": judge.judge_id, "ablation": config["ablation"], "preset": "official toolkit"}
+    identity = {"agent": config["agent"]["name"], "model": config["model"], "judge": judge.judge_id, "ablation": config["ablation"],
+        "preset": "official toolkit"}
     ok = errors = 0
     with RunLog(out / RECORDS_FILE) as log:
         for row in responses:

@@ -1,1 +1,1 @@
-"""Adapters that plug the environment into RL frameworks (verl); TRL uses ``agents.rollout``."""
+"""Adapters that plug the environment into RL frameworks (verl); TRL uses ``vtb_agents.rollout``."""

@@ -13,7 +13,7 @@ class with the same methods otherwise (duck-typed, so it is testable without ver
 instance holds one trajectory's ``ToolContext``: the task's images named ``image_<k>.png`` and
 the images this tool made, ``transformed_image_<i>.png`` -- the env's naming, so the model
 sees the same files in verl as in the gymnasium env. The tool runs the real registry tool (the
-sandbox for the Python tools). The episode reward is ``rewards.grpo.compute_score`` (verl's
+sandbox for the Python tools). The episode reward is ``vtb_rewards.grpo.compute_score`` (verl's
 ``custom_reward_function``); ``calc_reward`` gives the tool-success share of the trajectory.
 """
 
@@ -130,7 +130,8 @@ class VTBTool(_Base):  # type: ignore[misc, valid-type]
 
 def tools_config(tool_names: list[str], factory: str = DEFAULT_FACTORY) -> dict[str, Any]:
     """The verl tools YAML content (as a dict) offering ``tool_names``."""
-    return {"tools": [{"class_name": f"{__name__}.VTBTool", "config": {"type": "native", "tool": name, "factory": factory}, "tool_schema": None} for name in tool_names]}
+    return {"tools": [{"class_name": f"{__name__}.VTBTool", "config": {"type": "native", "tool": name, "factory": factory},
+        "tool_schema": None} for name in tool_names]}
 
 
 def verl_row(task: Task, tool_names: list[str], *, turn_index: int = 0, system_prompt: str | None = None) -> dict[str, Any]:

@@ -6,7 +6,7 @@ tool-redundant) is decided later in ``twins``, so both renderings share every qu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -357,8 +357,8 @@ def temporal(rng: np.random.Generator, domain: str, difficulty: float) -> Bluepr
     states = [scene]
     while len(states) < n_images:
         nxt = states[-1].evolved(rng)
-        growth = [n.value - f.value for n, f in zip(nxt.entries, scene.entries)]
-        if len(set(growth)) == len(growth) and all(n.value != o.value for n, o in zip(nxt.entries, states[-1].entries)):
+        growth = [n.value - f.value for n, f in zip(nxt.entries, scene.entries, strict=False)]
+        if len(set(growth)) == len(growth) and all(n.value != o.value for n, o in zip(nxt.entries, states[-1].entries, strict=False)):
             states.append(nxt)
     a = scene.entries[int(rng.integers(0, len(scene.entries)))]
     phrase = scene.kind.phrase(a.label)
