@@ -43,6 +43,7 @@ from vtb_agents.rollout import (  # noqa: E402
     summarize,
     vision_inputs,
 )
+from vtb_env import loaders  # noqa: E402
 from vtb_env.batch import EnvPool  # noqa: E402
 from vtb_env.config import EnvConfig  # noqa: E402
 from vtb_env.env import VisualToolBenchEnv  # noqa: E402
@@ -86,9 +87,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def load_tasks(spec: str) -> list[Task]:
-    from vtb_app.evaluation.specs import load_eval_tasks
-
-    tasks = load_eval_tasks(spec)
+    tasks = loaders.load_tasks(spec)
     if not tasks:
         raise SystemExit(f"no tasks in {spec!r}")
     return tasks

@@ -185,13 +185,14 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     """Run `vtb eval` with ``args``: (exit code, run dir, tasks)."""
     from vtb_agents.ablations import ablate_agent, env_overrides
     from vtb_app.evaluation.runner import Scoring, episode_reward, evaluate
-    from vtb_app.evaluation.specs import SpecError, load_eval_tasks, make_agent
+    from vtb_app.evaluation.specs import SpecError, make_agent
     from vtb_env.config import EnvConfig
     from vtb_env.env import VisualToolBenchEnv
+    from vtb_env.loaders import load_tasks
     from vtb_env.tools import default_tools
 
     out = Path(args.out)
-    tasks = load_eval_tasks(args.data, limit=args.limit)
+    tasks = load_tasks(args.data, limit=args.limit)
     if not tasks:
         print(f"error: no tasks loaded from {args.data!r}", file=sys.stderr)
         return 2, out, []
@@ -280,7 +281,8 @@ def run_judge(args: argparse.Namespace) -> int:
     """Re-judge a run's saved answers into ``--out``; records judged incompletely there (or in the
     source) are judged again on every rerun until complete."""
     from vtb_app.evaluation.runner import Progress, Scoring, rejudge, run_work
-    from vtb_app.evaluation.specs import SpecError, load_eval_tasks
+    from vtb_app.evaluation.specs import SpecError
+    from vtb_env.loaders import load_tasks
 
     source, out = Path(args.run), Path(args.out)
     config = read_config(source)
@@ -295,7 +297,7 @@ def run_judge(args: argparse.Namespace) -> int:
     except SpecError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    tasks = {task.id: task for task in load_eval_tasks(args.data or config["data"], limit=config.get("limit"))}
+    tasks = {task.id: task for task in load_tasks(args.data or config["data"], limit=config.get("limit"))}
     scoring_config = {**config.get("scoring", {})}
     scoring_config.update({k: v for k, v in (("critical_rule", args.critical_rule), ("multi_turn", args.multi_turn)) if v})
     scoring, passes = Scoring(**scoring_config), _passes(args)

@@ -1,7 +1,7 @@
 """Command-line specs for data, agents and judges.
 
 - data: ``demo``, an official parquet file/dir, a toolkit dir, a project ``tasks.jsonl``/dir
-  (everything ``vtb_env.loaders.load_tasks`` reads), or ``synth:N:SEED`` (generated tasks);
+  or ``synth:N:SEED`` (generated tasks): everything ``vtb_env.loaders.load_tasks`` reads;
 - agent: ``ocr-baseline``, ``openai:MODEL@BASE_URL`` (native tool calls; ``openai-text:`` for
   raw text parsed by the env), ``hf:PATH`` (a local checkpoint);
 - judge: ``exact`` (programmatic rubric checks only), ``openai:MODEL@BASE_URL``, ``hf:PATH``.
@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from vtb_agents.base import Agent
-from vtb_env.tasks import Task
 from vtb_rewards.judge.judge import Judge
 
 
@@ -89,16 +88,3 @@ def make_judge(spec: str, cache_path: str | Path | None = None, options: JudgeOp
         return Judge(TransformersBackend.from_pretrained(spec[3:]), cache=cache)
     raise SpecError(f"unknown judge {spec!r}; use exact, openai:MODEL@URL or hf:PATH")
 
-
-def load_eval_tasks(spec: str, *, limit: int | None = None, ids: Any = None) -> list[Task]:
-    if spec.startswith("synth:"):
-        parts = spec.split(":")
-        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].lstrip("-").isdigit():
-            raise SpecError(f"{spec!r}: expected synth:N:SEED, e.g. synth:50:0")
-        from vtb_env.synth.stream import generate
-
-        tasks = generate(int(parts[1]), seed=int(parts[2]))
-        return tasks[:limit] if limit else tasks
-    from vtb_env.loaders import load_tasks
-
-    return load_tasks(spec, limit=limit, ids=ids)

@@ -244,7 +244,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_import(args: argparse.Namespace) -> int:
     from vtb_app.evaluation.commands import _print_tables, task_index
-    from vtb_app.evaluation.specs import load_eval_tasks, make_judge
+    from vtb_app.evaluation.specs import make_judge
+    from vtb_env.loaders import load_tasks
 
     if (args.judge_results is None) == (args.judge is None):
         print("error: give exactly one of --judge-results (the toolkit's verdicts) and --judge (judge here)", file=sys.stderr)
@@ -256,7 +257,7 @@ def run_import(args: argparse.Namespace) -> int:
     except ToolkitFormatError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    tasks = {task.id: task for task in load_eval_tasks(args.data)}
+    tasks = {task.id: task for task in load_tasks(args.data)}
     missing = sorted({_row_id(r) for r in responses} - set(tasks))
     if missing:
         print(f"error: {len(missing)} of the toolkit's tasks are not in {args.data!r} (e.g. {missing[0]})", file=sys.stderr)
