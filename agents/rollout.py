@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from PIL import Image
 
@@ -95,6 +95,8 @@ class HFGenerator:
     def __call__(self, prompts: Sequence[list[int]], images: Sequence[list[Image.Image]] | None = None) -> list[Generation]:
         import torch
 
+        if not prompts:
+            return []
         width = max(len(p) for p in prompts)
         device = next(self.model.parameters()).device
         input_ids = torch.tensor([[self.pad_id] * (width - len(p)) + list(p) for p in prompts], device=device)
@@ -235,6 +237,7 @@ def run_episodes(
     *,
     max_completion_tokens: int = 2048,
     seed: int | None = None,
+    round_sync: Callable[[int], int] | None = None,
 ) -> list[Episode]:
     """Play one episode per task id (repeat ids for a GRPO group), all in lock-step.
 
@@ -242,6 +245,11 @@ def run_episodes(
     the environments, and their tool calls run concurrently (``EnvPool``). An episode whose
     sequence passes ``max_completion_tokens`` is stopped and scored as it stands (no answer:
     format 0, rubrics not met) with ``length_truncated`` set.
+
+    ``round_sync`` (several processes generating together): given this process's live-episode
+    count, returns the largest count of any process; rounds go on while it is above 0 and each
+    batch is padded to it with one-token filler prompts (their output is dropped), so every
+    process calls ``generate`` the same number of times with the same batch width.
     """
     if len(task_ids) > len(pool):
         raise ValueError(f"{len(task_ids)} episodes need {len(task_ids)} environments; the pool has {len(pool)}")
@@ -252,36 +260,68 @@ def run_episodes(
     resets = pool.reset(seed=seed, options=[{"task_id": t} for t in task_ids], indices=indices)
     live = []
     for i, (task_id, (obs, info)) in enumerate(zip(task_ids, resets, strict=True)):
-        episode = Episode(task_id, [], images=_rgb(obs["images"]), image_names=list(obs["image_names"]))
-        episode.prompt_ids = renderer.encode(renderer.text(obs["messages"], obs["tools"], add_generation_prompt=True), _shown(renderer, episode.images))
+        episode = start_episode(renderer, task_id, obs)
         live.append(_Live(i, episode, obs["messages"], obs["tools"], info["task"].get("mode_label"), info["record"], time.perf_counter()))
-    while active := [s for s in live if not s.done]:
-        images = [s.episode.images for s in active] if renderer.is_vision else None
-        generations = generate([s.episode.prompt_ids + s.episode.completion_ids for s in active], images)
+    filler = live[0].episode.prompt_ids[:1]
+    while True:
+        active = [s for s in live if not s.done]
+        width = round_sync(len(active)) if round_sync is not None else len(active)
+        if width == 0:
+            break
+        padding = width - len(active)
+        images = [s.episode.images for s in active] + [[]] * padding if renderer.is_vision else None
+        generations = generate([s.episode.prompt_ids + s.episode.completion_ids for s in active] + [filler] * padding, images)
         actions: list[str | None] = [None] * len(pool)
-        for state, gen in zip(active, generations, strict=True):
+        for state, gen in zip(active, generations, strict=False):
             state.episode.extend(gen.token_ids, gen.logprobs)
             state.episode.policy_steps += 1
             if len(state.episode.completion_ids) > max_completion_tokens:
                 _stop_for_length(pool, state)
             else:
                 actions[state.index] = renderer.decode(gen.token_ids)
-        for state, result in zip(live, pool.step(actions), strict=True):
+        for state, result in zip(live, pool.step(actions), strict=False):
             if result is None:
                 continue
             if result.terminated or result.truncated:
                 _finish(state, result.reward, result.info)
                 continue
-            after = result.observation["messages"]  # the old ones, the env's copy of the policy's message, then new ones
-            new_images = _rgb(result.observation["images"][len(state.episode.images):])
-            env_ids = renderer.appended_tokens(after[: len(state.messages) + 1], after, state.tools, _shown(renderer, new_images))
-            state.episode.extend(env_ids, None)
-            state.episode.images += new_images
-            state.episode.image_names += result.observation["image_names"][len(state.episode.image_names):]
-            state.messages = result.observation["messages"]
+            state.messages = append_env_reply(renderer, state.episode, state.messages, state.tools, result.observation)
             if len(state.episode.completion_ids) > max_completion_tokens:
                 _stop_for_length(pool, state)
     return [s.episode for s in live]
+
+
+def start_episode(renderer: ChatRenderer, task_id: str, observation: dict[str, Any]) -> Episode:
+    """A new episode from the env's first observation: prompt tokens and the images shown so far."""
+    episode = Episode(task_id, [], images=_rgb(observation["images"]), image_names=list(observation["image_names"]))
+    text = renderer.text(observation["messages"], observation["tools"], add_generation_prompt=True)
+    episode.prompt_ids = renderer.encode(text, _shown(renderer, episode.images))
+    return episode
+
+
+def append_env_reply(
+    renderer: ChatRenderer, episode: Episode, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], observation: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Append what the env added after the policy's message (env tokens, mask 0, and new images) to ``episode``.
+
+    ``messages`` is the dialogue before the policy's message; returns the env's dialogue now.
+    """
+    after = observation["messages"]  # the old ones, the env's copy of the policy's message, then new ones
+    new_images = _rgb(observation["images"][len(episode.images):])
+    episode.extend(renderer.appended_tokens(after[: len(messages) + 1], after, tools, _shown(renderer, new_images)), None)
+    episode.images += new_images
+    episode.image_names += observation["image_names"][len(episode.image_names):]
+    return list(after)
+
+
+def score_unfinished(env: Any, task_id: str, record: "EpisodeRecord") -> tuple[float, dict[str, Any]]:
+    """The env's reward for an episode stopped before its final answer, and the step info to finish it with."""
+    task = next(t for t in env.tasks if t.id == task_id)
+    try:
+        reward, components = env.reward_fn(task, record)
+        return reward, {"reward_components": components, "record": record}
+    except Exception as exc:  # a judge outage must not end the rollout
+        return 0.0, {"record": record, "reward_error": f"{type(exc).__name__}: {exc}"}
 
 
 def _rgb(images: Sequence[Image.Image]) -> list[Image.Image]:
@@ -307,13 +347,7 @@ def _finish(state: _Live, reward: float, info: dict[str, Any]) -> None:
 
 def _stop_for_length(pool: EnvPool, state: _Live) -> None:
     """Score the unfinished episode with the env's reward function (it has no final answer yet)."""
-    env, record = pool.envs[state.index], state.record
-    task = next(t for t in env.tasks if t.id == state.episode.task_id)
-    try:
-        reward, components = env.reward_fn(task, record)
-        info = {"reward_components": components, "record": record}
-    except Exception as exc:  # a judge outage must not end the rollout
-        reward, info = 0.0, {"record": record, "reward_error": f"{type(exc).__name__}: {exc}"}
+    reward, info = score_unfinished(pool.envs[state.index], state.episode.task_id, state.record)
     state.episode.length_truncated = True
     _finish(state, reward, info)
 

@@ -104,3 +104,44 @@ def test_answers_do_not_depend_on_anything_but_the_observation():
         env.close()
     assert other.final_answers == original.final_answers
     assert _passes(task, original.final_answers) == [True, True, True]
+
+
+# Every question template of the synthetic generator, filled in as the generator does, and the
+# kind of question the baseline must take it for: a change of wording the rules no longer
+# understand fails here instead of silently lowering the baseline's scores.
+_KIND_OF_TEMPLATE = {
+    "ROUTE": "route", "RIDE_SPLIT": "two_values", "RESULTS_SPLIT": "two_values", "TOTAL_SPLIT": "two_values",
+    "DIFFERENCE_SPLIT": "two_values", "WEATHER": "weather", "DIVIDEND": "dividend", "ORDER": "order", "SPEED": "speed",
+    "SHARE": "share", "LIMIT": "limit", "CYCLING": "route", "MEAN": "two_values", "VALUE": "lookup",
+    "CHANGED_SINCE": "changed_since", "CHANGED_MOST": "change_most", "IN_RANGE": "lab_range", "HIGHEST": "highest",
+    "LATEST": "highest", "MORE_THAN_THAT": "that", "MINUTES_AFTER": "that",
+}
+_KIND_OF_VAGUE = {  # the underspecified question merged with the user's reply to the clarifying question
+    "menu": "two_values", "receipt": "two_values", "quotes": "lookup", "portfolio": "lookup", "timetable": "two_values",
+    "scoreboard": "behind", "league": "behind", "lab": "lab_range", "chart": "lookup", "measurements": "lookup", "map": "route",
+}
+_FIELDS = {"start": "Alder", "end": "Birchwood", "a": "Garden Salad", "b": "Lemon Soda", "c": "the reading for S-3",
+           "what": "menu", "ticker": "NRTH", "qa": 2, "qb": 3, "unit": "order", "pct": 15, "extra": "tip", "km": 24,
+           "test": "Glucose", "speed": 18, "phrase": "the price of the Lasagna", "later": "the same menu a year later",
+           "row": "dish", "highest": "most expensive dish"}
+
+
+def test_the_rules_know_every_question_template_of_the_generator():
+    from vtb_agents.ocr_baseline.agent import sounds_vague
+    from vtb_agents.ocr_baseline.questions import Question
+    from vtb_agents.ocr_baseline.rules import rule_for
+    from vtb_env.synth import templates
+
+    names = {name for name, value in vars(templates).items() if name.isupper() and isinstance(value, str)}
+    assert names == set(_KIND_OF_TEMPLATE)  # a new template needs its kind here (and a rule that knows it)
+    for name, kind in _KIND_OF_TEMPLATE.items():
+        prompt = getattr(templates, name).format(**_FIELDS)
+        question = Question(prompt, prompt, "", False)
+        assert (name, rule_for(question).kind) == (name, kind)
+        assert not sounds_vague(question), name
+    assert set(templates.VAGUE) == set(_KIND_OF_VAGUE)
+    for scene, (vague, _ask, reply) in templates.VAGUE.items():
+        assert sounds_vague(Question(vague, vague, "", False)), scene  # asks before answering
+        reply = reply.format(**_FIELDS)
+        merged = Question(f"{vague} {reply}", reply, "Which one do you mean?", True)
+        assert (scene, rule_for(merged).kind) == (scene, _KIND_OF_VAGUE[scene])

@@ -9,11 +9,11 @@ policy is built as a Llama and as an Idefics3 vision-language model.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
@@ -21,6 +21,7 @@ pytest.importorskip("trl")
 
 from tests.support.tiny_models import TOOL_CALL_OPEN, build_scripted_model  # noqa: E402
 from vtb_agents.rollout import ChatRenderer, HFGenerator, run_episodes, summarize  # noqa: E402
+from vtb_app.integrations import trl as vtb_trl  # noqa: E402
 from vtb_env.batch import EnvPool  # noqa: E402
 from vtb_env.config import EnvConfig  # noqa: E402
 from vtb_env.env import VisualToolBenchEnv  # noqa: E402
@@ -28,16 +29,8 @@ from vtb_env.synth import generate  # noqa: E402
 from vtb_env.tools.base import ToolRegistry  # noqa: E402
 from vtb_env.tools.python_tools import PythonImageProcessing  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 CROP = "from PIL import Image\nImage.open('image_1.png').crop((0, 0, 64, 64)).save('transformed_image_0.png')"
 ANSWER = "The answer is 42."
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("train_grpo", ROOT / "scripts" / "train_grpo.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _coin_flip_policy(path: Path, family: str) -> Path:
@@ -130,11 +123,11 @@ def test_vlm_renderer_expands_image_placeholders_and_refuses_a_mismatch(tmp_path
         renderer.encode("[image_1.png]<image>", [])
 
 
-def _train_args(script, policy: Path, output_dir: Path, steps: int):
-    return script.parse_args([
+def _train_args(policy: Path, output_dir: Path, steps: int, *extra: str):
+    return vtb_trl.parse_args([
         "--model", str(policy), "--output-dir", str(output_dir), "--num-generations", "4",
         "--tasks-per-step", "2", "--max-steps", str(steps), "--learning-rate", "0.05", "--max-new-tokens", "8",
-        "--max-tool-calls", "2", "--system-prompt", "none", "--loss-type", "grpo", "--seed", "1",
+        "--max-tool-calls", "2", "--system-prompt", "none", "--loss-type", "grpo", "--seed", "1", *extra,
     ])
 
 
@@ -142,12 +135,11 @@ def _train_args(script, policy: Path, output_dir: Path, steps: int):
 def test_grpo_trains_on_env_rewards(policy_path, tasks, tools, tmp_path):
     from transformers import AutoModelForCausalLM
 
-    script = _script()
     steps = 3
-    args = _train_args(script, policy_path, tmp_path / "run", steps)
+    args = _train_args(policy_path, tmp_path / "run", steps, "--tools", "python_image_processing", "--log-completions")
     before = {n: p.detach().clone() for n, p in AutoModelForCausalLM.from_pretrained(policy_path).named_parameters()}
     start = time.perf_counter()
-    trainer = script.train(args, tasks=tasks, tools=tools)
+    trainer = vtb_trl.train(args, tasks=tasks, tools=tools)
     elapsed = time.perf_counter() - start
     print({k: round(v, 3) for k, v in trainer.state.log_history[-2].items() if isinstance(v, float)})
 
@@ -164,6 +156,8 @@ def test_grpo_trains_on_env_rewards(policy_path, tasks, tools, tmp_path):
     assert "lm_head.weight" in changed, changed
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert saved["architectures"] == ["LlamaForCausalLM"]
+    table = pd.read_parquet(sorted((tmp_path / "run" / "completions").glob("*.parquet"))[-1])  # --log-completions
+    assert len(table) == 8 and any("transformed_image_0.png" in names for names in table["vtb_images"])
     print(f"\nGRPO: {steps} steps x 8 episodes in {elapsed:.1f} s = {steps / elapsed:.3f} steps/s on CPU")
 
 
@@ -175,7 +169,6 @@ def test_grpo_trains_a_vlm_on_every_image_of_the_episode(tmp_path_factory, tasks
     policy = _coin_flip_policy(tmp_path_factory.mktemp("vlm"), "idefics3")
     processor = AutoProcessor.from_pretrained(policy)
     image_token = processor.tokenizer.convert_tokens_to_ids(processor.image_token)
-    script = _script()
     steps_episodes: list = []  # per rollout: its episodes
     loss_images: list[int] = []  # per vision forward of the loss pass (grad enabled): images encoded
     generation_images: list[int] = []  # per vision forward while sampling (no_grad)
@@ -184,7 +177,7 @@ def test_grpo_trains_a_vlm_on_every_image_of_the_episode(tmp_path_factory, tasks
         images = (kwargs["pixel_values"] if "pixel_values" in kwargs else args[0]).shape[0]
         (loss_images if torch.is_grad_enabled() else generation_images).append(images)
 
-    class RecordingRollout(script.EnvRollout):
+    class RecordingRollout(vtb_trl.EnvRollout):
         def __call__(self, prompts, trainer):
             if not steps_episodes:
                 trainer.model.model.vision_model.register_forward_pre_hook(count_images, with_kwargs=True)
@@ -192,11 +185,10 @@ def test_grpo_trains_a_vlm_on_every_image_of_the_episode(tmp_path_factory, tasks
             steps_episodes.append(output["vtb_episode"])
             return output
 
-    monkeypatch.setattr(script, "EnvRollout", RecordingRollout)
     steps = 2
     before = {n: p.detach().clone() for n, p in AutoModelForImageTextToText.from_pretrained(policy).named_parameters()}
     start = time.perf_counter()
-    trainer = script.train(_train_args(script, policy, tmp_path / "run", steps), tasks=tasks, tools=tools)
+    trainer = vtb_trl.train(_train_args(policy, tmp_path / "run", steps), tasks=tasks, tools=tools, rollout_class=RecordingRollout)
     elapsed = time.perf_counter() - start
 
     assert trainer.state.global_step == steps and len(steps_episodes) == steps
@@ -222,3 +214,143 @@ def test_grpo_trains_a_vlm_on_every_image_of_the_episode(tmp_path_factory, tasks
     assert saved["architectures"] == ["Idefics3ForConditionalGeneration"]
     print(f"\nVLM GRPO: {steps} steps x 8 episodes in {elapsed:.1f} s = {steps / elapsed:.3f} steps/s on CPU; "
           f"{sum(loss_images)} images in the loss passes")
+
+
+def test_tools_flag_takes_a_comma_list_and_refuses_unknown_names():
+    from vtb_env.tools.calculator import Calculator
+
+    registry = ToolRegistry([PythonImageProcessing(), Calculator()])
+    assert list(vtb_trl.select_tools(registry, "calculator,python_image_processing").names) == ["calculator", "python_image_processing"]
+    assert list(vtb_trl.select_tools(registry, ["calculator"]).names) == ["calculator"]
+    with pytest.raises(ValueError, match="unknown tools \\['web_search'\\]"):
+        vtb_trl.select_tools(registry, "calculator,web_search")
+    registry.close()
+
+
+def test_round_sync_keeps_generation_calls_equal_across_processes(policy_path, tasks, tools):
+    """Another process still has 3 live episodes for 6 rounds: this one keeps generating (padded) until it is done too."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(policy_path)
+    sampler = HFGenerator(AutoModelForCausalLM.from_pretrained(policy_path), tokenizer, max_new_tokens=8)
+    widths: list[int] = []
+
+    def generate(prompts, images=None):
+        widths.append(len(prompts))
+        return sampler(prompts, images)
+
+    rounds = iter(range(100))
+    other = lambda active: max(active, 3 if next(rounds) < 6 else 0)  # noqa: E731 - the other process's count
+    pool = EnvPool([VisualToolBenchEnv(tasks=tasks, tools=tools, config=_config()) for _ in range(2)])
+    torch.manual_seed(0)
+    episodes = run_episodes(pool, [tasks[0].id] * 2, generate, ChatRenderer(tokenizer), round_sync=other)
+    pool.close()
+    assert len(widths) == 6 and all(w == 3 for w in widths)  # this process finishes within 6 rounds (cap 2 calls per turn)
+    assert all(e.record is not None and e.policy_steps <= 6 for e in episodes)
+
+
+# TRL parses tool calls with the tokenizer's response template; the test model's Llama-3-style template writes hermes calls.
+TEST_MODEL_RESPONSE_TEMPLATE = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|start_header_id|>assistant<|end_header_id|>\n\n",
+    "fields": {
+        "tool_calls": {"open": "<tool_call>", "close_pattern": r"</tool_call>\s*", "repeats": True, "content": "json",
+                       "transform": {"type": "function", "function": "{content}"}},
+        "content": {"close_pattern": r"<\|eot_id\|>\s*", "content": "text"},
+    },
+}
+
+
+@pytest.mark.slow
+def test_grpo_step_through_environment_factory(policy_path, tools, tmp_path):
+    """TRL's own tool loop calls the env's tool methods; the env's reward reaches TRL's logs; the model changes."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    single = [t for t in generate(40, seed=0) if len(t.turns) == 1][:2]
+    factory = vtb_trl.VTBEnvironmentFactory(single, tools, _config())
+    assert str(__import__("inspect").signature(factory.environment_class.python_image_processing)) == "(self, *, code: str)"
+    with pytest.raises(ValueError, match="single-turn"):
+        vtb_trl.VTBEnvironmentFactory([t for t in generate(40, seed=0) if len(t.turns) > 1][:1], tools)
+    tokenizer = AutoTokenizer.from_pretrained(policy_path)
+    tokenizer.response_template = TEST_MODEL_RESPONSE_TEMPLATE
+    made: list = []
+
+    def environment_factory():
+        made.append(factory())
+        return made[-1]
+
+    before = {n: p.detach().clone() for n, p in AutoModelForCausalLM.from_pretrained(policy_path).named_parameters()}
+    config = GRPOConfig(
+        output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=8, num_generations=4, max_completion_length=512,
+        learning_rate=0.05, use_cpu=True, report_to="none", logging_steps=1, save_strategy="no", seed=1, loss_type="grpo", beta=0.0,
+    )
+    start = time.perf_counter()
+    trainer = GRPOTrainer(
+        model=str(policy_path), processing_class=tokenizer, args=config, train_dataset=factory.dataset(),
+        reward_funcs=[vtb_trl.vtb_env_reward], environment_factory=environment_factory,
+    )
+    trainer.train()
+    elapsed = time.perf_counter() - start
+
+    log = next(entry for entry in trainer.state.log_history if "loss" in entry)
+    assert trainer.state.global_step == 1 and "rewards/vtb_env_reward/mean" in log and "vtb/reward/mode" in log
+    finished = [env for env in made if env.info]
+    assert len(finished) >= 8 and all("record" in env.info for env in finished)
+    calls = [c for env in finished for c in env.info["record"].tool_calls]
+    assert calls and all(c.name == "python_image_processing" and c.error is None for c in calls if c.error_kind != "tools_withdrawn")
+    assert any(not env.info["record"].used_tools for env in finished), "no episode answered without tools"
+    after = dict(trainer.model.named_parameters())
+    assert any(not torch.equal(p, after[n].detach().cpu()) for n, p in before.items())
+    print(f"\nenvironment_factory GRPO: 1 step x 8 episodes in {elapsed:.1f} s; {len(calls)} tool calls; log "
+        f"{dict((k, round(v, 3)) for k, v in log.items() if isinstance(v, float))}")
+
+
+def _rank_rollout(rank: int, world: int, port: int, model_path: str, out_dir: str) -> None:
+    """One process of a 2-process CPU (gloo) group: rank 0 plays 1-turn tasks, rank 1 2-turn tasks."""
+    import os
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world))
+    from accelerate import Accelerator
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tests.support.env_tools import exact_reward, make_task
+    from vtb_env.tools.calculator import Calculator
+
+    accelerator = Accelerator(cpu=True)
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    sampler = HFGenerator(AutoModelForCausalLM.from_pretrained(model_path), tokenizer, max_new_tokens=16)
+    widths: list[int] = []
+
+    def generate(prompts, images=None):
+        widths.append(len(prompts))
+        return sampler(prompts, images)
+
+    task = make_task(f"r{rank}", turns=rank + 1)
+    pool = EnvPool([VisualToolBenchEnv(tasks=[task], tools=ToolRegistry([Calculator()]), reward=exact_reward(), config=_config()) for _ in range(2)])
+    episodes = run_episodes(pool, [task.id] * 2, generate, ChatRenderer(tokenizer), round_sync=vtb_trl.accelerator_round_sync(accelerator))
+    pool.close()
+    Path(out_dir, f"{rank}.json").write_text(json.dumps({"widths": widths, "calls": [len(e.record.tool_calls) for e in episodes],
+        "steps": [e.policy_steps for e in episodes]}))
+    accelerator.wait_for_everyone()
+
+
+@pytest.mark.slow
+def test_round_sync_across_two_real_processes(tmp_path):
+    """Real torch.distributed (gloo) group through accelerate: with round_sync both ranks generate equally often."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    from tests.support.tiny_models import build_scripted_model
+
+    model = build_scripted_model(tmp_path / "m", "llama", tool_call={"name": "calculator", "arguments": {"expression": "6*7"}})
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    mp.spawn(_rank_rollout, args=(2, port, str(model), str(tmp_path)), nprocs=2)
+    ranks = [json.loads((tmp_path / f"{rank}.json").read_text()) for rank in range(2)]
+    # rank 0's episodes need 2 rounds (a call, the answer), rank 1's 4 (two turns): without round_sync
+    # rank 0 would stop generating after 2 calls and leave rank 1 alone in the collective
+    assert [r["calls"] for r in ranks] == [[1, 1], [2, 2]] and [r["steps"] for r in ranks] == [[2, 2], [4, 4]]
+    assert ranks[0]["widths"] == ranks[1]["widths"] == [2, 2, 2, 2]  # same number of calls, same batch width

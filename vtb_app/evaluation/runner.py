@@ -28,6 +28,7 @@ from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.compose import EpisodeReward, RewardConfig
 from vtb_rewards.judge.judge import Judge, judge_task
+from vtb_rewards.process import classify_errors, judge_key_steps, judge_tool_effectiveness, kcoverage_of
 from vtb_rewards.scoring import score_task
 
 EnvFactory = Callable[[Sequence[Task]], Any]  # tasks -> a VisualToolBenchEnv
@@ -258,8 +259,6 @@ def sample_seed(seed: int | None, task_id: str, sample: int) -> int | None:
 
 def process_metrics(judge: Judge, task: Task, episode: EpisodeRecord) -> dict[str, Any]:
     """KCoverage under both readings (vtb_rewards.process) and tool effectiveness, judged by ``judge``."""
-    from vtb_rewards.process import judge_key_steps, judge_tool_effectiveness, kcoverage_of
-
     presence = judge_key_steps(judge, task, episode)
     prefix, furthest = kcoverage_of(presence, "prefix"), kcoverage_of(presence, "furthest")
     effectiveness = judge_tool_effectiveness(judge, task, episode)
@@ -276,8 +275,6 @@ def process_metrics(judge: Judge, task: Task, episode: EpisodeRecord) -> dict[st
 
 def error_type(judge: Judge, task: Task, answers: Sequence[str | None], verdicts: Sequence[Sequence[Mapping[str, Any]]]) -> str:
     """Appendix B.6: the main cause of a failed task, by the judge (one call; ``judge_error`` if unreadable)."""
-    from vtb_rewards.process import classify_errors
-
     unmet = [v["description"] for turn in verdicts for v in turn if v["status"] != "Met"]
     answer = "\n\n".join(f"[turn {i + 1}] {a or '(no answer)'}" for i, a in enumerate(answers))
     question = "\n\n".join(turn.prompt for turn in task.turns)

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 from tabulate import tabulate
 
 from vtb_app.evaluation.metrics import DOMAIN_COLUMNS, OTHER_DOMAIN, REWARD_COMPONENTS, TURNCASES
+from vtb_rewards.process import ERROR_TYPES
 
 Table = tuple[str, list[str], list[list[Any]]]  # title, header, rows
 
@@ -130,8 +131,6 @@ def process_table(summaries: Sequence[dict[str, Any]]) -> Table:
 
 def error_type_table(summaries: Sequence[dict[str, Any]]) -> Table:
     """Table 4: the judge's B.6 error type of each failed task, as counts and shares."""
-    from vtb_rewards.process import ERROR_TYPES
-
     kinds = [*ERROR_TYPES, *sorted({k for s in summaries for k in s["error_types"]} - set(ERROR_TYPES))]
     rows = []
     for s in summaries:

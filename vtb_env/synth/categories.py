@@ -12,6 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from vtb_env.synth import reference_data as ref
+from vtb_env.synth import templates as prompts
 from vtb_env.synth.scenes import DOMAIN_KINDS, Entry, Scene, make_scene, make_ticket
 
 
@@ -114,7 +115,7 @@ def region_switch(rng: np.random.Generator, domain: str, difficulty: float) -> B
     if kind == "map":
         total = sum(e.value for e in entries)
         start, end = entries[0].label.split(" to ")[0], entries[-1].label.split(" to ")[1]
-        prompt = f"Following the marked route on this map, how far is it from {start} to {end}?"
+        prompt = prompts.ROUTE.format(start=start, end=end)
         parts = " + ".join(e.text for e in entries)
         golden = f"Adding the segment lengths along the route ({parts}) gives {total:g} km from {start} to {end}."
         return Blueprint(domain, "region_switch_qa", "route_sum", (scene,), (Ask(
@@ -127,19 +128,19 @@ def region_switch(rng: np.random.Generator, domain: str, difficulty: float) -> B
     pa, pb = scene.kind.phrase(a.label), scene.kind.phrase(b.label)
     if kind == "timetable":
         value, what = b.value - a.value, f"the travel time from {a.label} to {b.label}"
-        prompt = f"The departures are split over two boards in this photo. How many minutes does the ride from {a.label} to {b.label} take?"
+        prompt = prompts.RIDE_SPLIT.format(a=a.label, b=b.label)
         golden = f"It departs {a.label} at {a.text} and {b.label} at {b.text}, so the ride takes {value:g} minutes."
     elif kind == "lab":
         value, what = a.value + b.value, ""
-        prompt = f"The report is split over two pages in this photo. What are the {a.label} and {b.label} results?"
+        prompt = prompts.RESULTS_SPLIT.format(a=a.label, b=b.label)
         golden = f"The {a.label} result is {a.text} and the {b.label} result is {b.text}."
     elif scene.kind.summable:
         value, what = a.value + b.value, f"the total of {pa} and {pb}"
-        prompt = f"The {scene.kind.what} is split into two parts in this photo. What is the total of {pa} and {pb}?"
+        prompt = prompts.TOTAL_SPLIT.format(what=scene.kind.what, a=pa, b=pb)
         golden = f"{pa[0].upper() + pa[1:]} is {a.text} and {pb} is {b.text}; together that is {say(scene, value)}."
     else:
         value, what = abs(a.value - b.value), f"the difference between {pa} and {pb}"
-        prompt = f"The {scene.kind.what} is split into two parts in this photo. What is the difference between {pa} and {pb}?"
+        prompt = prompts.DIFFERENCE_SPLIT.format(what=scene.kind.what, a=pa, b=pb)
         golden = f"{pa[0].upper() + pa[1:]} is {a.text} and {pb} is {b.text}; the difference is {value:.2f}."
     rubrics = [read_rubric(scene, a), read_rubric(scene, b)]
     if kind == "lab":
@@ -167,7 +168,7 @@ def _hybrid_weather(rng: np.random.Generator) -> Blueprint:
     city, date = ticket.fields["To"], ticket.fields["Date"]
     record = ref.weather_on(city, date)
     t_max = record["temperature_max_c"]
-    prompt = "I travelled with this train ticket. What was the maximum temperature at my destination on the day of travel?"
+    prompt = prompts.WEATHER
     golden = f"The ticket is to {city} on {date}. The weather archive reports a maximum temperature of {t_max:.1f} °C in {city} that day."
     others = [c for c in ref.CITIES if c != city]
     rubrics = (
@@ -188,8 +189,7 @@ def _hybrid_corpus(rng: np.random.Generator, difficulty: float) -> Blueprint:
     entry = scene.entries[int(rng.integers(0, len(scene.entries)))]
     name, _sector, dividend = ref.COMPANIES[entry.label]
     income = round(entry.value * dividend, 2)
-    prompt = (f"Using the company's published annual dividend per share, how much dividend income will my {entry.label} "
-              "holding in this statement pay over a year?")
+    prompt = prompts.DIVIDEND.format(ticker=entry.label)
     golden = (f"The statement shows {entry.text} shares of {entry.label} ({name}). Its annual dividend is ${dividend:.2f} per share, "
               f"so the holding pays {entry.text} x ${dividend:.2f} = ${income:,.2f} a year.")
     rubrics = (
@@ -218,8 +218,7 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float)
         extra = {"menu": "tip", "receipt": "sales tax", "quotes": "broker commission"}[kind]
         unit = {"menu": "order", "receipt": "units", "quotes": "shares"}[kind]
         value = round((qa * a.value + qb * b.value) * (1 + pct / 100), 2)
-        prompt = (f"I want {qa} {unit} of {a.label} and {qb} {unit} of {b.label} at the prices shown, plus a {pct}% {extra}. "
-                  "What is the total?")
+        prompt = prompts.ORDER.format(qa=qa, unit=unit, a=a.label, qb=qb, b=b.label, pct=pct, extra=extra)
         expression = f"({qa} * {a.value:.2f} + {qb} * {b.value:.2f}) * (1 + {pct}/100)"
         golden = f"{a.label} costs {a.text} and {b.label} costs {b.text}; ({qa} x {a.text} + {qb} x {b.text}) plus {pct}% comes to ${value:,.2f}."
         reads, what, shown = (a, b), "the total", f"${value:,.2f}"
@@ -227,13 +226,13 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float)
         a, b = sorted((a, c), key=lambda e: e.value)
         km = int(rng.integers(8, 60))
         value = round(km / ((b.value - a.value) / 60), 1)
-        prompt = f"The track from {a.label} to {b.label} is {km} km long. What is the train's average speed between them, in km/h?"
+        prompt = prompts.SPEED.format(a=a.label, b=b.label, km=km)
         expression = f"{km} / (({b.value - a.value:g}) / 60)"
         golden = f"It leaves {a.label} at {a.text} and {b.label} at {b.text}: {b.value - a.value:g} minutes for {km} km, about {value:.1f} km/h."
         reads, what, shown = (a, b), "the average speed", f"{value:.1f} km/h"
     elif kind in ("scoreboard", "league"):
         value = round(100 * a.value / (a.value + b.value), 1)
-        prompt = f"What share of the combined total of {a.label} and {b.label} belongs to {a.label}, in percent (one decimal)?"
+        prompt = prompts.SHARE.format(a=a.label, b=b.label)
         expression = f"100 * {a.value:g} / ({a.value:g} + {b.value:g})"
         golden = f"{a.label} has {a.text} and {b.label} has {b.text}, so {a.label}'s share is {value:.1f}%."
         reads, what, shown = (a, b), f"{a.label}'s share", f"{value:.1f}%"
@@ -242,7 +241,7 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float)
 
         high = LAB_TESTS[a.label][2]
         value = round(100 * a.value / high, 1)
-        prompt = f"Express the {a.label} result as a percentage of the upper limit of its reference range (one decimal)."
+        prompt = prompts.LIMIT.format(test=a.label)
         expression = f"100 * {a.value:g} / {high:g}"
         golden = f"The {a.label} result is {a.text} and the upper limit is {high:g}, so it is {value:.1f}% of the limit."
         reads, what, shown = (a,), "the percentage of the upper limit", f"{value:.1f}%"
@@ -251,13 +250,13 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float)
         total = sum(e.value for e in scene.entries)
         value = round(total / speed * 60, 1)
         start, end = scene.entries[0].label.split(" to ")[0], scene.entries[-1].label.split(" to ")[1]
-        prompt = f"Cycling at {speed} km/h along the marked route, how many minutes does it take from {start} to {end}?"
+        prompt = prompts.CYCLING.format(speed=speed, start=start, end=end)
         expression = f"({' + '.join(f'{e.value:g}' for e in scene.entries)}) / {speed} * 60"
         golden = f"The route is {total:g} km long; at {speed} km/h that takes {value:.1f} minutes."
         reads, what, shown = tuple(scene.entries), "the cycling time", f"{value:.1f} minutes"
     else:  # chart, measurements: a mean of three readings
         value = round((a.value + b.value + c.value) / 3, 2)
-        prompt = f"What is the mean of {scene.kind.phrase(a.label)}, {scene.kind.phrase(b.label)} and {scene.kind.phrase(c.label)}?"
+        prompt = prompts.MEAN.format(a=scene.kind.phrase(a.label), b=scene.kind.phrase(b.label), c=scene.kind.phrase(c.label))
         expression = f"({a.value:g} + {b.value:g} + {c.value:g}) / 3"
         golden = f"The three values are {a.text}, {b.text} and {c.text}; their mean is {value:.2f}."
         reads, what, shown = (a, b, c), "the mean", f"{value:.2f}"
@@ -270,25 +269,10 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float)
 
 # --- follow-up -------------------------------------------------------------------------------
 
-VAGUE = {  # kind: (underspecified question, clarifying question, supplied fact template)
-    "menu": ("What will my dinner cost from this menu?", "Which dishes are you ordering?", "I'm having the {a} and the {b}."),
-    "receipt": ("How much did I pay for the two items I returned?", "Which two items did you return?", "The {a} and the {b}."),
-    "quotes": ("What was the last price of the stock I own?", "Which ticker do you own?", "I own {a}."),
-    "portfolio": ("How many shares of my favourite company do I hold?", "Which company do you mean?", "I mean {a}."),
-    "timetable": ("How long is my ride on this line?", "At which stops do you get on and off?", "I get on at {a} and off at {b}."),
-    "scoreboard": ("How far behind the leader is my team?", "Which team is yours?", "My team is the {a}."),
-    "league": ("How many points behind the top club is my club?", "Which club do you support?", "I support {a}."),
-    "lab": ("Is my result normal?", "Which test result do you mean?", "I mean my {a} result."),
-    "chart": ("What value did our condition get?", "Which bar is your condition?", "Ours is {a}."),
-    "measurements": ("What is the reading for my specimen?", "Which specimen is yours?", "Mine is {a}."),
-    "map": ("How far is it to where I'm going?", "Where are you starting from and where are you going?", "From {a} to {b}."),
-}
-
-
 def follow_up(rng: np.random.Generator, domain: str, difficulty: float) -> Blueprint:
     kind = str(rng.choice(DOMAIN_KINDS[domain]))
     scene = make_scene(kind, rng, _n_entries(difficulty, rng))
-    vague, clarify, supply = VAGUE[kind]
+    vague, clarify, supply = prompts.VAGUE[kind]
     entries = scene.entries
     a, b = _pick(rng, entries, 2)
     if kind in ("scoreboard", "league"):
@@ -366,11 +350,11 @@ def temporal(rng: np.random.Generator, domain: str, difficulty: float) -> Bluepr
     delta = a1.value - a.value
     tol = 0.006 if scene.kind.unit == "$" else 0.05
     asks = [
-        Ask(f"What is {phrase} in this {scene.kind.what}?", f"{phrase[0].upper() + phrase[1:]} is {a.text}.",
+        Ask(prompts.VALUE.format(phrase=phrase, what=scene.kind.what), f"{phrase[0].upper() + phrase[1:]} is {a.text}.",
             (final_rubric(phrase, a.value, a.text, tol) if kind != "timetable" else
              RubricSpec(f"The response states that {phrase} is {a.text}.", 5, ("visual understanding",), text(a.text), True),),
             (0,), ((0, a.label),), ("State the value.",)),
-        Ask(f"Here is {LATER[kind]}. By how much has {phrase} changed since the previous image?",
+        Ask(prompts.CHANGED_SINCE.format(later=LATER[kind], phrase=phrase),
             f"It went from {a.text} to {a1.text}, {'an increase' if delta > 0 else 'a decrease'} of {abs(delta):.2f}.",
             (final_rubric(f"the change of {phrase}", abs(delta), f"{abs(delta):.2f}", tol),
              RubricSpec(f"The response says the value {'increased' if delta > 0 else 'decreased'}.", 3, ("reasoning",),
@@ -384,7 +368,7 @@ def temporal(rng: np.random.Generator, domain: str, difficulty: float) -> Bluepr
         best = max(growth, key=growth.get)
         labels = [e.label for e in scene.entries]
         asks.append(Ask(
-            f"And here is one more, {LATER[kind]}. Which {ROW_WORDS[kind][0]} changed the most upwards from the first image to this one, and by how much?",
+            prompts.CHANGED_MOST.format(later=LATER[kind], row=ROW_WORDS[kind][0]),
             f"{best} rose the most: from {scene.entry(best).text} to {last.entry(best).text}, +{growth[best]:.2f}.",
             (label_rubric(f"the {ROW_WORDS[kind][0]} with the largest increase", best, labels),
              final_rubric("its increase", growth[best], f"{growth[best]:.2f}", tol)),
@@ -410,7 +394,7 @@ def progressive(rng: np.random.Generator, domain: str, difficulty: float) -> Blu
         _unit, low, high, _step = LAB_TESTS[a.label]
         verdict = "below" if a.value < low else "above" if a.value > high else "within"
         gap = round(low - a.value if verdict == "below" else a.value - high if verdict == "above" else 0.0, 1)
-        second = Ask("Is that within the reference range? If not, how far outside it is it?",
+        second = Ask(prompts.IN_RANGE,
                      f"The reference range is {low:g}-{high:g}, so {a.text} is {verdict} it" + (f" by {gap:g}." if gap else "."),
                      (RubricSpec(f"The response says the result is {verdict} the range.", 5, ("truthfulness",),
                                  text(verdict, none_of=tuple(v for v in ("below", "above", "within") if v != verdict)), True),
@@ -421,18 +405,18 @@ def progressive(rng: np.random.Generator, domain: str, difficulty: float) -> Blu
         diff = top.value - a.value
         shown = say(scene, diff) if kind != "timetable" else f"{diff:g} minutes"
         asks = [
-            Ask(f"Which {ROW_WORDS[kind][0]} is {ROW_WORDS[kind][1].split(' ', 1)[1]}?" if kind != "timetable" else
-                "Which stop has the latest departure, and when is it?",
+            Ask(prompts.HIGHEST.format(row=ROW_WORDS[kind][0], highest=ROW_WORDS[kind][1].split(' ', 1)[1]) if kind != "timetable" else
+                prompts.LATEST,
                 f"{top.label} is {ROW_WORDS[kind][1]}, with {top.text}.",
                 (label_rubric(ROW_WORDS[kind][1], top.label, labels), read_rubric(scene, top)),
                 (), tuple((0, e.label) for e in entries), ("Compare all entries.", f"Name {top.label}.")),
-            Ask(f"How much more is that than the {a.label}?" if kind != "timetable" else f"How many minutes after {a.label} is that?",
+            Ask(prompts.MORE_THAN_THAT.format(a=a.label) if kind != "timetable" else prompts.MINUTES_AFTER.format(a=a.label),
                 f"{top.text} versus {a.text}: a difference of {shown}.",
                 (final_rubric("the difference", diff, shown, tol),),
                 (), ((0, top.label), (0, a.label)), ("Subtract the two values.", "State the difference."),
                 (calculator(f"{top.value:g} - {a.value:g}", "Compute the difference."),)),
         ]
-    first = Ask(f"What is {phrase} in this {scene.kind.what}?", f"{phrase[0].upper() + phrase[1:]} is {a.text}.",
+    first = Ask(prompts.VALUE.format(phrase=phrase, what=scene.kind.what), f"{phrase[0].upper() + phrase[1:]} is {a.text}.",
                 (RubricSpec(f"The response states that {phrase} is {a.text}.", 5, ("visual understanding",),
                             text(a.text) if kind == "timetable" else number(a.value, tol), True),),
                 (0,), ((0, a.label),), ("State the value.",))

@@ -1,0 +1,117 @@
+"""One decision's view of the episode: the dialogue parsed into what the agent knows and can read."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Sequence
+
+from vtb_agents.base import Observation
+from vtb_agents.ocr_baseline.dialogue import (
+    call_args,
+    call_name,
+    final_answers,
+    image_names,
+    is_prompt,
+    text_of,
+    tool_call,
+    variants,
+)
+from vtb_agents.ocr_baseline.questions import Question
+from vtb_agents.ocr_baseline.reading import Reading, parse_reading
+from vtb_env.config import VISION_TOOL
+
+Ocr = Callable[[Any], list[Any]]  # image -> OCR words
+
+
+class Episode:
+    """The dialogue so far (prompts, the images each turn brought, this turn's tool calls and
+    results, the transformed variants the agent made) and readings of its images through ``ocr``."""
+
+    def __init__(self, observation: Observation, ocr: Ocr):
+        self.ocr = ocr
+        self.messages = list(observation.get("messages") or ())
+        self.images = dict(zip(observation.get("image_names") or (), observation.get("images") or (), strict=False))
+        self.offered = {tool.get("function", {}).get("name") for tool in observation.get("tools") or ()}
+        prompts = [i for i, m in enumerate(self.messages) if is_prompt(self.messages, i)]
+        self.prompt_at = prompts[-1] if prompts else None
+        self.turn_originals = [image_names(self.messages[i]) for i in prompts]
+        after = self.messages[(self.prompt_at if self.prompt_at is not None else 0) + 1:]
+        self.calls = [c for m in after if m.get("role") == "assistant" for c in m.get("tool_calls") or ()]
+        self.results = {m.get("tool_call_id"): str(m.get("content") or "") for m in after if m.get("role") == "tool"}
+        self.variants = variants(self.messages)
+        answers = final_answers(self.messages)
+        prompt = text_of(self.messages[self.prompt_at]) if self.prompt_at is not None else ""
+        previous = answers[-1] if answers else ""
+        clarified = previous.rstrip().endswith("?")
+        earlier = [text_of(self.messages[i]) for i in prompts[:-1]]
+        text = f"{earlier[-1]} {prompt}" if clarified and earlier else prompt
+        self.question = Question(text, prompt, previous, clarified)
+
+    # -- reading --
+
+    def reading(self, name: str) -> Reading:
+        """The best reading of a task image: its transformed variants (when made) merged with the original."""
+        original = parse_reading(self.ocr(self.images[name])) if name in self.images else Reading()
+        regions: dict[str, list[str]] = {}
+        for variant, (source, box) in self.variants.items():
+            if source == name and variant in self.images:
+                regions.setdefault(json.dumps(box), []).append(variant)
+        best_per_region = {region: self.best_variant(variants) for region, variants in regions.items()}
+        combined = Reading()
+        for read in best_per_region.values():
+            combined = combined.merged(read)
+        return combined.merged(original) if best_per_region else original
+
+    def best_variant(self, variants: Sequence[str]) -> Reading:
+        """The best-read orientation of one region; stops at the first one that reads cleanly."""
+        best = Reading()
+        for variant in variants:
+            read = parse_reading(self.ocr(self.images[variant]))
+            if (read.quality, len(read.rows)) > (best.quality, len(best.rows)):
+                best = read
+            if read.legible:
+                break
+        return best
+
+    def word_sets(self, name: str) -> list[list[Any]]:
+        """OCR words of a task image and of each of its transformed variants (for tickets and maps)."""
+        sources = [name] + [v for v, (src, _box) in self.variants.items() if src == name]
+        return [list(self.ocr(self.images[s])) for s in sources if s in self.images]
+
+    def current(self) -> list[str]:
+        """The images the latest prompt brought (none when it brought none)."""
+        return self.turn_originals[-1] if self.turn_originals else []
+
+    def image_for_turn(self, back: int) -> list[str]:
+        """Images of the latest turn that brought images, ``back`` such turns ago (0 = newest)."""
+        with_images = [names for names in self.turn_originals if names]
+        return with_images[-1 - back] if len(with_images) > back else []
+
+    def in_view(self) -> list[str]:
+        """The images a question about "this image" means: the latest prompt's, else the newest ones."""
+        return self.current() or self.image_for_turn(0)
+
+    def repaired(self, name: str) -> bool:
+        """Has the vision tool already made variants of image ``name``?"""
+        return any(src == name for src, _box in self.variants.values())
+
+    def can_repair(self, names: Sequence[str]) -> bool:
+        """Is the vision tool offered, and is one of ``names`` not repaired yet?"""
+        return VISION_TOOL in self.offered and any(n in self.images and not self.repaired(n) for n in names)
+
+    # -- tools --
+
+    def lookup(self, tool: str, arguments: dict[str, Any]) -> str | None:
+        """The result of a lookup already made this turn, or None (the caller then makes it)."""
+        for call in self.calls:
+            if call_name(call) == tool and call_args(call) == arguments:
+                return self.results.get(call.get("id"), "")
+        return None
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The action that calls ``tool`` with ``arguments`` as this turn's next tool call."""
+        return tool_call(tool, arguments, len(self.calls))
+
+    def vision_calls(self) -> int:
+        """Calls of the vision tool made this turn."""
+        return sum(call_name(c) == VISION_TOOL for c in self.calls)

@@ -1,0 +1,183 @@
+"""OCR post-processing: the words OCR found, grouped into printed lines, then into rows.
+
+A row is one printed entry (a table row, a bar with its value, a lab test with its reference
+range); a ``Reading`` is every row of one image with how legible it was.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+_VALUE = re.compile(r"^[-−]?\$?\d[\d,]*(?:\.\d+)?%?$|^\d{1,2}:\d{2}$")
+_RANGE = re.compile(r"(\d+(?:\.\d+)?)\s*[-–]\s*(\d+(?:\.\d+)?)")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One printed entry: its label, its value as printed and as a number, where it is."""
+
+    label: str
+    text: str
+    value: float
+    extra: tuple[float, ...] = ()  # further numbers on the line (a lab row's reference range)
+    confidence: float = 0.0
+    center: tuple[float, float] = (0.0, 0.0)
+
+
+@dataclass
+class Reading:
+    """What the agent read in one image (or the best variants of its regions)."""
+
+    rows: list[Row] = field(default_factory=list)
+    text: str = ""
+    quality: float = 0.0  # summed confidence of real words: how legible the image was
+    legible: bool = False  # real words read with high confidence: no need to try other orientations
+
+    def merged(self, other: "Reading") -> "Reading":
+        known = {label_key(r.label) for r in self.rows}
+        rows = self.rows + [r for r in other.rows if label_key(r.label) not in known]
+        return Reading(rows, (self.text + "\n" + other.text).strip(), self.quality + other.quality, self.legible or other.legible)
+
+
+def label_key(label: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", label.lower())
+
+
+def parse_number(text: str) -> float | None:
+    if re.fullmatch(r"\d{1,2}:\d{2}", text):
+        hours, minutes = text.split(":")
+        return float(int(hours) * 60 + int(minutes))
+    try:
+        return float(text.replace("−", "-").replace("$", "").replace(",", "").rstrip("%"))
+    except ValueError:
+        return None
+
+
+def group_lines(words: Sequence[Any]) -> list[list[Any]]:
+    """OCR words grouped into printed lines by vertical overlap, each left to right."""
+    rows: list[list[Any]] = []
+    for word in sorted(words, key=lambda w: ((w.box[1] + w.box[3]) / 2, w.box[0])):
+        center = (word.box[1] + word.box[3]) / 2
+        for row in rows:
+            top, bottom = min(w.box[1] for w in row), max(w.box[3] for w in row)
+            if top <= center <= bottom:
+                row.append(word)
+                break
+        else:
+            rows.append([word])
+    for row in rows:
+        row.sort(key=lambda w: w.box[0])
+    return rows
+
+
+def _is_label_word(text: str) -> bool:
+    return bool(re.search(r"[A-Za-z]", text)) and not _VALUE.match(text)
+
+
+def parse_reading(words: Sequence[Any]) -> Reading:
+    """Rows of a table (label words, then a value), bar charts (label under a value) and maps."""
+    lines = group_lines(words)
+    rows: list[Row] = []
+    loose_labels: list[Any] = []
+    loose_values: list[Any] = []
+    for line in lines:
+        found = _line_rows(line)
+        rows += found
+        if not found and all(_is_label_word(w.text) for w in line):
+            loose_labels.extend(line)
+        loose_values.extend(w for w in line if _VALUE.match(w.text) and "." in w.text)
+    rows += _chart_rows(loose_labels, loose_values, rows)
+    text = "\n".join(" ".join(w.text for w in line) for line in lines)
+    real = [w.confidence for w in words if re.fullmatch(r"[A-Za-z]{3,}", w.text)]
+    quality = sum(c for c in real if c >= 0.5)
+    legible = len(real) >= 3 and sum(real) / len(real) >= 0.8 and len(rows) >= 2
+    return Reading(rows, text, quality, legible)
+
+
+def _line_rows(line: Sequence[Any]) -> list[Row]:
+    """Every ``label words, value`` pair on a printed line (side-by-side panels share lines).
+
+    Text between a value and the next label (units, a reference range) belongs to the first row.
+    """
+    pairs: list[tuple[list[Any], Any, int]] = []
+    label_words: list[Any] = []
+    for i, word in enumerate(line):
+        text = _digits(word.text.strip(".,;:")) if label_words else word.text.strip(".,;:")
+        if _VALUE.match(text) and label_words:
+            if not (i + 1 < len(line) and line[i + 1].text.lower().startswith("km")):  # a map distance is no row
+                pairs.append((label_words, word, i))
+            label_words = []
+        elif _is_label_word(text) and not re.search(r"/|\(", text):
+            label_words.append(word)
+        else:
+            label_words = []
+    rows = []
+    for n, (label_words, word, i) in enumerate(pairs):
+        end = line.index(pairs[n + 1][0][0]) if n + 1 < len(pairs) else len(line)
+        span = _RANGE.search(" ".join(w.text for w in line[i + 1:end]))
+        text = _digits(word.text.strip(".,;:"))
+        value = parse_number(text)
+        if value is None:
+            continue
+        label = _code(" ".join(w.text.strip("$()|") for w in label_words))
+        conf = min(w.confidence for w in [*label_words, word])
+        rows.append(Row(label, text, value, (float(span.group(1)), float(span.group(2))) if span else (), conf,
+                        words_center([*label_words, word])))
+    return rows
+
+
+def _digits(text: str) -> str:
+    """A value where OCR read ``1`` as ``i`` or ``l`` (``ii`` -> ``11``, ``i9`` -> ``19``, ``$l2.50``)."""
+    if re.fullmatch(r"\$?(?=.*\d)[\diIl|oO.,:]+|[iIl|]{2,}", text):
+        return text.translate(str.maketrans({"i": "1", "I": "1", "l": "1", "|": "1", "o": "0", "O": "0"}))
+    return text
+
+
+def words_center(words: Sequence[Any]) -> tuple[float, float]:
+    return (sum((w.box[0] + w.box[2]) / 2 for w in words) / len(words), sum((w.box[1] + w.box[3]) / 2 for w in words) / len(words))
+
+
+def _chart_rows(labels: Sequence[Any], values: Sequence[Any], taken: Sequence[Row]) -> list[Row]:
+    """Bar labels under the axis paired with the value printed above the same bar."""
+    used = {r.text for r in taken}
+    rows = []
+    for word in labels:
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9-]{0,3}", word.text):
+            continue
+        lx, ly = words_center([word])
+        width = max(8.0, (word.box[2] - word.box[0]) * 1.5)
+        above = [v for v in values if v.text not in used and abs(words_center([v])[0] - lx) <= width and words_center([v])[1] < ly]
+        if above:
+            best = min(above, key=lambda v: abs(words_center([v])[0] - lx))
+            value = parse_number(best.text)
+            if value is not None:
+                rows.append(Row(_code(word.text), best.text, value, (), min(word.confidence, best.confidence), (lx, ly)))
+    return rows
+
+
+_DIGIT_LOOKALIKES = str.maketrans({"T": "7", "l": "1", "I": "1", "i": "1", "O": "0", "o": "0", "S": "5", "s": "5", "B": "8", "Z": "2", "é": "6", "G": "6"})
+
+
+def _code(text: str) -> str:
+    """Short codes like ``C7`` or ``S-3`` that OCR misreads (``CT``, ``S$-3``): a letter, then digit look-alikes."""
+    text = text.replace("$", "")
+    if len(text) <= 4 and text[:1].isalpha() and not text[1:].isalpha():
+        return text[0].upper() + text[1:].translate(_DIGIT_LOOKALIKES)
+    if len(text) == 2 and text[:1].isalpha():
+        return text[0].upper() + text[1:].translate(_DIGIT_LOOKALIKES)
+    return text
+
+
+def map_distances(words: Sequence[Any]) -> tuple[list[tuple[str, float]], list[tuple[float, float]]]:
+    """A route map: the town names with their x positions, and the ``N km`` labels with theirs."""
+    towns, distances = [], []
+    for line in group_lines(words):
+        for i, word in enumerate(line):
+            if i + 1 < len(line) and line[i + 1].text.lower().startswith("km") and re.fullmatch(r"\d+", word.text):
+                distances.append((words_center([word])[0], float(word.text)))
+            elif re.fullmatch(r"[A-Z][a-z]{3,}", word.text) and word.confidence >= 0.5:
+                towns.append((word.text, words_center([word])[0]))
+    return towns, distances
+

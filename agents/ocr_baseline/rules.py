@@ -1,0 +1,397 @@
+"""The question rules: each kind of question the synthetic tasks ask, solved from what was read.
+
+A rule is a cue on the question's words (which kind it is) and a solver. The solver returns an
+``Outcome``: the answer text, the action that makes the tool call it still needs (a lookup), or
+``Missing``: what it could not read yet and in which images (the agent then repairs those images
+with the vision tool, or admits the failure). The first rule whose cue matches solves the
+question; a single-value lookup is the default.
+
+The cues are keyed to the wording of the synthetic tasks (``vtb_env.synth.templates``): this is a
+solver for those tasks, not a general reader of questions.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence, Union
+
+from vtb_agents.base import Action
+from vtb_agents.ocr_baseline.episode import Episode
+from vtb_agents.ocr_baseline.questions import Question, named_rows
+from vtb_agents.ocr_baseline.reading import Reading, Row, group_lines, label_key, map_distances, parse_number
+
+SURE = 0.75  # OCR confidence below which a value the question needs is not trusted without the vision tool
+
+
+@dataclass(frozen=True)
+class Missing:
+    """What the question needs that was not read (clearly enough) yet, and the images it is in."""
+
+    what: str
+    images: tuple[str, ...] = ()
+
+
+Outcome = Union[Action, Missing]  # an answer text, a tool-call message, or what is still missing
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A kind of question: its cue (a test of the lowercased question) and its solver."""
+
+    kind: str
+    cue: Callable[[str], bool]
+    solve: Callable[[Episode, Question], Outcome]
+
+
+# The cues follow the wording of ``vtb_env.synth.templates`` (tests check every template's kind).
+_ORDER = re.compile(r"i want (\d+) \w+ of (.+?) and (\d+) \w+ of (.+?) at the prices shown, plus a (\d+(?:\.\d+)?)%")
+_SPEED = re.compile(r"is (\d+(?:\.\d+)?) km long.*average speed")
+_FROM_TO = re.compile(r"from ([a-z][a-z ]+?) to ([a-z][a-z ]+?)[?.,]")
+_WHICH_TOP = re.compile(r"^which .*(highest|most|tallest|longest|latest)")
+_THAT = re.compile(r"how much more is that than|how many minutes after (.+) is that")
+_LAB = re.compile(r"reference range|result normal|my .+ result")
+_BEHIND = re.compile(r"behind the (leader|top)")
+
+
+@dataclass(frozen=True)
+class Table:
+    """The rows read in some images, and which images they are (the ones to repair if rows are missing)."""
+
+    images: tuple[str, ...]
+    rows: list[Row]
+
+    def missing(self, what: str) -> Missing:
+        return Missing(what, self.images)
+
+
+def read_table(ep: Episode, names: Sequence[str]) -> Table:
+    """Every row read in ``names`` (a label read in an earlier image wins)."""
+    rows: list[Row] = []
+    for name in names:
+        rows = Reading(rows).merged(ep.reading(name)).rows
+    return Table(tuple(names), rows)
+
+
+@dataclass(frozen=True)
+class Named:
+    """The rows the question names (in its order), and the table they were found in."""
+
+    rows: list[Row]
+    table: Table
+
+
+def find_named(ep: Episode, q: Question, count: int, text: str | None = None) -> Named | Missing:
+    """At least ``count`` rows named in ``text`` (default: the question) among the rows in view,
+    each read with confidence unless the vision tool can no longer help."""
+    table = read_table(ep, ep.in_view())
+    found = named_rows(text if text is not None else q.text, table.rows)
+    if len(found) < count:
+        return table.missing("the entries the question names")
+    if any(row.confidence < SURE for row in found[:count]) and ep.can_repair(table.images):
+        return table.missing("the entries the question names clearly")
+    return Named(found, table)
+
+
+def _clarified_text(q: Question) -> str | None:
+    """Entries are named in the user's clarifying reply when there is one."""
+    return q.prompt if q.clarified else None
+
+
+def solve(ep: Episode, q: Question) -> Outcome:
+    """The outcome of the rule for the question's kind."""
+    return rule_for(q).solve(ep, q)
+
+
+# --- formatting ---------------------------------------------------------------------------------
+
+def _fmt(value: float, money: bool = False) -> str:
+    if money:
+        return f"${value:,.2f}"
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.2f}".rstrip("0").rstrip(".") if abs(value - round(value, 2)) < 1e-9 else f"{value:.2f}"
+
+
+def _fmt_change(value: float) -> str:
+    return f"{abs(value):.2f}"
+
+
+def _is_money(rows: Sequence[Row]) -> bool:
+    return any(r.text.startswith("$") for r in rows)
+
+
+def _clock(rows: Sequence[Row]) -> bool:
+    return any(":" in r.text for r in rows)
+
+
+def _say(row: Row) -> str:
+    return f"{row.label} is {row.text}"
+
+
+# --- the rules ----------------------------------------------------------------------------------
+
+def weather_rule(ep: Episode, q: Question) -> Outcome:
+    names = ep.in_view()
+    text = "\n".join(" ".join(w.text for w in line) for n in names for words in ep.word_sets(n) for line in group_lines(words))
+    city = re.search(r"\bTo:?\s+([A-Z][a-z]+)", text)
+    date = re.search(r"\b(\d{4}-\d{2}-\d{2})\b", text)
+    if not city or not date:
+        return Missing("the destination and date", tuple(names))
+    if "historical_weather" not in ep.offered:
+        return f"The ticket is to {city.group(1)} on {date.group(1)}, but I have no weather archive to look up the temperature."
+    arguments = {"location": city.group(1), "date": date.group(1)}
+    result = ep.lookup("historical_weather", arguments)
+    if result is None:
+        return ep.call("historical_weather", arguments)
+    found = re.search(r'"temperature_max_c":\s*(-?[\d.]+)', result)
+    if not found:
+        return f"The ticket is to {city.group(1)} on {date.group(1)}; the weather archive had no maximum temperature for that day."
+    return (f"The ticket is to {city.group(1)} on {date.group(1)}. The weather archive reports a maximum temperature of "
+            f"{float(found.group(1)):.1f} °C there that day.")
+
+
+def dividend_rule(ep: Episode, q: Question) -> Outcome:
+    named = find_named(ep, q, 1)
+    if isinstance(named, Missing):
+        return named
+    (row,) = named.rows  # more than one named entry is an error the agent reports (see OcrBaselineAgent.act)
+    ticker = row.label
+    if "web_search" not in ep.offered:
+        return f"The statement shows {row.text} shares of {ticker}, but I have no way to look up its dividend."
+    search = {"query": f"{ticker} annual dividend per share", "num_results": 5}
+    found = ep.lookup("web_search", search)
+    if found is None:
+        return ep.call("web_search", search)
+    try:
+        results = json.loads(found).get("results", [])
+    except (ValueError, AttributeError):
+        results = []
+    url = next((r.get("url") for r in results if f"({ticker})" in str(r.get("title", ""))), None)
+    if url is None:
+        return f"The statement shows {row.text} shares of {ticker}, but I found no dividend figure for it."
+    page = ep.lookup("browser_get_page_text", {"url": url}) if "browser_get_page_text" in ep.offered else ""
+    if page is None:
+        return ep.call("browser_get_page_text", {"url": url})
+    source = page + " " + json.dumps(results)
+    per_share = re.search(r"annual dividend of \$([\d.]+) per share", source)
+    if not per_share:
+        return f"The statement shows {row.text} shares of {ticker}, but I found no annual dividend figure."
+    dividend = float(per_share.group(1))
+    income = row.value * dividend
+    return f"The statement shows {row.text} shares of {ticker}; at ${dividend:.2f} a year per share that is ${income:,.2f} a year."
+
+
+def order_rule(ep: Episode, q: Question) -> Outcome:
+    named = find_named(ep, q, 2)
+    if isinstance(named, Missing):
+        return named
+    a, b = named.rows
+    m = _ORDER.search(q.low)
+    assert m is not None  # the cue matched
+    qa, qb, pct = int(m.group(1)), int(m.group(3)), float(m.group(5))
+    total = (qa * a.value + qb * b.value) * (1 + pct / 100)
+    return f"{a.label} costs {a.text} and {b.label} costs {b.text}; ({qa} x {a.text} + {qb} x {b.text}) plus {pct:g}% is ${total:,.2f}."
+
+
+def speed_rule(ep: Episode, q: Question) -> Outcome:
+    named = find_named(ep, q, 2)
+    if isinstance(named, Missing):
+        return named
+    a, b = named.rows
+    minutes = abs(b.value - a.value)
+    if not minutes:
+        return named.table.missing("two different departure times")
+    m = _SPEED.search(q.low)
+    assert m is not None  # the cue matched
+    speed = float(m.group(1)) / (minutes / 60)
+    return f"It leaves {a.label} at {a.text} and {b.label} at {b.text}: {_fmt(minutes)} minutes, an average speed of {speed:.1f} km/h."
+
+
+def share_rule(ep: Episode, q: Question) -> Outcome:
+    named = find_named(ep, q, 2)
+    if isinstance(named, Missing):
+        return named
+    a, b = named.rows
+    share = 100 * a.value / (a.value + b.value)
+    return f"{a.label} has {a.text} and {b.label} has {b.text}, so {a.label}'s share is {share:.1f}%."
+
+
+def limit_rule(ep: Episode, q: Question) -> Outcome:
+    named = find_named(ep, q, 1)
+    if isinstance(named, Missing):
+        return named
+    (a,) = named.rows
+    if len(a.extra) < 2:
+        return named.table.missing("the reference range")
+    high = a.extra[-1]
+    return f"The {a.label} result is {a.text} and the upper limit is {_fmt(high)}, so it is {100 * a.value / high:.1f}% of the limit."
+
+
+def route_rule(ep: Episode, q: Question) -> Outcome:
+    m = _FROM_TO.search(q.low)
+    assert m is not None  # the cue matched
+    names = tuple(ep.in_view())
+    readings = [map_distances(words) for n in names for words in ep.word_sets(n)]
+    towns, distances = max(readings, key=lambda r: (len(r[1]) > 0) * (len(r[0]) + len(r[1])), default=([], []))
+    if not distances:
+        return Missing("the distances on the map", names)
+    xs = {t.lower(): x for t, x in towns}
+    start, end = _close(m.group(1), xs), _close(m.group(2), xs)
+    if start is None or end is None:
+        return Missing("the towns on the map", names)
+    lo, hi = sorted((xs[start], xs[end]))
+    chosen = sorted({(x, d) for x, d in distances if lo <= x <= hi})
+    if not chosen:
+        return Missing("the segments of the route", names)
+    total = sum(d for _x, d in chosen)
+    speed = re.search(r"at (\d+(?:\.\d+)?) km/h", q.low)
+    parts = " + ".join(f"{_fmt(d)} km" for _x, d in chosen)
+    if speed:
+        return f"The route is {parts} = {_fmt(total)} km; at {speed.group(1)} km/h that takes {total / float(speed.group(1)) * 60:.1f} minutes."
+    return f"Adding the segments along the route ({parts}) gives {_fmt(total)} km."
+
+
+def _close(name: str, known: Mapping[str, float]) -> str | None:
+    hit = difflib.get_close_matches(name.strip(), list(known), n=1, cutoff=0.75)
+    return hit[0] if hit else None
+
+
+def change_most_rule(ep: Episode, q: Question) -> Outcome:
+    first = read_table(ep, ep.image_for_turn(len([n for n in ep.turn_originals if n]) - 1))
+    last = read_table(ep, ep.current())
+    before, after = first.rows, last.rows
+    pairs = [(a.value - b.value, a, b) for a in after for b in before if label_key(a.label) == label_key(b.label)]
+    if len(pairs) < min(len(before), len(after)) or len(pairs) < 2:
+        return Missing("every entry in both images", first.images + last.images)
+    growth, a, b = max(pairs, key=lambda p: p[0])
+    return f"{a.label} rose the most: from {b.text} to {a.text}, +{_fmt_change(growth)}."
+
+
+def changed_since_rule(ep: Episode, q: Question) -> Outcome:
+    named = find_named(ep, q, 1)
+    if isinstance(named, Missing):
+        return named
+    (now,) = named.rows
+    earlier = read_table(ep, ep.image_for_turn(1))
+    before = next((r for r in named_rows(q.text, earlier.rows)), None)
+    if before is None:  # memory: the value the agent stated last turn
+        said = re.findall(r"\d{1,2}:\d{2}|[-−]?\d[\d,]*(?:\.\d+)?", q.previous_answer)
+        value = parse_number(said[-1].replace(",", "")) if said else None
+        if value is None:
+            return Missing("the earlier value", earlier.images + tuple(ep.current()))
+        before = Row(now.label, said[-1], value)
+    delta = now.value - before.value
+    direction = "an increase" if delta > 0 else "a decrease" if delta < 0 else "no change"
+    return f"It went from {before.text} to {now.text}, {direction} of {_fmt_change(delta)}."
+
+
+def highest_rule(ep: Episode, q: Question) -> Outcome:
+    table = read_table(ep, ep.in_view())
+    if len(table.rows) < 3:
+        return table.missing("the entries to compare")
+    top = max(table.rows, key=lambda r: r.value)
+    return f"{top.label} is the highest, with {top.text}."
+
+
+def that_rule(ep: Episode, q: Question) -> Outcome:
+    table = read_table(ep, ep.in_view())
+    other = named_rows(q.text, table.rows)
+    that = [r for r in named_rows(q.previous_answer, table.rows) if r not in other]
+    if not other or not that:
+        return table.missing("the entries being compared")
+    a, b = that[0], other[0]
+    diff = a.value - b.value
+    unit = " minutes" if _clock([a, b]) else ""
+    return f"{a.text} versus {b.text}: a difference of {_fmt(round(diff, 2))}{unit}."
+
+
+def lab_range_rule(ep: Episode, q: Question) -> Outcome:
+    table = read_table(ep, ep.in_view())
+    found = named_rows(q.prompt, table.rows) or named_rows(q.previous_answer, table.rows) or named_rows(q.text, table.rows)
+    if not found:
+        return table.missing("the test result")
+    row = found[0]
+    if len(row.extra) < 2:
+        return table.missing("the reference range")
+    low, high = row.extra[0], row.extra[-1]
+    verdict = "below" if row.value < low else "above" if row.value > high else "within"
+    gap = low - row.value if verdict == "below" else row.value - high if verdict == "above" else 0.0
+    tail = f" by {_fmt(round(gap, 1))}" if gap else ""
+    return f"The {row.label} result is {row.text}; the reference range is {_fmt(low)}-{_fmt(high)}, so it is {verdict} the range{tail}."
+
+
+def behind_rule(ep: Episode, q: Question) -> Outcome:
+    named = find_named(ep, q, 1, text=_clarified_text(q))
+    if isinstance(named, Missing):
+        return named
+    a, leader = named.rows[0], max(named.table.rows, key=lambda r: r.value)
+    return f"The {a.label} have {a.text}; the leader, {leader.label}, has {leader.text}, so they are {_fmt(leader.value - a.value)} points behind."
+
+
+def _two_values_kind(low: str) -> str | None:
+    if "mean of" in low:
+        return "mean"
+    if re.search(r"\bride\b|get on at", low):
+        return "ride"
+    if "difference" in low:
+        return "diff"
+    if re.search(r"total|cost|returned|combined", low):
+        return "sum"
+    return "both" if re.search(r"what are the .+ and .+", low) else None
+
+
+def two_values_rule(ep: Episode, q: Question) -> Outcome:
+    """Totals, differences, rides, means and "what are A and B"."""
+    kind = _two_values_kind(q.low)
+    named = find_named(ep, q, 3 if kind == "mean" else 2, text=_clarified_text(q))
+    if isinstance(named, Missing):
+        return named
+    found = named.rows
+    if kind == "mean":
+        a, b, c = found[:3]
+        mean = (a.value + b.value + c.value) / 3
+        return f"The three values are {a.text}, {b.text} and {c.text}; their mean is {mean:.2f}."
+    a, b = found[:2]
+    if kind == "both":
+        return f"The {a.label} result is {a.text} and the {b.label} result is {b.text}."
+    if kind == "ride":
+        return f"It departs {a.label} at {a.text} and {b.label} at {b.text}, so the ride takes {_fmt(abs(b.value - a.value))} minutes."
+    if kind == "diff":
+        return f"{_say(a)} and {_say(b)}; the difference is {abs(a.value - b.value):.2f}."
+    return f"{_say(a)} and {_say(b)}; together that is {_fmt(a.value + b.value, _is_money(found))}."
+
+
+def lookup_rule(ep: Episode, q: Question) -> Outcome:
+    """A single entry's value (the default question)."""
+    named = find_named(ep, q, 1, text=_clarified_text(q))
+    if isinstance(named, Missing):
+        return named
+    row = named.rows[0]
+    return f"{row.label} is {row.text}."
+
+
+LOOKUP = Rule("lookup", lambda low: True, lookup_rule)
+RULES: tuple[Rule, ...] = (  # in order: the first whose cue matches the question solves it
+    Rule("weather", lambda low: "temperature" in low and "ticket" in low, weather_rule),
+    Rule("dividend", lambda low: "dividend" in low, dividend_rule),
+    Rule("order", lambda low: bool(_ORDER.search(low)), order_rule),
+    Rule("speed", lambda low: bool(_SPEED.search(low)), speed_rule),
+    Rule("share", lambda low: "share of the combined total" in low, share_rule),
+    Rule("limit", lambda low: "upper limit" in low, limit_rule),
+    Rule("route", lambda low: bool(("route" in low or "how far" in low) and _FROM_TO.search(low)) and "ride" not in low, route_rule),
+    Rule("change_most", lambda low: "changed the most" in low, change_most_rule),
+    Rule("changed_since", lambda low: "changed since" in low, changed_since_rule),
+    Rule("highest", lambda low: bool(_WHICH_TOP.search(low)) and "changed" not in low, highest_rule),
+    Rule("that", lambda low: bool(_THAT.search(low)), that_rule),
+    Rule("lab_range", lambda low: bool(_LAB.search(low)) and "upper limit" not in low, lab_range_rule),
+    Rule("behind", lambda low: bool(_BEHIND.search(low)), behind_rule),
+    Rule("two_values", lambda low: _two_values_kind(low) is not None, two_values_rule),
+)
+
+
+def rule_for(q: Question) -> Rule:
+    """The rule that answers ``q``: the first whose cue matches, else the single-value lookup."""
+    return next((rule for rule in RULES if rule.cue(q.low)), LOOKUP)

@@ -1,0 +1,490 @@
+"""TRL integration (tested with TRL 1.16.x, transformers >= 5.2): GRPO on the environment, two ways.
+
+1. **Single-turn tasks through TRL's own tool loop** (``environment_factory``)::
+
+       factory = VTBEnvironmentFactory(tasks)               # single-turn tasks only
+       GRPOTrainer(model=..., args=GRPOConfig(...), train_dataset=factory.dataset(),
+                   reward_funcs=[vtb_env_reward], environment_factory=factory)
+
+   Each rollout gets a ``VisualToolBenchEnv`` episode: ``reset(**row)`` starts the row's task,
+   each benchmark tool is a public method (its schema is the registry's), called by TRL with the
+   arguments it parsed; the env runs the call (sandboxed, capped, images named
+   ``transformed_image_<i>.png``) and the method returns the tool message (text, plus the images
+   as content blocks for a VLM). TRL parses calls with the tokenizer's response template, so only
+   formats TRL knows for that template are read. ``vtb_env_reward`` gives each env the final
+   answer (TRL's ``get_reward()`` takes no argument and never sees it, so the env's rubric reward
+   cannot be a ``get_reward``) and returns the env's reward.
+
+2. **Multi-turn tasks** (``rollout_func``; TRL's loop cannot add a task's later user turns with
+   their images): ``train(parse_args([...]))`` or ``scripts/train_grpo.py``. ``EnvRollout`` plays
+   whole episodes with ``vtb_agents.rollout.run_episodes`` (env-owned parsing, tools, caps, turns,
+   reward). Public TRL hooks used: ``rollout_func``, reward-function kwargs (``log_metric``,
+   ``log_extra``), ``unwrap_model_for_generation``, ``vllm_generation.generate``. Private ones,
+   only for VLM policies (``EpisodeImagesGRPOTrainer``): ``_generate``,
+   ``_generate_and_score_completions``, ``_compute_loss``, ``_get_per_token_logps_and_entropies``
+   -- hence the ``SUPPORTED_TRL`` range, checked at start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+from typing import Any, Callable, Sequence
+
+from vtb_agents.rollout import (
+    ChatRenderer,
+    Episode,
+    HFGenerator,
+    VLLMGenerator,
+    is_processor,
+    run_episodes,
+    summarize,
+    vision_inputs,
+)
+from vtb_env import loaders
+from vtb_env.batch import EnvPool
+from vtb_env.config import EnvConfig
+from vtb_env.env import VisualToolBenchEnv
+from vtb_env.prompts import resolve_system_prompt
+from vtb_env.tasks import Task
+from vtb_env.tools.base import ToolContext, ToolRegistry
+
+SUPPORTED_TRL = (">=1.16.0", "<1.17")  # the private GRPOTrainer methods EpisodeImagesGRPOTrainer overrides
+
+
+def check_trl_version() -> str:
+    """TRL's version, or a clear error outside ``SUPPORTED_TRL``."""
+    import trl
+    from packaging.specifiers import SpecifierSet
+
+    if trl.__version__ not in SpecifierSet(",".join(SUPPORTED_TRL)):
+        raise RuntimeError(f"TRL {trl.__version__} is installed; vtb_app.integrations.trl is tested with TRL {','.join(SUPPORTED_TRL)}")
+    return trl.__version__
+
+
+def select_tools(registry: ToolRegistry, names: str | Sequence[str] | None) -> ToolRegistry:
+    """The registry limited to ``names`` (a comma list or a sequence); unknown names are an error."""
+    if names is None:
+        return registry
+    wanted = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+    unknown = [n for n in wanted if n not in registry.names]
+    if unknown:
+        raise ValueError(f"unknown tools {unknown}; the registry has {list(registry.names)}")
+    return registry.only(*wanted)
+
+
+# ---- 1. environment_factory: single-turn tasks, TRL's tool loop --------------------------------
+
+_JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
+
+
+def _tool_method(schema: dict[str, Any]) -> Callable[..., Any]:
+    """A method with the tool's name, typed parameters and a Google-style docstring (what TRL reads)."""
+    function = schema["function"]
+    name, params = function["name"], function.get("parameters", {})
+    required = set(params.get("required", ()))
+    properties = params.get("properties", {})
+
+    def call(self: "VTBEnvironment", **arguments: Any) -> Any:
+        return self._call_tool(name, arguments)
+
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    annotations: dict[str, Any] = {"return": str}
+    for key, spec in properties.items():
+        kind = _JSON_TYPES.get(spec.get("type"), str)
+        annotations[key] = kind if key in required else (kind | None)
+        default = inspect.Parameter.empty if key in required else spec.get("default")
+        parameters.append(inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotations[key]))
+    args_doc = "".join(f"\n    {key}: {' '.join(str(spec.get('description', key)).split())}" for key, spec in properties.items())
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"{' '.join(function.get('description', name).split())}\n\nArgs:{args_doc}\n"
+    call.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    call.__annotations__ = annotations
+    return call
+
+
+class VTBEnvironment:
+    """One rollout's environment for TRL's ``environment_factory`` (tool methods are added per registry)."""
+
+    def __init__(self, env: VisualToolBenchEnv, show_images: bool):
+        self.env, self.show_images = env, show_images
+        self.reward: float | None = None
+        self.info: dict[str, Any] = {}
+        self._done = False
+        self._seen = (0, 0)  # messages and images in the last observation
+
+    def reset(self, task_id: str, **row: Any) -> None:
+        """Start the row's task (its prompt and images are in the dataset row, as TRL renders them)."""
+        observation, _ = self.env.reset(options={"task_id": task_id})
+        self.reward, self.info, self._done = None, {}, False
+        self._seen = (len(observation["messages"]), len(observation["images"]))
+
+    def _call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        if self._done:
+            return "The episode is over: tools are no longer available."
+        action = {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        if terminated or truncated:
+            self._finish(reward, info)
+        messages, images = self._seen
+        self._seen = (len(observation["messages"]), len(observation["images"]))
+        text = "\n".join(_text(m) for m in observation["messages"][messages + 1:])  # after the env's copy of the call
+        images = observation["images"][images:]
+        if not self.show_images or not images:
+            return text
+        return [{"type": "text", "text": text}, *({"type": "image", "image": image.convert("RGB")} for image in images)]
+
+    def _answer(self, text: str) -> float:
+        """Give the final answer (the completion's last assistant text) and return the env's reward (private: every public method is a tool for TRL)."""
+        if not self._done:
+            observation, reward, terminated, truncated, info = self.env.step(text)
+            if not (terminated or truncated):  # an unfinished tool call in the answer: score as it stands
+                info = {**info, "reward_error": "the final reply still called a tool"}
+            self._finish(reward, info)
+        return float(self.reward or 0.0)
+
+    def _finish(self, reward: float, info: dict[str, Any]) -> None:
+        self.reward, self.info, self._done = float(reward), info, True
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") if part.get("type") == "text" else f"[{part.get('name', 'image')}]" for part in content or [])
+
+
+class VTBEnvironmentFactory:
+    """``environment_factory`` for ``GRPOTrainer``: one ``VTBEnvironment`` per call, tools shared (one sandbox).
+
+    ``tasks`` must be single-turn (TRL's loop has one user turn); ``show_images`` returns tool
+    images as content blocks (VLM policies; TRL refuses images for a text policy).
+    """
+
+    def __init__(self, tasks: Sequence[Task], tools: ToolRegistry | None = None, config: EnvConfig | None = None, *, show_images: bool = False):
+        multi = [t.id for t in tasks if len(t.turns) > 1]
+        if multi:
+            raise ValueError(f"environment_factory handles single-turn tasks only ({len(multi)} multi-turn, e.g. {multi[0]!r}); use the rollout_func path")
+        if tools is None:
+            from vtb_env.tools import default_tools
+
+            tools = default_tools()
+        self.tasks, self.tools, self.show_images = list(tasks), tools, show_images
+        self.config = config or EnvConfig.preset("default", image_parts="name")
+        schemas = tools.schemas(ToolContext(task_id=""))
+        self.environment_class = type("VisualToolBenchTools", (VTBEnvironment,), {s["function"]["name"]: _tool_method(s) for s in schemas})
+
+    def __call__(self) -> VTBEnvironment:
+        return self.environment_class(VisualToolBenchEnv(tasks=self.tasks, tools=self.tools, config=self.config), self.show_images)
+
+    def dataset(self) -> Any:
+        """TRL rows: the env's system prompt and first user message (images as content parts when shown), ``task_id``."""
+        from datasets import Dataset
+
+        system = resolve_system_prompt(self.config.system_prompt)
+        rows = []
+        for task in self.tasks:
+            turn = task.turns[0]
+            names = "".join(f"\n[image_{k}.png]" for k in range(1, len(turn.images) + 1))
+            if self.show_images:
+                content: Any = [*({"type": "image"} for _ in turn.images), {"type": "text", "text": turn.prompt + names}]
+            else:
+                content = turn.prompt + names
+            row = {"prompt": ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": content}], "task_id": task.id}
+            if self.show_images:
+                row["images"] = [ref.open().convert("RGB") for ref in turn.images]
+            rows.append(row)
+        return Dataset.from_list(rows)
+
+
+def vtb_env_reward(completions: list, environments: list[VTBEnvironment], log_metric: Callable | None = None, **_: Any) -> list[float]:
+    """TRL reward function for ``VTBEnvironmentFactory``: each env gets the final answer and returns its reward."""
+    rewards = [env._answer(_final_text(completion)) for completion, env in zip(completions, environments, strict=True)]
+    if log_metric is not None:
+        components: dict[str, list[float]] = {}
+        for env in environments:
+            for key, value in (env.info.get("reward_components") or {}).items():
+                components.setdefault(key, []).append(float(value))
+        for key, values in sorted(components.items()):
+            log_metric(f"vtb/reward/{key}", sum(values) / len(values))
+    return rewards
+
+
+def _final_text(completion: Any) -> str:
+    if isinstance(completion, str):
+        return completion
+    last = next((m for m in reversed(completion) if m.get("role") == "assistant"), {"content": ""})
+    return _text(last)
+
+
+# ---- 2. rollout_func: multi-turn episodes --------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="GRPO on VisualToolBench with TRL: multi-turn, tool-using rollouts in the real environment.",
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--model", required=True, help="local checkpoint directory (causal LM or VLM with a tool-aware chat template)")
+    p.add_argument("--tasks", default="synth:64:0", help="synth:N:SEED, or any vtb_env.loaders source (parquet, directory)")
+    p.add_argument("--tools", default=None, help="comma-separated tool names to offer (default: all the env's tools)")
+    p.add_argument("--output-dir", default="runs/grpo")
+    p.add_argument("--seed", type=int, default=0)
+    # GRPO
+    p.add_argument("--num-generations", type=int, default=8, help="G: rollouts per task (one group)")
+    p.add_argument("--tasks-per-step", type=int, default=2, help="groups per optimisation step (per process)")
+    p.add_argument("--max-steps", type=int, default=100)
+    p.add_argument("--learning-rate", type=float, default=1e-6)
+    p.add_argument("--beta", type=float, default=0.0, help="KL coefficient (0: no reference model)")
+    p.add_argument("--epsilon", type=float, default=0.2, help="PPO clip range")
+    p.add_argument("--loss-type", default="dapo", help="TRL loss_type: grpo, dapo, dr_grpo, bnpo, ...")
+    p.add_argument("--gradient-accumulation-steps", type=int, default=1)
+    # rollouts
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--max-new-tokens", type=int, default=512, help="tokens per policy step")
+    p.add_argument("--max-episode-tokens", type=int, default=4096, help="completion budget per episode (policy + env tokens)")
+    p.add_argument("--max-tool-calls", type=int, default=5, help="per turn (env cap)")
+    p.add_argument("--system-prompt", default="strong", help="strong, weak, none, or text")
+    # hardware
+    p.add_argument("--use-vllm", action="store_true", help="generate with vLLM (GPU)")
+    p.add_argument("--vllm-mode", choices=("colocate", "server"), default="colocate")
+    p.add_argument("--vllm-gpu-memory-utilization", type=float, default=0.3)
+    p.add_argument("--bf16", action="store_true")
+    p.add_argument("--gradient-checkpointing", action="store_true")
+    p.add_argument("--report-to", default="none", help="none, tensorboard, wandb, ...")
+    p.add_argument("--logging-steps", type=int, default=1)
+    p.add_argument("--log-completions", action="store_true", help="TRL's completions table (with each episode's image names)")
+    p.add_argument("--save-steps", type=int, default=0, help="0: save only at the end")
+    return p.parse_args(argv)
+
+
+def load_tasks(spec: str) -> list[Task]:
+    tasks = loaders.load_tasks(spec)
+    if not tasks:
+        raise SystemExit(f"no tasks in {spec!r}")
+    return tasks
+
+
+def task_dataset(tasks: Sequence[Task]) -> Any:
+    """One row per task. The env builds the real prompt; the row carries the task id to the rollout."""
+    from datasets import Dataset
+
+    return Dataset.from_list([{"prompt": [{"role": "user", "content": t.turns[0].prompt, "task_id": t.id}]} for t in tasks])
+
+
+def accelerator_round_sync(accelerator: Any) -> Callable[[int], int] | None:
+    """The most live episodes any process has this round (None on one process: nothing to agree on)."""
+    if accelerator.num_processes == 1:
+        return None
+    import torch
+
+    def sync(active: int) -> int:
+        return int(accelerator.gather(torch.tensor([active], device=accelerator.device)).max().item())
+
+    return sync
+
+
+class EnvRollout:
+    """TRL ``rollout_func``: ``(prompts, trainer) -> {prompt_ids, completion_ids, logprobs, env_mask, vtb_episode}``.
+
+    With several processes every rank calls generation the same number of times with the same
+    batch width (``run_episodes(round_sync=...)``): vLLM server mode slices its results by
+    ``process_index * len(prompts)`` and ZeRO-3 generation gathers parameters in every forward.
+    """
+
+    def __init__(self, tasks: Sequence[Task], tools: ToolRegistry | None, config: EnvConfig, processing_class: Any, args: argparse.Namespace):
+        self.tasks, self.tools, self.config, self.args = list(tasks), tools, config, args
+        self.renderer = ChatRenderer(processing_class)
+        self.processing_class = processing_class
+        self.pool: EnvPool | None = None
+        self.calls = 0
+
+    def _pool(self, size: int) -> EnvPool:
+        if self.pool is None or len(self.pool) < size:
+            if self.pool is not None:
+                self.pool.close()
+            self.pool = EnvPool([VisualToolBenchEnv(tasks=self.tasks, tools=self.tools, config=self.config) for _ in range(size)])
+        return self.pool
+
+    def __call__(self, prompts: list[list[dict[str, Any]]], trainer: Any) -> dict[str, Any]:
+        task_ids = [prompt[-1]["task_id"] for prompt in prompts]
+        self.calls += 1
+        play = lambda generate: run_episodes(  # noqa: E731
+            self._pool(len(task_ids)), task_ids, generate, self.renderer, max_completion_tokens=self.args.max_episode_tokens,
+            seed=self.args.seed * 1_000_003 + self.calls, round_sync=accelerator_round_sync(trainer.accelerator),
+        )
+        if self.args.use_vllm:
+            episodes = play(VLLMGenerator(trainer))
+        else:
+            from trl.models import unwrap_model_for_generation
+
+            with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
+                gather_deepspeed3_params=trainer.args.ds3_gather_for_generation) as model:
+                episodes = play(HFGenerator(model, self.processing_class, max_new_tokens=self.args.max_new_tokens, temperature=self.args.temperature,
+                    top_p=self.args.top_p))
+        return {
+            "prompt_ids": [e.prompt_ids for e in episodes],
+            "completion_ids": [e.completion_ids for e in episodes],
+            "logprobs": [e.logprobs for e in episodes],
+            "env_mask": [e.env_mask for e in episodes],
+            "vtb_episode": episodes,
+        }
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
+def episode_images_trainer_class() -> type:
+    """``GRPOTrainer`` whose log-prob passes see every image of each episode (TRL imported lazily)."""
+    from trl import GRPOTrainer
+
+    class EpisodeImagesGRPOTrainer(GRPOTrainer):
+        """Scores each episode's tokens with the images the policy saw while generating them.
+
+        TRL 1.16's ``rollout_func`` path gives the scoring passes only the dataset's prompt images.
+        Here ``_row_images`` holds the images of the rows being scored (``Episode.images``, in
+        placeholder order): the whole batch right after the rollout (old and reference
+        log-probs), then each shuffled training slice, carried as the ``episode_images`` column.
+        Text-only policies have no images and take TRL's path unchanged.
+        """
+
+        _row_images: list[list[Any]] | None = None
+
+        def _generate(self, prompts: list) -> tuple:
+            result = super()._generate(prompts)
+            extra_fields = result[5]
+            self._row_images = [episode.images for episode in extra_fields["vtb_episode"]] if self._is_vlm else None
+            return result
+
+        def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+            output = super()._generate_and_score_completions(inputs)
+            if self._row_images is not None:
+                output["episode_images"] = self._row_images
+            return output
+
+        def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
+            self._row_images = inputs.get("episode_images")
+            return super()._compute_loss(model, inputs)
+
+        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False,
+            compute_aux_loss=False, **image_kwargs):
+            rows = self._row_images
+            if rows is None or not any(rows):
+                return super()._get_per_token_logps_and_entropies(
+                    model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss, **image_kwargs
+                )
+            if len(rows) != input_ids.size(0):
+                raise RuntimeError(f"{input_ids.size(0)} rows to score but images for {len(rows)} episodes")
+            import torch
+
+            batch_size = batch_size or input_ids.size(0)
+            logps, entropies, aux = [], [], []
+            for start in range(0, input_ids.size(0), batch_size):
+                chunk = slice(start, start + batch_size)
+                pixels = vision_inputs(self.processing_class, input_ids[chunk], rows[chunk])
+                num_images = [len(images) for images in rows[chunk]]
+                # One call per chunk, so TRL's own per-chunk slicing of the image tensors is the identity.
+                chunk_logps, chunk_entropies, chunk_aux = super()._get_per_token_logps_and_entropies(
+                    model, input_ids[chunk], attention_mask[chunk], logits_to_keep, input_ids[chunk].size(0),
+                    compute_entropy, compute_aux_loss, num_images=num_images if pixels else None, **pixels,
+                )
+                logps.append(chunk_logps)
+                entropies.append(chunk_entropies)
+                aux.append(chunk_aux)
+            return (
+                torch.cat(logps), torch.cat(entropies) if compute_entropy else None,
+                torch.stack(aux).mean() if compute_aux_loss else None,
+            )
+
+    return EpisodeImagesGRPOTrainer
+
+
+def make_reward_func(group_size: int) -> Callable[..., list[float]]:
+    """The env's composed episode reward, as a TRL reward function that also logs components, MCC and image names."""
+
+    def vtb_reward(prompts: list, completions: list, vtb_episode: list[Episode], log_metric=None, log_extra=None, **_: Any) -> list[float]:
+        if log_metric is not None:
+            for name, value in summarize(vtb_episode, group_size).items():
+                log_metric(f"vtb/{name}", value)
+        if log_extra is not None:  # the completions table (--log-completions): which images each episode showed
+            log_extra("vtb_images", [", ".join(episode.image_names) for episode in vtb_episode])
+        return [episode.reward for episode in vtb_episode]
+
+    return vtb_reward
+
+
+def train(args: argparse.Namespace, *, tasks: Sequence[Task] | None = None, tools: ToolRegistry | None = None, rollout_class: type = EnvRollout):
+    """Build everything and run ``trainer.train()``; returns the trainer (tests read its state and model)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
+    from trl import GRPOConfig
+
+    check_trl_version()
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL
+    tasks = list(tasks) if tasks is not None else load_tasks(args.tasks)
+    if tools is None:
+        try:
+            from vtb_env.tools import default_tools
+        except ImportError as exc:
+            raise SystemExit(f"the environment's default tools are unavailable ({exc}); pass tools= to train()") from exc
+        tools = default_tools()
+    try:
+        tools = select_tools(tools, args.tools)
+    except ValueError as exc:
+        raise SystemExit(f"--tools: {exc}") from exc
+    system_prompt = None if args.system_prompt == "none" else args.system_prompt
+    config = EnvConfig.preset("default", max_tool_calls=args.max_tool_calls, image_parts="name", system_prompt=system_prompt)
+
+    model_config = AutoConfig.from_pretrained(args.model)
+    if model_config.model_type == "mllama":
+        raise SystemExit("Mllama (Llama 3.2 Vision) attends to images through cross-attention, not image tokens in the sequence: not supported")
+    is_vlm = getattr(model_config, "vision_config", None) is not None
+    processing_class = AutoProcessor.from_pretrained(args.model) if is_vlm else AutoTokenizer.from_pretrained(args.model)
+    if is_vlm and not is_processor(processing_class):
+        raise SystemExit(f"{args.model} is a vision-language model but AutoProcessor gave no image processor")
+    tokenizer = getattr(processing_class, "tokenizer", processing_class)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model_class = AutoModelForImageTextToText if is_vlm else AutoModelForCausalLM
+    model = model_class.from_pretrained(args.model, dtype="bfloat16" if args.bf16 else "float32")
+
+    G = args.num_generations
+    grpo = GRPOConfig(
+        output_dir=args.output_dir, seed=args.seed, max_steps=args.max_steps, learning_rate=args.learning_rate,
+        per_device_train_batch_size=args.tasks_per_step * G, gradient_accumulation_steps=args.gradient_accumulation_steps,
+        num_generations=G, beta=args.beta, epsilon=args.epsilon, loss_type=args.loss_type, scale_rewards="group",
+        temperature=args.temperature, top_p=args.top_p, max_completion_length=args.max_new_tokens,
+        use_vllm=args.use_vllm, vllm_mode=args.vllm_mode, vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+        bf16=args.bf16, report_to=args.report_to, **({"gradient_checkpointing": True} if args.gradient_checkpointing else {}),
+        logging_steps=args.logging_steps, save_strategy="steps" if args.save_steps else "no", save_steps=args.save_steps or 500,
+        use_cpu=not _has_gpu(), shuffle_dataset=True, log_completions=args.log_completions,
+    )
+    rollout = rollout_class(tasks, tools, config, processing_class, args)
+    trainer = episode_images_trainer_class()(
+        model=model, reward_funcs=[make_reward_func(G)], args=grpo, train_dataset=task_dataset(tasks),
+        processing_class=processing_class, rollout_func=rollout,
+    )
+    try:
+        trainer.train()
+    finally:
+        rollout.close()
+    trainer.save_model(args.output_dir)
+    return trainer
+
+
+def _has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    train(parse_args(argv))
+
+
+__all__ = [
+    "SUPPORTED_TRL", "VTBEnvironment", "VTBEnvironmentFactory", "EnvRollout", "check_trl_version", "episode_images_trainer_class",
+    "make_reward_func", "parse_args", "select_tools", "task_dataset", "train", "vtb_env_reward",
+]

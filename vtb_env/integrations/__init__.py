@@ -1,1 +1,0 @@
-"""Adapters that plug the environment into RL frameworks (verl); TRL uses ``vtb_agents.rollout``."""
