@@ -121,7 +121,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rp.add_argument("--all-tables", action="store_true", help="print every table, not only the overall comparison")
     rp.set_defaults(func=run_report)
 
-    from vtb_app.evaluation.toolkit import register as register_import
+    from vtb_app.evaluation.toolkit import register as register_import  # lazy: keeps `vtb --help` fast
 
     register_import(subparsers)
 
@@ -175,15 +175,11 @@ def _passes(args: argparse.Namespace) -> Any:
     return JudgePasses(process_metrics=args.process_metrics, error_types=args.error_types)
 
 
-def task_index(tasks: Any) -> dict[str, list[str]]:
-    """Task id -> [turn case, domain, category]: the run's denominators, kept in ``config.json``
-    so a report counts tasks that never produced a record."""
-    return {task.id: [task.turncase, task.domain, task.eval_focus or "unknown"] for task in tasks}
-
-
 def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any = None) -> tuple[int, Path, list[Any]]:
     """Run `vtb eval` with ``args``: (exit code, run dir, tasks)."""
     from vtb_agents.ablations import ablate_agent, env_overrides
+    from vtb_app.evaluation.metrics import task_index
+    from vtb_app.evaluation.report import print_comparison
     from vtb_app.evaluation.runner import Scoring, episode_reward, evaluate
     from vtb_app.evaluation.specs import SpecError, make_agent
     from vtb_env.config import EnvConfig
@@ -255,7 +251,7 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
             agent.close()
     print(f"{result.succeeded} done, {result.failed} errors, {result.skipped} already done, {result.rejudged} re-judged "
           f"({concurrency} in flight); records in {out / RECORDS_FILE}")
-    _print_tables([out])
+    print_comparison([out])
     return (1 if result.failed else 0), out, tasks
 
 
@@ -280,6 +276,7 @@ def run_label_modes(args: argparse.Namespace) -> int:
 def run_judge(args: argparse.Namespace) -> int:
     """Re-judge a run's saved answers into ``--out``; records judged incompletely there (or in the
     source) are judged again on every rerun until complete."""
+    from vtb_app.evaluation.report import print_comparison
     from vtb_app.evaluation.runner import Progress, Scoring, rejudge, run_work
     from vtb_app.evaluation.specs import SpecError
     from vtb_env.loaders import load_tasks
@@ -345,7 +342,7 @@ def run_judge(args: argparse.Namespace) -> int:
     print(f"re-judged {len(records)} records ({len(done)} already done) with {judge.judge_id}: "
           f"{stats.checks} exact checks, {stats.cache_hits} cache hits, {stats.backend_calls} judge calls, {stats.errors} errors; "
           f"{incomplete} records incompletely judged (rerun to retry them)")
-    _print_tables([out])
+    print_comparison([out])
     return 1 if incomplete or bar.errors else 0
 
 
@@ -371,16 +368,6 @@ def _parse_run_arg(value: str) -> tuple[str | None, Path]:
         name, path = value.split("=", 1)
         return name, Path(path)
     return None, Path(value)
-
-
-def _print_tables(paths: list[Path]) -> list[dict[str, Any]]:
-    from vtb_app.evaluation.metrics import Run, pick_labels, summarize
-    from vtb_app.evaluation.tables import comparison_table, render_text, scoring_note, with_note
-
-    runs = [Run.load(path) for path in paths]
-    summaries = [summarize(run, labels) for run, labels in zip(runs, pick_labels(runs), strict=True)]
-    print(render_text(with_note(comparison_table(summaries), scoring_note(summaries))))
-    return summaries
 
 
 def run_report(args: argparse.Namespace) -> int:

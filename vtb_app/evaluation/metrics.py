@@ -286,3 +286,9 @@ def pick_labels(runs: Iterable[Run], store: ModeLabelStore | None = None) -> lis
         labels = store.labels(model) if store is not None and model else {}
         chosen.append(labels or text_only.get(model) or {})
     return chosen
+
+
+def task_index(tasks: Any) -> dict[str, list[str]]:
+    """Task id -> [turn case, domain, category]: the run's denominators, kept in ``config.json``
+    so a report counts tasks that never produced a record."""
+    return {task.id: [task.turncase, task.domain, task.eval_focus or "unknown"] for task in tasks}

@@ -40,7 +40,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from vtb_app.evaluation.metrics import task_index
 from vtb_app.evaluation.records import RECORDS_FILE, RunLog, ok_keys, record_key, write_config
+from vtb_app.evaluation.report import print_comparison
 from vtb_app.evaluation.runner import PlayedEpisode, Scoring, episode_reward, judge_episode, ok_record, task_summary
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
@@ -243,7 +245,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from vtb_app.evaluation.commands import _print_tables, task_index
     from vtb_app.evaluation.specs import make_judge
     from vtb_env.loaders import load_tasks
 
@@ -283,5 +284,5 @@ def run_import(args: argparse.Namespace) -> int:
     ok, errors, skipped = import_toolkit(responses, tasks, out, config=config, judge=judge, judge_rows=judge_rows,
                                          scoring=Scoring(args.critical_rule, args.multi_turn))
     print(f"imported {ok} toolkit episodes ({errors} harness errors, {skipped} already imported) into {out / RECORDS_FILE}")
-    _print_tables([out])
+    print_comparison([out])
     return 0
