@@ -84,6 +84,18 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue a run in --out: skip done tasks, retry errors")
     parser.add_argument("--no-progress", action="store_true")
     _add_judge_arguments(parser)
+    _add_executor_arguments(parser)
+
+
+def _add_executor_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where episodes run: threads here (default) or Ray actors across a cluster (evaluation.ray_executor)."""
+    parser.add_argument("--executor", default="threads", choices=("threads", "ray"),
+                        help="threads: this process; ray: one actor per node of a Ray cluster (pip install 'vtb-gym[ray]')")
+    parser.add_argument("--ray-address", default=None, metavar="ADDR",
+                        help="an existing cluster (auto, HOST:PORT, ray://HOST:PORT); default: start a local one")
+    parser.add_argument("--ray-temp-dir", default=None, metavar="DIR",
+                        help="a new local cluster's session files (default: $VTB_RAY_TEMP_DIR or /tmp/vtb-ray-UID)")
+    parser.add_argument("--ray-log-to-driver", action="store_true", help="show the actors' stdout/stderr here")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -156,14 +168,21 @@ def _optional(text: str, kind: type) -> Any:
     return None if str(text).strip().lower() == "none" else kind(text)
 
 
-def judge_from_args(args: argparse.Namespace, out: Path) -> Any:
-    """The judge of ``--judge`` with the ``--judge-*`` request options; the passes need an LLM judge."""
-    from vtb_app.evaluation.specs import JudgeOptions, SpecError, make_judge
+def judge_options(args: argparse.Namespace) -> Any:
+    """The ``--judge-*`` request options."""
+    from vtb_app.evaluation.specs import JudgeOptions
 
-    options = JudgeOptions(
+    return JudgeOptions(
         temperature=_optional(args.judge_temperature, float), max_tokens=_optional(args.judge_max_tokens, int),
         token_field=args.judge_token_field, structured=args.judge_structured,
     )
+
+
+def judge_from_args(args: argparse.Namespace, out: Path) -> Any:
+    """The judge of ``--judge`` with the ``--judge-*`` request options; the passes need an LLM judge."""
+    from vtb_app.evaluation.specs import SpecError, make_judge
+
+    options = judge_options(args)
     if args.judge == "exact" and (args.process_metrics or args.error_types):
         raise SpecError("--process-metrics and --error-types need an LLM judge (--judge openai:MODEL@URL or hf:PATH), not 'exact'")
     return make_judge(args.judge, cache_path=out / "judge_cache.sqlite" if args.judge != "exact" else None, options=options)
@@ -188,6 +207,14 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     from vtb_env.tools import default_tools
 
     out = Path(args.out)
+    if args.executor == "ray":
+        from vtb_app.evaluation.ray_executor import check_shareable
+
+        try:
+            check_shareable(args.agent, args.judge)
+        except SpecError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2, out, []
     tasks = load_tasks(args.data, limit=args.limit)
     if not tasks:
         print(f"error: no tasks loaded from {args.data!r}", file=sys.stderr)
@@ -233,11 +260,14 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     tools = default_tools()  # one registry (one sandbox pool) shared by every worker's env
     try:
         digest = write_config(out, config)
-        result = evaluate(
-            tasks, agent, lambda ts: VisualToolBenchEnv(ts, tools=tools, reward=reward, config=env_config), judge, out,
-            config_hash=digest, samples=samples, concurrency=concurrency, seed=args.seed, passes=passes,
-            resume=args.resume, scoring=scoring, progress=not args.no_progress, identity=identity, mode_labels=mode_labels,
-        )
+        if args.executor == "ray":
+            result = _evaluate_on_ray(args, tasks, ablation, samples, concurrency, env_config, scoring, passes, mode_labels, digest, identity)
+        else:
+            result = evaluate(
+                tasks, agent, lambda ts: VisualToolBenchEnv(ts, tools=tools, reward=reward, config=env_config), judge, out,
+                config_hash=digest, samples=samples, concurrency=concurrency, seed=args.seed, passes=passes,
+                resume=args.resume, scoring=scoring, progress=not args.no_progress, identity=identity, mode_labels=mode_labels,
+            )
     except RunConflictError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2, out, []
@@ -253,6 +283,21 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
           f"({concurrency} in flight); records in {out / RECORDS_FILE}")
     print_comparison([out])
     return (1 if result.failed else 0), out, tasks
+
+
+def _evaluate_on_ray(args: argparse.Namespace, tasks: list[Any], ablation: str, samples: int, concurrency: int, env_config: Any,
+                     scoring: Any, passes: Any, mode_labels: dict[str, str], digest: str, identity: dict[str, Any]) -> Any:
+    """The ``--executor ray`` branch of ``_evaluate``: the same run, its parts rebuilt in each actor from their specs."""
+    from vtb_app.evaluation.ray_executor import RunSpec, evaluate_on_ray
+
+    spec = RunSpec(
+        agent=args.agent, judge=args.judge, env_config=env_config, ablation=ablation, scoring=scoring, passes=passes,
+        mode_labels=mode_labels, judge_options=judge_options(args), seed=args.seed, config_hash=digest, identity=identity,
+        agent_options={"seed": args.seed, "temperature": args.temperature, "max_tokens": args.max_tokens, "extra_body": args.agent_extra_body},
+    )
+    return evaluate_on_ray(tasks, spec, args.out, samples=samples, concurrency=concurrency, resume=args.resume,
+                           progress=not args.no_progress, address=args.ray_address, temp_dir=args.ray_temp_dir,
+                           log_to_driver=args.ray_log_to_driver)
 
 
 def run_label_modes(args: argparse.Namespace) -> int:

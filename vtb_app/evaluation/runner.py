@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import os
 import sys
 import threading
 import time
@@ -23,7 +24,16 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
 from vtb_agents.base import Agent, summarize_calls
-from vtb_app.evaluation.records import RECORDS_FILE, RunConflictError, RunLog, done_keys, encode_record, record_key
+from vtb_app.evaluation.records import (
+    RECORDS_FILE,
+    RunConflictError,
+    RunLog,
+    done_keys,
+    encode_record,
+    error_record,
+    record_key,
+    rejudge_records,
+)
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.compose import EpisodeReward, RewardConfig
@@ -135,7 +145,7 @@ class _ImageStore:
             if not target.exists():
                 buffer = io.BytesIO()
                 image.save(buffer, format="PNG")
-                tmp = target.with_suffix(f".{threading.get_ident()}.tmp")
+                tmp = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")  # Ray workers write here too
                 tmp.write_bytes(buffer.getvalue())
                 tmp.replace(target)
             files[name] = relpath
@@ -325,6 +335,107 @@ def rejudge(record: Mapping[str, Any], task: Task, judge: Judge, scoring: Scorin
     return {**kept, **judged, "config_hash": config_hash, "judge": judge.judge_id, "rejudged_at": time.time()}
 
 
+def evaluate_item(
+    get_env: Callable[[], Any],
+    agent: Agent,
+    judge: Judge,
+    task: Task,
+    sample: int,
+    *,
+    seed: int | None,
+    scoring: Scoring,
+    passes: JudgePasses,
+    store: _ImageStore | None,
+    config_hash: str,
+    identity: Mapping[str, Any] | None,
+    mode_labels: Mapping[str, str],
+) -> dict[str, Any]:
+    """One (task, sample): play, judge, and the record to append (``ok``, or ``error`` with its message).
+
+    The work item of every executor (threads here, Ray actors in ``ray_executor``). ``seed`` is
+    the run's base seed (``sample_seed``); ``get_env`` is called inside the try, so an env that
+    cannot be built is this item's error too, as is a record that cannot be encoded.
+    """
+    key, item_seed = record_key(task.id, sample), sample_seed(seed, task.id, sample)
+    base = {"key": key, "task_id": task.id, "sample": sample, "seed": item_seed, "config_hash": config_hash,
+            **(identity or {}), "task": task_summary(task)}
+    start = time.time()
+    agent.drain_records()
+    set_seed = getattr(agent, "set_episode_seed", None)
+    if set_seed is not None:
+        set_seed(item_seed)
+    try:
+        played = play_episode(get_env(), agent, task, store, seed=item_seed)
+        episode, episode_s = played.record, time.time() - start
+        judged = judge_record(task, episode, judge, scoring, passes, mode_labels.get(task.id), with_reward=False)
+        timings = {"wall_s": time.time() - start, "episode_s": episode_s, "judge_s": time.time() - start - episode_s}
+        record = {**base, **ok_record(played, judged, mode_labels.get(task.id)),
+                  "usage": summarize_calls(agent.drain_records()), "timings": timings, "started_at": start}
+        encode_record(record)  # a record that cannot be written fails here, as this task's error
+        return record
+    except Exception as exc:  # recorded and retried on resume; never counted as done
+        return {**error_record(base, f"{type(exc).__name__}: {exc}"), "traceback": traceback.format_exc(limit=8)[-4000:],
+                "usage": summarize_calls(agent.drain_records()), "timings": {"wall_s": time.time() - start}}
+
+
+def rejudge_item(record: dict[str, Any], task: Task, judge: Judge, scoring: Scoring, passes: JudgePasses, config_hash: str) -> dict[str, Any]:
+    """An incompletely judged ``ok`` record judged again (the work item of ``--resume`` for it)."""
+    try:
+        rejudged = rejudge(record, task, judge, scoring, passes, config_hash)
+        encode_record(rejudged)
+        return rejudged
+    except Exception as exc:  # the saved record stays; the key is judged again on the next resume
+        return error_record(record, f"re-judging failed: {type(exc).__name__}: {exc}")
+
+
+@dataclass
+class RunPlan:
+    """What a run (or its resume) has to do: episodes to play, records to judge again, keys done."""
+
+    items: list[tuple[Task, int]]  # (task, sample) pairs to play
+    rejudge: list[dict[str, Any]]  # saved ``ok`` records whose judging is incomplete
+    finished: set[str]
+
+    @property
+    def size(self) -> int:
+        return len(self.items) + len(self.rejudge)
+
+
+def plan_run(tasks: Sequence[Task], samples: int, path: Path, resume: bool) -> RunPlan:
+    """The run's work from its records file; records there without ``resume`` are a conflict."""
+    if path.exists() and path.stat().st_size and not resume:
+        raise RunConflictError(f"{path} already has records: pass --resume to continue that run, or choose another --out")
+    finished = done_keys(path) if resume else set()
+    to_rejudge = rejudge_records(path) if resume else {}
+    ids = {task.id for task in tasks}
+    items = [(task, sample) for task in tasks for sample in range(samples)
+             if record_key(task.id, sample) not in finished and record_key(task.id, sample) not in to_rejudge]
+    return RunPlan(items, [r for r in to_rejudge.values() if r["task_id"] in ids], finished)
+
+
+class RecordKeeper:
+    """Appends each finished item's record to the run log once, counts it and draws progress.
+
+    A record that cannot be written becomes its error record: the run never stops over one.
+    """
+
+    def __init__(self, log: RunLog, bar: Progress):
+        self.log, self.bar = log, bar
+        self.ok = self.errors = 0
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        try:
+            self.log.append(record)
+        except Exception as exc:  # never lose the run over one record: write its error instead
+            record = error_record(record, f"record could not be written: {type(exc).__name__}: {exc}")
+            self.log.append(record)
+        self.bar.update(record)
+        if record["status"] == "ok":
+            self.ok += 1
+        else:
+            self.errors += 1
+
+
 WorkItem = Callable[[], dict[str, Any]]
 
 
@@ -379,18 +490,11 @@ def evaluate(
     ``mode_labels`` (task id -> label, from ``vtb label-modes``) are stored in the records of
     the tasks they cover; give the env's reward the same labels.
     """
-    from vtb_app.evaluation.records import error_record, rejudge_records
-
     mode_labels = dict(mode_labels or {})
     run_dir = Path(run_dir)
     path = run_dir / RECORDS_FILE
-    if path.exists() and path.stat().st_size and not resume:
-        raise RunConflictError(f"{path} already has records: pass --resume to continue that run, or choose another --out")
-    finished = done_keys(path) if resume else set()
-    to_rejudge = rejudge_records(path) if resume else {}
+    plan = plan_run(tasks, samples, path, resume)
     by_id = {task.id: task for task in tasks}
-    items = [(task, sample) for task in tasks for sample in range(samples)
-             if record_key(task.id, sample) not in finished and record_key(task.id, sample) not in to_rejudge]
     store = _ImageStore(run_dir) if save_images else None
     local = threading.local()
     envs: list[Any] = []
@@ -403,54 +507,15 @@ def evaluate(
                 envs.append(local.env)
         return local.env
 
-    def run_item(task: Task, sample: int) -> dict[str, Any]:
-        key, item_seed = record_key(task.id, sample), sample_seed(seed, task.id, sample)
-        base = {"key": key, "task_id": task.id, "sample": sample, "seed": item_seed, "config_hash": config_hash,
-                **(identity or {}), "task": task_summary(task)}
-        start = time.time()
-        agent.drain_records()
-        set_seed = getattr(agent, "set_episode_seed", None)
-        if set_seed is not None:
-            set_seed(item_seed)
-        try:
-            played = play_episode(env_for_thread(), agent, task, store, seed=item_seed)
-            episode, episode_s = played.record, time.time() - start
-            judged = judge_record(task, episode, judge, scoring, passes, mode_labels.get(task.id), with_reward=False)
-            timings = {"wall_s": time.time() - start, "episode_s": episode_s, "judge_s": time.time() - start - episode_s}
-            record = {**base, **ok_record(played, judged, mode_labels.get(task.id)),
-                      "usage": summarize_calls(agent.drain_records()), "timings": timings, "started_at": start}
-            encode_record(record)  # a record that cannot be written fails here, as this task's error
-            return record
-        except Exception as exc:  # recorded and retried on resume; never counted as done
-            return {**error_record(base, f"{type(exc).__name__}: {exc}"), "traceback": traceback.format_exc(limit=8)[-4000:],
-                    "usage": summarize_calls(agent.drain_records()), "timings": {"wall_s": time.time() - start}}
-
-    def rejudge_item(record: dict[str, Any]) -> dict[str, Any]:
-        try:
-            rejudged = rejudge(record, by_id[record["task_id"]], judge, scoring, passes, config_hash)
-            encode_record(rejudged)
-            return rejudged
-        except Exception as exc:  # the saved record stays; the key is judged again on the next resume
-            return error_record(record, f"re-judging failed: {type(exc).__name__}: {exc}")
-
-    work: list[WorkItem] = [functools.partial(run_item, task, sample) for task, sample in items]
-    work += [functools.partial(rejudge_item, r) for r in to_rejudge.values() if r["task_id"] in by_id]
-    bar = Progress(len(work), enabled=progress)
-    counts = {"ok": 0, "error": 0}
+    play = functools.partial(evaluate_item, env_for_thread, agent, judge, seed=seed, scoring=scoring, passes=passes, store=store,
+                             config_hash=config_hash, identity=identity, mode_labels=mode_labels)
+    work: list[WorkItem] = [functools.partial(play, task, sample) for task, sample in plan.items]
+    work += [functools.partial(rejudge_item, r, by_id[r["task_id"]], judge, scoring, passes, config_hash) for r in plan.rejudge]
     with RunLog(path) as log:
-
-        def keep(record: dict[str, Any]) -> None:
-            try:
-                log.append(record)
-            except Exception as exc:  # never lose the run over one record: write its error instead
-                record = error_record(record, f"record could not be written: {type(exc).__name__}: {exc}")
-                log.append(record)
-            bar.update(record)
-            counts["ok" if record["status"] == "ok" else "error"] += 1
-
+        keep = RecordKeeper(log, Progress(plan.size, enabled=progress))
         try:
             run_work(work, concurrency, keep)
         finally:
             for env in envs:
                 env.close()
-    return EvalResult(run_dir, len(items), counts["ok"], counts["error"], len(finished), len(to_rejudge))
+    return EvalResult(run_dir, len(plan.items), keep.ok, keep.errors, len(plan.finished), len(plan.rejudge))

@@ -1,0 +1,141 @@
+"""A tiny vision-language policy whose every reply is one of two actions: answer, or zoom with the vision tool.
+
+Built offline with random weights as a real transformers Idefics3 (SigLIP vision tower, pixel
+shuffle connector, Llama text model) and its processor, saved with ``save_pretrained``; it loads
+with ``AutoModelForImageTextToText`` / ``AutoProcessor`` and trains with TRL like any VLM. It
+exists to show that the environment's reward teaches *when* to call a tool (scripts/learning_check.py).
+
+Why each choice:
+
+- **Two actions, both well formed.** The vocabulary holds two action tokens: ``CALL`` is one
+  token whose text is a complete ``<tool_call>`` of ``python_image_processing`` (zoom into the
+  top-left quarter of ``image_1.png``, saved as the next ``transformed_image_<i>.png``), ``ANSWER``
+  one token holding a fixed final answer. ``generation_config.suppress_tokens`` lists every other
+  token, so sampling (``generate`` with ``max_new_tokens=1``) picks between the two with the
+  model's own relative probabilities: constrained decoding, the choice is the model's.
+- **The decision sees the image.** The first (only) generated token is predicted at the
+  assistant header, which attends through the real causal attention to every earlier token,
+  the image tokens (vision tower -> connector) included. Nothing in the weights is scripted.
+- **Short sequences.** Word-level vocabulary of the chat markup and a few words; other words
+  are ``[UNK]``. The chat template writes no tool list (the tool call is built into ``CALL``)
+  and no end-of-turn after assistant messages (the policy emits no EOS: its one token is the
+  whole reply, so the episode's token sequence is exactly what the template renders).
+- **A uniform start.** All weights are random except the two action rows of the output layer,
+  which start at zero (as policy heads in RL often do): the initial policy picks either action
+  with probability 1/2 on every input, so any mode selection it shows later was learned. With
+  random rows, the argmax of the untrained policy already split the current synthetic twins by
+  their image statistics (greedy MCC 0.78 on synth:32:1 at initialisation, seed 0).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+from transformers import (
+    Idefics3Config,
+    Idefics3ForConditionalGeneration,
+    Idefics3Processor,
+    LlamaConfig,
+    PreTrainedTokenizerFast,
+)
+from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
+
+BOS, EOT, PAD, UNK, IMAGE = "<|begin_of_text|>", "<|eot_id|>", "<|pad|>", "[UNK]", "<image>"
+HEADER_OPEN, HEADER_CLOSE = "<|start_header_id|>", "<|end_header_id|>"
+_IDEFICS3_SPECIALS = ["<fake_token_around_image>", "<global-img>", "<end_of_utterance>"]
+_WORDS = ["system", "user", "assistant", "ipython", "image", "The", "the", "What", "what", "is", "in", "this", "png", "[", "]", ".", "?", ",", ":",
+    "{", "}", '"']
+
+ZOOM_CODE = (
+    "import glob\n"
+    "from PIL import Image\n"
+    "image = Image.open('image_1.png')\n"
+    "w, h = image.size\n"
+    "index = len(glob.glob('transformed_image_*.png'))\n"
+    "image.crop((0, 0, w // 2, h // 2)).resize((w, h)).save(f'transformed_image_{index}.png')"
+)
+CALL_TEXT = "<tool_call>" + json.dumps({"name": "python_image_processing", "arguments": {"code": ZOOM_CODE}}) + "</tool_call>"
+ANSWER_TEXT = "The answer is 42."
+
+# Llama-3-like markup; images as <image>; assistant messages end without <|eot_id|> (see module doc).
+CHAT_TEMPLATE = (
+    "{{- bos_token }}"
+    "{%- for message in messages %}"
+    "<|start_header_id|>{{ 'ipython' if message['role'] == 'tool' else message['role'] }}<|end_header_id|>"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{%- elif message['content'] %}{%- for part in message['content'] %}"
+    "{%- if part['type'] == 'image' %}<image>{%- elif part['type'] == 'text' %} {{ part['text'] }}{%- endif %}"
+    "{%- endfor %}{%- endif %}"
+    "{%- if message['tool_calls'] %} <tool_call>{%- endif %}"
+    "{%- if message['role'] != 'assistant' %}<|eot_id|>{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>{% endif %}"
+)
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    """Word-level; markup and image tokens special; ``CALL``/``ANSWER`` added (decoded as their text)."""
+    specials = [BOS, EOT, PAD, UNK, IMAGE, HEADER_OPEN, HEADER_CLOSE, *_IDEFICS3_SPECIALS]
+    vocab = {token: i for i, token in enumerate(specials + _WORDS)}
+    word_level = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
+    word_level.pre_tokenizer = pre_tokenizers.Whitespace()
+    word_level.add_special_tokens([AddedToken(token, special=True, normalized=False) for token in specials])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=word_level, bos_token=BOS, eos_token=EOT, pad_token=PAD, unk_token=UNK,
+        additional_special_tokens=[IMAGE, HEADER_OPEN, HEADER_CLOSE, *_IDEFICS3_SPECIALS],
+        extra_special_tokens={"image_token": IMAGE},
+    )
+    tokenizer.add_tokens([AddedToken(text, special=False, normalized=False) for text in (CALL_TEXT,
+        ANSWER_TEXT)])  # not special: decoding with skip_special_tokens keeps them
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def action_token_ids(tokenizer: PreTrainedTokenizerFast) -> dict[str, int]:
+    """``{"call": id, "answer": id}``."""
+    return {"call": tokenizer.convert_tokens_to_ids(CALL_TEXT), "answer": tokenizer.convert_tokens_to_ids(ANSWER_TEXT)}
+
+
+def build_two_action_vlm(
+    path: str | Path, *, image_size: int = 64, patch_size: int = 8, hidden_size: int = 64, layers: int = 2, seed: int = 0
+) -> Path:
+    """Write the random-weight policy (model, processor, generation config) to ``path`` and return it.
+
+    ``image_size`` is the longest edge images are resized to; each image becomes
+    ``(image_size / patch_size)**2 / 4`` image tokens (pixel shuffle, scale factor 2).
+    """
+    tokenizer = build_tokenizer()
+    head_dim, scale_factor = 32, 2
+    text = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=layers,
+        num_attention_heads=hidden_size // head_dim, num_key_value_heads=hidden_size // head_dim, head_dim=head_dim,
+        max_position_embeddings=8192, tie_word_embeddings=False,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+    )
+    config = Idefics3Config(
+        vision_config=dict(hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=1, num_attention_heads=2,
+                           image_size=image_size, patch_size=patch_size),
+        text_config=text.to_dict(), scale_factor=scale_factor,
+        image_token_id=tokenizer.convert_tokens_to_ids(IMAGE), tie_word_embeddings=False,
+    )
+    image_processor = Idefics3ImageProcessorPil(
+        do_image_splitting=False, size={"longest_edge": image_size}, max_image_size={"longest_edge": image_size}
+    )
+    image_seq_len = (image_size // patch_size) ** 2 // scale_factor**2
+    processor = Idefics3Processor(image_processor, tokenizer, image_seq_len=image_seq_len, chat_template=CHAT_TEMPLATE)
+    torch.manual_seed(seed)
+    model = Idefics3ForConditionalGeneration(config).eval()
+    actions = set(action_token_ids(tokenizer).values())
+    with torch.no_grad():  # a uniform initial policy: equal action logits whatever the input (see module doc)
+        model.get_output_embeddings().weight[sorted(actions)] = 0.0
+    generation = model.generation_config
+    generation.eos_token_id, generation.pad_token_id = tokenizer.eos_token_id, tokenizer.pad_token_id
+    generation.suppress_tokens = [i for i in range(len(tokenizer)) if i not in actions]
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    return path
