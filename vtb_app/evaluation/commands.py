@@ -198,9 +198,9 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     """Run `vtb eval` with ``args``: (exit code, run dir, tasks)."""
     from vtb_agents.ablations import ablate_agent, env_overrides
     from vtb_app.evaluation.metrics import task_index
-    from vtb_app.evaluation.report import print_comparison
     from vtb_app.evaluation.runner import Scoring, episode_reward, evaluate
     from vtb_app.evaluation.specs import SpecError, make_agent
+    from vtb_app.evaluation.tables import print_comparison
     from vtb_env.config import EnvConfig
     from vtb_env.env import VisualToolBenchEnv
     from vtb_env.loaders import load_tasks
@@ -321,9 +321,9 @@ def run_label_modes(args: argparse.Namespace) -> int:
 def run_judge(args: argparse.Namespace) -> int:
     """Re-judge a run's saved answers into ``--out``; records judged incompletely there (or in the
     source) are judged again on every rerun until complete."""
-    from vtb_app.evaluation.report import print_comparison
     from vtb_app.evaluation.runner import Progress, Scoring, rejudge, run_work
     from vtb_app.evaluation.specs import SpecError
+    from vtb_app.evaluation.tables import print_comparison
     from vtb_env.loaders import load_tasks
 
     source, out = Path(args.run), Path(args.out)

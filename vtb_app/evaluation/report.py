@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from vtb_app.evaluation.html import write_html
 from vtb_app.evaluation.metrics import Run, pick_labels, summarize
 from vtb_app.evaluation.plots import write_plots
-from vtb_app.evaluation.tables import all_tables, comparison_table, render_text, scoring_note, with_note
+from vtb_app.evaluation.tables import all_tables, render_text
 from vtb_rewards.mode import ModeLabelStore
 
 
@@ -41,10 +41,3 @@ def write_report(
     html = write_html(out_dir / "report.html", loaded, tables, plots, max_trajectories=max_trajectories)
     return {"text": text, "summary": summary, "html": html, **{p.stem: p for p in plots}}
 
-
-def print_comparison(paths: Sequence[Path]) -> list[dict[str, Any]]:
-    """Print the overall comparison table of the runs at ``paths``; their summaries."""
-    runs = [Run.load(path) for path in paths]
-    summaries = [summarize(run, labels) for run, labels in zip(runs, pick_labels(runs), strict=True)]
-    print(render_text(with_note(comparison_table(summaries), scoring_note(summaries))))
-    return summaries

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Sequence
 
 from tabulate import tabulate
 
-from vtb_app.evaluation.metrics import DOMAIN_COLUMNS, OTHER_DOMAIN, REWARD_COMPONENTS, TURNCASES
+from vtb_app.evaluation.metrics import (
+    DOMAIN_COLUMNS,
+    OTHER_DOMAIN,
+    REWARD_COMPONENTS,
+    TURNCASES,
+    Run,
+    pick_labels,
+    summarize,
+)
 from vtb_rewards.process import ERROR_TYPES
 
 Table = tuple[str, list[str], list[list[Any]]]  # title, header, rows
@@ -171,3 +180,11 @@ def with_note(table: Table, note: str) -> Table:
 def render_text(table: Table) -> str:
     title, header, rows = table
     return f"{title}\n{tabulate(rows, headers=header, tablefmt='github', disable_numparse=True)}"
+
+
+def print_comparison(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """Print the overall comparison table of the runs at ``paths`` (no plots: matplotlib stays unloaded); their summaries."""
+    runs = [Run.load(path) for path in paths]
+    summaries = [summarize(run, labels) for run, labels in zip(runs, pick_labels(runs), strict=True)]
+    print(render_text(with_note(comparison_table(summaries), scoring_note(summaries))))
+    return summaries

@@ -42,8 +42,8 @@ from typing import Any, Mapping, Sequence
 
 from vtb_app.evaluation.metrics import task_index
 from vtb_app.evaluation.records import RECORDS_FILE, RunLog, ok_keys, record_key, write_config
-from vtb_app.evaluation.report import print_comparison
 from vtb_app.evaluation.runner import PlayedEpisode, Scoring, episode_reward, judge_episode, ok_record, task_summary
+from vtb_app.evaluation.tables import print_comparison
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
 from vtb_rewards.judge.backends import BackendError
