@@ -66,7 +66,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def env_config(max_tool_calls: int) -> EnvConfig:
     """What ``train_grpo.train`` builds with ``--system-prompt none``; evaluation uses the same."""
-    return EnvConfig.preset("default", max_tool_calls=max_tool_calls, image_parts="name", system_prompt=None)
+    return EnvConfig.preset("default", max_tool_calls=max_tool_calls, cap_scope="turn", image_parts="name", system_prompt=None)
 
 
 def episode_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
@@ -173,7 +173,7 @@ def _grpo_args(train_grpo: Any, args: argparse.Namespace, policy: Path, output_d
         "--model", str(policy), "--output-dir", str(output_dir), "--tasks", args.tasks,
         "--num-generations", str(args.num_generations), "--tasks-per-step", str(args.tasks_per_step),
         "--max-steps", str(args.max_steps), "--learning-rate", str(args.learning_rate), "--temperature", str(args.temperature),
-        "--max-new-tokens", "1", "--max-tool-calls", str(args.max_tool_calls), "--system-prompt", "none",
+        "--max-new-tokens", "1", "--max-tool-calls", str(args.max_tool_calls), "--cap-scope", "turn", "--system-prompt", "none",
         "--loss-type", "grpo", "--seed", str(args.seed),
     ])
 

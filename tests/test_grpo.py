@@ -70,7 +70,8 @@ def tools():
 
 
 def _config() -> EnvConfig:
-    return EnvConfig.preset("default", image_parts="name", system_prompt=None, max_tool_calls=2)
+    # per turn: the scripted models call once in every turn of multi-turn tasks
+    return EnvConfig.preset("default", image_parts="name", system_prompt=None, max_tool_calls=2, cap_scope="turn")
 
 
 @pytest.mark.slow

@@ -244,7 +244,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--max-new-tokens", type=int, default=512, help="tokens per policy step")
     p.add_argument("--max-episode-tokens", type=int, default=4096, help="completion budget per episode (policy + env tokens)")
-    p.add_argument("--max-tool-calls", type=int, default=5, help="per turn (env cap)")
+    p.add_argument("--max-tool-calls", type=int, default=5, help="the env's tool-call cap (per --cap-scope)")
+    p.add_argument("--cap-scope", default="task", choices=("task", "turn"), help="the cap counts calls per task (the paper) or per turn")
     p.add_argument("--system-prompt", default="strong", help="strong, weak, none, or text")
     # hardware
     p.add_argument("--use-vllm", action="store_true", help="generate with vLLM (GPU)")
@@ -434,7 +435,7 @@ def train(args: argparse.Namespace, *, tasks: Sequence[Task] | None = None, tool
     except ValueError as exc:
         raise SystemExit(f"--tools: {exc}") from exc
     system_prompt = None if args.system_prompt == "none" else args.system_prompt
-    config = EnvConfig.preset("default", max_tool_calls=args.max_tool_calls, image_parts="name", system_prompt=system_prompt)
+    config = EnvConfig.preset("default", max_tool_calls=args.max_tool_calls, cap_scope=args.cap_scope, image_parts="name", system_prompt=system_prompt)
 
     model_config = AutoConfig.from_pretrained(args.model)
     if model_config.model_type == "mllama":
