@@ -116,7 +116,8 @@ def test_vtb_agent_loop_plays_multi_turn_episodes_inside_verls_worker(policy, tm
     rows = [agent_row(_task("right", 42, turns=2), index=0), agent_row(_task("wrong", 7, turns=1), index=1)]
     pd.DataFrame(rows).to_parquet(tmp_path / "train.parquet")
     loops = tmp_path / "agent_loops.yaml"
-    loops.write_text(yaml.safe_dump(agent_loop_config(FACTORY, reward_factory=REWARD, max_tool_calls=3, cap_scope="turn")))  # the scripted policy calls in every turn
+    # the scripted policy calls in every turn
+    loops.write_text(yaml.safe_dump(agent_loop_config(FACTORY, reward_factory=REWARD, max_tool_calls=3, cap_scope="turn")))
     config = _verl_config(policy, [f"data.train_files={tmp_path / 'train.parquet'}", f"actor_rollout_ref.rollout.agent.agent_loop_config_path={loops}"])
     server = HFServer(policy)
     worker = AgentLoopWorker(config, llm_client=server)
