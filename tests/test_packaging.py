@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -35,8 +36,11 @@ def test_pyproject_lists_every_package_folder_under_its_import_name():
 
 
 def test_the_wheel_installs_only_the_projects_own_top_level_names(tmp_path):
+    source = tmp_path / "source"  # setuptools builds in the source tree: a copy keeps the checkout clean
+    skip = shutil.ignore_patterns(".*", "build", "runs", "*.egg-info", "__pycache__")
+    shutil.copytree(ROOT, source, ignore=skip)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(ROOT), "-w", str(tmp_path)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(source), "-w", str(tmp_path)],
         check=True, capture_output=True, timeout=300,
     )
     (wheel,) = tmp_path.glob("*.whl")
