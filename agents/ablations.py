@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from agents.base import Agent
-from agents.text_only import TextOnlyAgent
+from vtb_agents.base import Agent
+from vtb_agents.text_only import TextOnlyAgent
 
 ABLATIONS: Mapping[str, Mapping[str, Any]] = {
     "strong": {"system_prompt": "strong", "tool_set": "all"},

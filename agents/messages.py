@@ -18,8 +18,8 @@ from typing import Any, Mapping
 
 from PIL import Image
 
-from agents.base import Observation
-from agents.images import EncodedImages, ImagePolicy, data_url_info, image_data_url
+from vtb_agents.base import Observation
+from vtb_agents.images import EncodedImages, ImagePolicy, data_url_info, image_data_url
 
 
 class ObservationError(ValueError):

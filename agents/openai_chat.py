@@ -31,9 +31,9 @@ from typing import Any, Literal, Mapping, NoReturn, Sequence
 
 import httpx
 
-from agents.base import Action, BaseAgent, CallRecord, Observation
-from agents.images import EncodedImages, ImagePolicy
-from agents.messages import to_chat_messages
+from vtb_agents.base import Action, BaseAgent, CallRecord, Observation
+from vtb_agents.images import EncodedImages, ImagePolicy
+from vtb_agents.messages import to_chat_messages
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 MAX_BACKOFF_S = 30.0

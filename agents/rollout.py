@@ -27,16 +27,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from PIL import Image
 
-from rewards.grpo import group_advantages
-from rewards.mode import ConfusionMatrix, Outcome, mode_outcome
 from vtb_env.batch import EnvPool
-
-if TYPE_CHECKING:
-    from vtb_env.trajectory import EpisodeRecord
+from vtb_env.trajectory import EpisodeRecord
+from vtb_rewards.grpo import group_advantages
+from vtb_rewards.mode import ConfusionMatrix, Outcome, mode_outcome
 
 
 @dataclass
@@ -116,7 +114,7 @@ class HFGenerator:
         new = out.sequences[:, width:]
         logps = torch.stack(out.scores, dim=1).float().log_softmax(-1).gather(-1, new.unsqueeze(-1)).squeeze(-1)
         generations = []
-        for ids, lps in zip(new.tolist(), logps.tolist()):
+        for ids, lps in zip(new.tolist(), logps.tolist(), strict=True):
             end = next((i + 1 for i, t in enumerate(ids) if t in self.stop_ids), len(ids))
             generations.append(Generation(ids[:end], lps[:end]))
         return generations
@@ -131,7 +129,7 @@ class VLLMGenerator:
     def __call__(self, prompts: Sequence[list[int]], images: Sequence[list[Image.Image]] | None = None) -> list[Generation]:
         images = [list(row) or None for row in images] if images and any(images) else None
         _, completion_ids, logprobs, _ = self.trainer.vllm_generation.generate(list(prompts), images, num_generations=1)
-        return [Generation(list(ids), [row[0] for row in lps]) for ids, lps in zip(completion_ids, logprobs)]
+        return [Generation(list(ids), [row[0] for row in lps]) for ids, lps in zip(completion_ids, logprobs, strict=True)]
 
 
 class ChatRenderer:
@@ -162,7 +160,8 @@ class ChatRenderer:
             return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
         placeholders = text.count(self.processor.image_token)
         if placeholders != len(images):
-            raise ValueError(f"the rendered text has {placeholders} image placeholders ({self.processor.image_token!r}) but {len(images)} images arrived with it")
+            raise ValueError(f"the rendered text has {placeholders} image placeholders ({self.processor.image_token!r}) but {len(images)} images "
+                f"arrived with it")
         if not images:
             return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
         return list(self.processor(text=[text], images=[list(images)], add_special_tokens=False)["input_ids"][0])
@@ -260,7 +259,7 @@ def run_episodes(
     indices = list(range(len(task_ids)))
     resets = pool.reset(seed=seed, options=[{"task_id": t} for t in task_ids], indices=indices)
     live = []
-    for i, (task_id, (obs, info)) in enumerate(zip(task_ids, resets)):
+    for i, (task_id, (obs, info)) in enumerate(zip(task_ids, resets, strict=True)):
         episode = start_episode(renderer, task_id, obs)
         live.append(_Live(i, episode, obs["messages"], obs["tools"], info["task"].get("mode_label"), info["record"], time.perf_counter()))
     filler = live[0].episode.prompt_ids[:1]
@@ -273,14 +272,14 @@ def run_episodes(
         images = [s.episode.images for s in active] + [[]] * padding if renderer.is_vision else None
         generations = generate([s.episode.prompt_ids + s.episode.completion_ids for s in active] + [filler] * padding, images)
         actions: list[str | None] = [None] * len(pool)
-        for state, gen in zip(active, generations):
+        for state, gen in zip(active, generations, strict=False):
             state.episode.extend(gen.token_ids, gen.logprobs)
             state.episode.policy_steps += 1
             if len(state.episode.completion_ids) > max_completion_tokens:
                 _stop_for_length(pool, state)
             else:
                 actions[state.index] = renderer.decode(gen.token_ids)
-        for state, result in zip(live, pool.step(actions)):
+        for state, result in zip(live, pool.step(actions), strict=False):
             if result is None:
                 continue
             if result.terminated or result.truncated:

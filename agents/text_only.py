@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from agents.base import Action, Agent, BaseAgent, CallRecord, Observation
+from vtb_agents.base import Action, Agent, BaseAgent, CallRecord, Observation
 
 
 class TextOnlyAgent(BaseAgent):

@@ -20,8 +20,8 @@ from typing import Any, Mapping, Sequence
 
 from PIL import Image
 
-from agents.base import Action, BaseAgent, CallRecord, Observation
-from agents.messages import ObservationError
+from vtb_agents.base import Action, BaseAgent, CallRecord, Observation
+from vtb_agents.messages import ObservationError
 
 
 class TransformersAgent(BaseAgent):
@@ -136,7 +136,7 @@ class TransformersAgent(BaseAgent):
         latency = time.perf_counter() - start
         prompt_length = inputs["input_ids"].shape[1]
         texts = []
-        for row, mask in zip(output[:, prompt_length:].tolist(), inputs["attention_mask"].tolist()):
+        for row, mask in zip(output[:, prompt_length:].tolist(), inputs["attention_mask"].tolist(), strict=True):
             completion = _until_stop(row, self._stop_ids)
             texts.append(self.tokenizer.decode(completion, skip_special_tokens=False))
             self.record(

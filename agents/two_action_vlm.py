@@ -34,13 +34,20 @@ from pathlib import Path
 
 import torch
 from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
-from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3Processor, LlamaConfig, PreTrainedTokenizerFast
+from transformers import (
+    Idefics3Config,
+    Idefics3ForConditionalGeneration,
+    Idefics3Processor,
+    LlamaConfig,
+    PreTrainedTokenizerFast,
+)
 from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
 
 BOS, EOT, PAD, UNK, IMAGE = "<|begin_of_text|>", "<|eot_id|>", "<|pad|>", "[UNK]", "<image>"
 HEADER_OPEN, HEADER_CLOSE = "<|start_header_id|>", "<|end_header_id|>"
 _IDEFICS3_SPECIALS = ["<fake_token_around_image>", "<global-img>", "<end_of_utterance>"]
-_WORDS = ["system", "user", "assistant", "ipython", "image", "The", "the", "What", "what", "is", "in", "this", "png", "[", "]", ".", "?", ",", ":", "{", "}", '"']
+_WORDS = ["system", "user", "assistant", "ipython", "image", "The", "the", "What", "what", "is", "in", "this", "png", "[", "]", ".", "?", ",", ":",
+    "{", "}", '"']
 
 ZOOM_CODE = (
     "import glob\n"
@@ -81,7 +88,8 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
         additional_special_tokens=[IMAGE, HEADER_OPEN, HEADER_CLOSE, *_IDEFICS3_SPECIALS],
         extra_special_tokens={"image_token": IMAGE},
     )
-    tokenizer.add_tokens([AddedToken(text, special=False, normalized=False) for text in (CALL_TEXT, ANSWER_TEXT)])  # not special: decoding with skip_special_tokens keeps them
+    tokenizer.add_tokens([AddedToken(text, special=False, normalized=False) for text in (CALL_TEXT,
+        ANSWER_TEXT)])  # not special: decoding with skip_special_tokens keeps them
     tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
 

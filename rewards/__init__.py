@@ -1,9 +1,9 @@
 """Rewards: rubric scores, judges, adaptive mode selection, process metrics, RL reward composition."""
 
-from rewards.compose import EpisodeReward, RewardConfig, default_reward
-from rewards.judge import Judge, make_judge
-from rewards.mode import ConfusionMatrix, ModeLabelStore, ModeRewardConfig
-from rewards.scoring import aggregate, score_rubrics, score_task
+from vtb_rewards.compose import EpisodeReward, RewardConfig, default_reward
+from vtb_rewards.judge import Judge, make_judge
+from vtb_rewards.mode import ConfusionMatrix, ModeLabelStore, ModeRewardConfig
+from vtb_rewards.scoring import aggregate, score_rubrics, score_task
 
 __all__ = [
     "ConfusionMatrix",

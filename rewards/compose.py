@@ -20,25 +20,22 @@ kcoverage 0, tool_effectiveness 0 (the judged process metrics cost calls: opt in
 
 Judge outages: a rubric whose judging failed counts as not Met (``judge_incomplete="not_met"``,
 the default; ``info`` says ``judge_incomplete: 1``). With ``judge_incomplete="mask"`` such an
-episode's reward is NaN and ``masked: 1`` is in ``info``: ``rewards.grpo.group_advantages``
+episode's reward is NaN and ``masked: 1`` is in ``info``: ``vtb_rewards.grpo.group_advantages``
 leaves it out of its group (advantage 0) and the TRL reward function returns None for it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Literal, Mapping
+from typing import Literal, Mapping
 
-from rewards.judge.judge import Judge, judge_task
-from rewards.mode import ModeRewardConfig, mode_outcome
-from rewards.process import judge_kcoverage, judge_tool_effectiveness, tool_success_rate
-from rewards.scoring import MultiTurnMode, score_task
-
-if TYPE_CHECKING:
-    from vtb_env.tasks import CriticalRule, ModeLabel, Task
-    from vtb_env.trajectory import EpisodeRecord
-
-RewardFn = Callable[["Task", "EpisodeRecord"], tuple[float, dict[str, float]]]
+from vtb_env.tasks import CriticalRule, ModeLabel, Task
+from vtb_env.trajectory import EpisodeRecord
+from vtb_rewards.judge.factory import judge_from_env
+from vtb_rewards.judge.judge import Judge, judge_task
+from vtb_rewards.mode import ModeRewardConfig, mode_outcome
+from vtb_rewards.process import judge_kcoverage, judge_tool_effectiveness, tool_success_rate
+from vtb_rewards.scoring import MultiTurnMode, score_task
 
 
 @dataclass(frozen=True)
@@ -126,8 +123,4 @@ def default_reward(
     config: RewardConfig | None = None, judge: Judge | None = None, mode_labels: Mapping[str, "ModeLabel"] | None = None
 ) -> EpisodeReward:
     """The environment's reward: default weights, and the judge from ``VTB_JUDGE_*`` variables when not given."""
-    if judge is None:
-        from rewards.judge.factory import judge_from_env
-
-        judge = judge_from_env()
-    return EpisodeReward(config, judge, mode_labels)
+    return EpisodeReward(config, judge if judge is not None else judge_from_env(), mode_labels)

@@ -1,27 +1,19 @@
 """GRPO glue: group-relative advantages, a TRL reward function, a verl ``compute_score`` adapter.
 
-All three score a completion with the same ``EpisodeReward`` the environment uses. A completion
-is read into an ``EpisodeRecord``: a list of chat messages (TRL's conversational format, or a
-multi-step rollout) gives one step per assistant message, with its tool calls (parsed by
-``vtb_env.parsers``) and the ``tool`` messages that answered them. A string is one assistant
-action, unless it holds tool calls followed by more text: then it is a whole multi-turn response
-as verl decodes it (calls, tool results, answer), read as a step with the calls and a final step
-whose answer is the text after the last call or tool result (see ``split_response``).
+All three score a completion with the same ``EpisodeReward`` the environment uses; the
+completion is read into an ``EpisodeRecord`` by ``vtb_env.completion.record_from_completion``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from rewards.compose import EpisodeReward, default_reward
-
-if TYPE_CHECKING:
-    from vtb_env.tasks import Task
-    from vtb_env.trajectory import EpisodeRecord
+from vtb_env.completion import record_from_completion
+from vtb_env.tasks import Task
+from vtb_rewards.compose import EpisodeReward, default_reward
 
 
 def group_advantages(
@@ -60,79 +52,7 @@ def group_advantages(
     return advantages
 
 
-def record_from_completion(task_id: str, completion: str | Sequence[Mapping[str, Any]]) -> "EpisodeRecord":
-    """One turn's record from a completion (text, or chat messages); see the module doc."""
-    from vtb_env.parsers import parse_action
-    from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
-
-    messages = _response_messages(completion) if isinstance(completion, str) else list(completion)
-    steps: list[StepRecord] = []
-    calls_by_id: dict[str, ToolCallRecord] = {}
-    for message in messages:
-        role = message.get("role")
-        if role == "assistant":
-            parsed = parse_action(message if message.get("tool_calls") else str(message.get("content") or ""))
-            calls = [
-                ToolCallRecord(call_id=c.call_id or f"call_{len(steps)}_{i}", name=c.name, arguments=c.arguments, error=c.error, error_kind="parse_error" if c.error else None)
-                for i, c in enumerate(parsed.calls)
-            ]
-            calls_by_id.update((c.call_id, c) for c in calls)
-            steps.append(StepRecord(action_text=parsed.content, reasoning=parsed.reasoning, tool_calls=calls,
-                                    parse_errors=[c.error for c in parsed.calls if c.error], parser=parsed.parser))
-        elif role == "tool" and message.get("tool_call_id") in calls_by_id:
-            call = calls_by_id[message["tool_call_id"]]
-            call.output = str(message.get("content") or "")
-            if message.get("error"):
-                call.error, call.error_kind = str(message["error"]), "tool_error"
-    final = steps[-1].action_text if steps and not steps[-1].tool_calls else None
-    if steps:
-        steps[-1].final_answer = final
-    return EpisodeRecord(task_id=task_id, turns=[TurnRecord(index=0, steps=steps, final_answer=final)])
-
-
-# Where a call or a tool result ends, and the chat-template markup around the text that follows.
-_CALL_OR_RESULT_END = re.compile(r"</tool_call>|</function>|</tool_response>|<\|eom_id\|>")
-_SPECIAL_TOKEN = re.compile(r"<\|[a-z_]+\|>|</s>")
-_ROLE_HEADER = re.compile(r"^\s*(?:assistant|user|tool|ipython)\s*\n")
-
-
-def _is_json(line: str) -> bool:
-    try:
-        json.loads(line)
-    except ValueError:
-        return False
-    return line[:1] in "{[\""
-
-
-def split_response(text: str) -> tuple[str, str | None]:
-    """(the part with the tool calls, the answer after them) of a decoded multi-turn response.
-
-    The answer is the text after the last call or tool result, without chat-template markup
-    (special tokens, a role header) and without tool-result lines printed as JSON; ``None``
-    when the response holds no call/result markup (it is a single action).
-    """
-    ends = list(_CALL_OR_RESULT_END.finditer(text))
-    if not ends:
-        return text, None
-    rest = _ROLE_HEADER.sub("", _SPECIAL_TOKEN.sub("", text[ends[-1].end() :]).lstrip("\n"), count=1)
-    lines = rest.strip().splitlines()
-    while lines and (not lines[0].strip() or _is_json(lines[0].strip())):
-        lines.pop(0)
-    return text[: ends[-1].end()], "\n".join(lines).strip()
-
-
-def _response_messages(text: str) -> list[dict[str, Any]]:
-    """A string completion as assistant messages: one action, or (calls, answer) for a multi-turn response."""
-    from vtb_env.parsers import parse_action
-
-    calls_part, answer = split_response(text)
-    if answer is None or not parse_action(calls_part).calls:
-        return [{"role": "assistant", "content": text}]
-    answer_message = [{"role": "assistant", "content": answer}] if answer else []  # none: cut off after a call
-    return [{"role": "assistant", "content": calls_part}, *answer_message]
-
-
-def _single_turn(task: "Task", turn_index: int | None) -> "Task":
+def _single_turn(task: Task, turn_index: int | None) -> Task:
     """The task restricted to one turn (the completion answers that turn only)."""
     index = 0 if turn_index is None else int(turn_index)
     if not 0 <= index < len(task.turns):
@@ -141,7 +61,7 @@ def _single_turn(task: "Task", turn_index: int | None) -> "Task":
 
 
 def make_trl_reward_func(
-    tasks: Mapping[str, "Task"], reward: EpisodeReward | None = None, *, task_id_key: str = "task_id"
+    tasks: Mapping[str, Task], reward: EpisodeReward | None = None, *, task_id_key: str = "task_id"
 ) -> Callable[..., list[float]]:
     """A TRL ``reward_funcs`` entry: ``f(prompts, completions, **kwargs) -> list[float]``.
 
@@ -156,7 +76,7 @@ def make_trl_reward_func(
             raise ValueError(f"the dataset needs a {task_id_key!r} column to find each completion's task")
         turn_indices = kwargs.get("turn_index") or [None] * len(completions)
         scores, components = [], []
-        for task_id, completion, turn_index in zip(task_ids, completions, turn_indices):
+        for task_id, completion, turn_index in zip(task_ids, completions, turn_indices, strict=True):
             task = _single_turn(tasks[task_id], turn_index)
             value, info = episode_reward(task, record_from_completion(task_id, completion))
             scores.append(None if math.isnan(value) else value)  # TRL skips None rewards (a masked episode)
@@ -177,10 +97,8 @@ def compute_score(
     """verl custom reward: ``ground_truth`` is the task (``Task.to_dict()``, as a dict or JSON string).
 
     ``extra_info`` may give ``turn_index``; other keywords newer verl versions pass are ignored. Returns ``{"score": reward, **components}``; the judge
-    comes from the ``VTB_JUDGE_*`` variables (see ``rewards.judge.factory``).
+    comes from the ``VTB_JUDGE_*`` variables (see ``vtb_rewards.judge.factory``).
     """
-    from vtb_env.tasks import Task
-
     global _VERL_REWARD
     if _VERL_REWARD is None:
         _VERL_REWARD = default_reward()

@@ -13,10 +13,9 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Sequence
+from typing import Iterable, Literal, Mapping, Sequence
 
-if TYPE_CHECKING:
-    from vtb_env.tasks import ModeLabel
+from vtb_env.tasks import ModeLabel
 
 Outcome = Literal["TP", "FN", "TN", "FP"]
 TOOL_REQUIRED: ModeLabel = "tool_required"
@@ -91,7 +90,7 @@ def group_label(used_tools: Sequence[bool], passed: Sequence[bool], min_text_onl
     This is the text-only criterion applied online to the current policy: if the policy solves
     the task without tools in its own group, tool use was not needed.
     """
-    text_only_passes = sum(1 for used, ok in zip(used_tools, passed) if ok and not used)
+    text_only_passes = sum(1 for used, ok in zip(used_tools, passed, strict=False) if ok and not used)
     return TOOL_REDUNDANT if text_only_passes >= min_text_only_passes else TOOL_REQUIRED
 
 

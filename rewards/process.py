@@ -18,18 +18,16 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import json_repair
 
-from rewards.judge.backends import BackendError, JudgeBackend
-from rewards.judge.judge import Judge, JudgeItem
-from rewards.judge.prompt import ERROR_TYPE_TEMPLATE, KEY_STEP_JUDGE_TEMPLATE, TOOL_CALL_JUDGE_TEMPLATE, render
-from rewards.judge.verdict import Verdict
-
-if TYPE_CHECKING:
-    from vtb_env.tasks import Task, Turn
-    from vtb_env.trajectory import EpisodeRecord
+from vtb_env.tasks import Task, Turn
+from vtb_env.trajectory import EpisodeRecord
+from vtb_rewards.judge.backends import BackendError, JudgeBackend
+from vtb_rewards.judge.judge import Judge, JudgeItem
+from vtb_rewards.judge.prompt import ERROR_TYPE_TEMPLATE, KEY_STEP_JUDGE_TEMPLATE, TOOL_CALL_JUDGE_TEMPLATE, render
+from vtb_rewards.judge.verdict import Verdict
 
 MAX_STEP_CHARS = 400
 MAX_JUDGED_TEXT_CHARS = 12_000  # keep judge prompts bounded; reasoning can be very long
@@ -126,7 +124,7 @@ def judge_key_steps(judge: Judge, task: "Task", record: "EpisodeRecord", templat
     """Per turn that has key steps, the judge's presence verdict for each step, in order."""
     step_judge = replace(judge, template=template, stats=judge.stats)
     presence = []
-    for turn, turn_record in zip(task.turns, record.turns):
+    for turn, turn_record in zip(task.turns, record.turns, strict=False):
         steps = key_steps_for(turn)
         if steps:
             reasoning = _clip(turn_record.reasoning)
@@ -154,7 +152,7 @@ def judge_tool_effectiveness(
     """Share of tool calls that ran without error AND that the judge finds appropriate for their step."""
     call_judge = replace(judge, template=template, stats=judge.stats)
     items, ok_flags = [], []
-    for turn, turn_record in zip(task.turns, record.turns):
+    for turn, turn_record in zip(task.turns, record.turns, strict=False):
         for step in turn_record.steps:
             step_text = _clip("\n".join(part for part in (step.reasoning, step.action_text) if part))
             for call in step.tool_calls:

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Sequence
+from typing import Iterable, Literal, Mapping, Sequence
 
-from rewards.judge.verdict import JUDGE_ERROR, MET, Verdict
-
-if TYPE_CHECKING:
-    from vtb_env.tasks import CriticalRule, Rubric, Task
+from vtb_env.tasks import CriticalRule, Rubric, Task
+from vtb_rewards.judge.verdict import JUDGE_ERROR, MET, Verdict
 
 MultiTurnMode = Literal["pooled", "per_turn"]
 VerdictLike = Verdict | str  # a Verdict or its status string ("Met", "Not Met", "judge_error")
@@ -89,7 +87,7 @@ def score_task(
     """Task score and pass from per-turn verdicts (``[{rubric_id: verdict}]``, one dict per turn)."""
     if len(verdicts_by_turn) != len(task.turns):
         raise ValueError(f"task {task.id}: {len(verdicts_by_turn)} verdict sets for {len(task.turns)} turns")
-    turns = tuple(score_rubrics(turn.rubrics, v, rule) for turn, v in zip(task.turns, verdicts_by_turn))
+    turns = tuple(score_rubrics(turn.rubrics, v, rule) for turn, v in zip(task.turns, verdicts_by_turn, strict=False))
     if multi_turn == "pooled":  # one score over all turns' rubrics; pooled pass = every turn passes
         total = sum(t.total_weight for t in turns)
         score = sum(t.met_weight for t in turns) / total if total else 0.0

@@ -8,7 +8,7 @@
    them: original bytes in data URLs), before and after, in the same run:
    - before: the old code path (each request base64-decodes and fully decodes every image to
      read its size; a policy that needs a resize re-encodes every image on every request);
-   - after: ``agents.messages.to_chat_messages`` with the agent's ``EncodedImages`` cache
+   - after: ``vtb_agents.messages.to_chat_messages`` with the agent's ``EncodedImages`` cache
      (sizes from the header, each image encoded once per episode).
 
     PYTHONPATH=. python scripts/bench_eval_throughput.py [--latency 0.25] [--requests-per-slot 2]
@@ -31,9 +31,9 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agents.images import EncodedImages, ImagePolicy, image_data_url  # noqa: E402
-from agents.messages import to_chat_messages  # noqa: E402
 from tests.support.chat_server import ChatServer  # noqa: E402
+from vtb_agents.images import EncodedImages, ImagePolicy, image_data_url  # noqa: E402
+from vtb_agents.messages import to_chat_messages  # noqa: E402
 
 
 def write_tasks(root: Path, n: int) -> Path:
@@ -49,15 +49,16 @@ def write_tasks(root: Path, n: int) -> Path:
 
 def requests_per_second(latency: float, concurrency: int, per_slot: int, workdir: Path) -> tuple[float, int]:
     """(requests/s, requests) of one `evaluate` run with ``concurrency`` episodes in flight."""
-    from agents.openai_chat import OpenAIChatAgent
-    from rewards.judge.judge import Judge
-    from vtb_env.env import VisualToolBenchEnv, _default_tools
-    from vtb_env.evaluation.runner import evaluate
+    from vtb_agents.openai_chat import OpenAIChatAgent
+    from vtb_app.evaluation.runner import evaluate
+    from vtb_env.env import VisualToolBenchEnv
     from vtb_env.loaders import load_tasks
+    from vtb_env.tools import default_tools
+    from vtb_rewards.judge.judge import Judge
 
     n = max(8, concurrency * per_slot)
     tasks = load_tasks(str(write_tasks(workdir / f"data{concurrency}", n)))
-    tools = _default_tools()
+    tools = default_tools()
     with ChatServer(lambda request: {"content": "The total is 9."}, latency_s=latency) as server:
         agent = OpenAIChatAgent("m", server.base_url)
         start = time.perf_counter()
@@ -75,7 +76,7 @@ def agent_requests_per_second(latency: float, concurrency: int, per_slot: int) -
     what the client side can keep in flight, for comparison with the whole runner."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from agents.openai_chat import OpenAIChatAgent
+    from vtb_agents.openai_chat import OpenAIChatAgent
 
     observation = {"messages": [{"role": "user", "content": "[t0] What is the total?"}], "images": [], "tools": []}
     n = max(8, concurrency * per_slot)

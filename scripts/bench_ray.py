@@ -21,13 +21,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agents.ocr_baseline import OcrBaselineAgent  # noqa: E402
+from vtb_agents.ocr_baseline import OcrBaselineAgent  # noqa: E402
+from vtb_app.evaluation.ray_executor import RunSpec, evaluate_on_ray  # noqa: E402
+from vtb_app.evaluation.records import iter_records  # noqa: E402
+from vtb_app.evaluation.runner import Scoring, episode_reward, evaluate  # noqa: E402
+from vtb_app.evaluation.specs import make_judge  # noqa: E402
 from vtb_env.config import EnvConfig  # noqa: E402
 from vtb_env.env import VisualToolBenchEnv  # noqa: E402
-from vtb_env.evaluation.ray_executor import RunSpec, evaluate_on_ray  # noqa: E402
-from vtb_env.evaluation.records import iter_records  # noqa: E402
-from vtb_env.evaluation.runner import Scoring, episode_reward, evaluate  # noqa: E402
-from vtb_env.evaluation.specs import load_eval_tasks, make_judge  # noqa: E402
+from vtb_env.loaders import load_tasks  # noqa: E402
 from vtb_env.ray_cluster import connect, import_ray  # noqa: E402
 from vtb_env.sandbox.pool import close_shared  # noqa: E402
 
@@ -70,7 +71,7 @@ def main() -> None:
     args = parser.parse_args()
     available = sorted(os.sched_getaffinity(0))
     levels = sorted({len(available) if c == "all" else int(c) for c in args.cores.split(",")})
-    tasks = load_eval_tasks("demo", limit=args.tasks)
+    tasks = load_tasks("demo", limit=args.tasks)
     episodes = len(tasks) * args.samples
     print(f"{episodes} episodes (OCR baseline, demo tasks, exact judge); {len(available)} cores available; load average {os.getloadavg()[0]:.1f}")
     print(f"{'cores':>5} {'threads s':>10} {'ep/s':>6} {'ray start s':>11} {'ray s':>7} {'ep/s':>6} {'ray/threads':>11} {'overhead/ep s':>13} same")

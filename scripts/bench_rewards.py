@@ -19,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rewards.compose import EpisodeReward  # noqa: E402
-from rewards.judge import Judge, JudgeItem, OpenAIChatBackend, VerdictCache  # noqa: E402
 from tests.support.chat_server import ChatServer  # noqa: E402
 from vtb_env.tasks import Rubric, Task, Turn  # noqa: E402
 from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord  # noqa: E402
+from vtb_rewards.compose import EpisodeReward  # noqa: E402
+from vtb_rewards.judge import Judge, JudgeItem, OpenAIChatBackend, VerdictCache  # noqa: E402
 
 REPLY = {"content": json.dumps({"explanation": "The answer states the value.", "judge_result": "Met"})}
 
@@ -74,7 +74,8 @@ def main() -> None:
             n = 8 if concurrency == 1 else 4 * concurrency
             rate, requests, errors = throughput(server, concurrency, n)
             baseline = baseline or rate
-            print(f"  concurrency {concurrency:>2}: {rate:7.1f} rubrics/s  ({n} rubrics, {requests} answered, {errors} judge errors; x{rate / baseline:.1f} vs concurrency 1, ideal x{concurrency})")
+            print(f"  concurrency {concurrency:>2}: {rate:7.1f} rubrics/s  ({n} rubrics, {requests} answered, {errors} judge errors; "
+                f"x{rate / baseline:.1f} vs concurrency 1, ideal x{concurrency})")
         cache = VerdictCache(Path(tmp) / "verdicts.sqlite")
         throughput(server, 32, 512, cache, tag="cached")
         rate, requests, _ = throughput(server, 32, 512, cache, tag="cached")

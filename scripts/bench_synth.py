@@ -45,7 +45,7 @@ def main() -> None:
     print(f"probe: {len(results)} tasks in {time.perf_counter() - start:.1f} s")
     print(json.dumps(summarize(results), indent=2))
     by_scene: dict[str, list] = defaultdict(list)
-    for task, result in zip(tasks, results):
+    for task, result in zip(tasks, results, strict=True):
         by_scene[f"{task.metadata['scene']}/{task.mode_label}"].append(result)
     for key in sorted(by_scene):
         group = by_scene[key]

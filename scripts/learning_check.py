@@ -3,7 +3,7 @@
     python scripts/learning_check.py --tasks synth:192:0 --eval-tasks synth:48:1 --max-steps 60 \
         --plot docs/figures/learning_curve.png
 
-1. Build the two-action policy (``agents.two_action_vlm``: a random-weight Idefics3 whose reply
+1. Build the two-action policy (``vtb_agents.two_action_vlm``: a random-weight Idefics3 whose reply
    is a well-formed ``python_image_processing`` zoom or a fixed final answer; its choice is
    predicted at the assistant header, which attends to the image tokens).
 2. Evaluate it on held-out tasks (another synth seed): one episode per task in the real
@@ -30,14 +30,14 @@ from typing import Any, Sequence
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agents.rollout import ChatRenderer, Episode, HFGenerator, run_episodes  # noqa: E402
-from agents.two_action_vlm import build_two_action_vlm  # noqa: E402
-from rewards.mode import ConfusionMatrix  # noqa: E402
+from vtb_agents.rollout import ChatRenderer, Episode, HFGenerator, run_episodes  # noqa: E402
+from vtb_agents.two_action_vlm import build_two_action_vlm  # noqa: E402
 from vtb_env.batch import EnvPool  # noqa: E402
 from vtb_env.config import EnvConfig  # noqa: E402
 from vtb_env.env import VisualToolBenchEnv  # noqa: E402
 from vtb_env.tasks import Task  # noqa: E402
 from vtb_env.tools.base import ToolRegistry  # noqa: E402
+from vtb_rewards.mode import ConfusionMatrix  # noqa: E402
 
 GREEDY_TEMPERATURE = 1e-4  # HFGenerator always samples; this makes it the argmax
 
@@ -131,15 +131,15 @@ def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[
     """The whole experiment; returns the curve, the held-out figures before/after and timings."""
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
-    from vtb_env.evaluation.specs import load_eval_tasks
+    from vtb_env.loaders import load_tasks
     from vtb_env.tools.python_tools import PythonImageProcessing
 
     start = time.perf_counter()
-    train_tasks, eval_tasks = load_eval_tasks(args.tasks), load_eval_tasks(args.eval_tasks)
+    train_tasks, eval_tasks = load_tasks(args.tasks), load_tasks(args.eval_tasks)
     for spec, tasks in ((args.tasks, train_tasks), (args.eval_tasks, eval_tasks)):
         if not tasks or any(t.mode_label is None for t in tasks):
             raise SystemExit(f"{spec!r}: every task needs a mode label (tool_required / tool_redundant)")
-    from vtb_env.integrations import trl as train_grpo
+    from vtb_app.integrations import trl as train_grpo
 
     own_tools = tools is None
     tools = tools if tools is not None else ToolRegistry([PythonImageProcessing()])

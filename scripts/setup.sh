@@ -32,8 +32,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # pure-Python modules its agent loop, tool registry and dataset import (docs/training.md).
   .venv/bin/python -m pip install -q --no-deps "verl==0.9.1"
   .venv/bin/python -m pip install -q hydra-core omegaconf codetiming dill pylatexenc "tensordict>=0.10" orjson cachetools fastapi uvicorn
-  # verifiers' legacy multi-turn API (0.3.x) without openai-agents: its top-level `agents` package
-  # would shadow ours, and verifiers.legacy's MultiTurnEnv does not import it.
+  # verifiers' legacy multi-turn API (0.3.x) without openai-agents, which verifiers.legacy's
+  # MultiTurnEnv does not import (our packages install as vtb_agents/vtb_rewards: no clash either way).
   .venv/bin/python -m pip install -q --no-deps "verifiers>=0.3.0,<0.4"
   .venv/bin/python -m pip install -q aiohttp aiolimiter "anthropic>=0.78" gepa loguru math-verify "mcp>=1.24,<2" msgpack \
     "prime-pydantic-config[toml]>=0.4.3" prime-sandboxes prime-tunnel pyzmq "renderers>=0.1.10" requests rich setproctitle tenacity tomli-w uvloop

@@ -2,7 +2,7 @@
 
     python scripts/train_grpo.py --model PATH --tasks synth:64:0 --num-generations 4 --max-steps 100
 
-A thin entry point: the trainer pieces live in ``vtb_env.integrations.trl`` (``train``,
+A thin entry point: the trainer pieces live in ``vtb_app.integrations.trl`` (``train``,
 ``parse_args``, ``EnvRollout``, ...). See docs/training.md.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vtb_env.integrations.trl import main  # noqa: E402
+from vtb_app.integrations.trl import main  # noqa: E402
 
 if __name__ == "__main__":
     main()

@@ -6,14 +6,14 @@ import dataclasses
 
 import pytest
 
-from agents.ocr_baseline import OcrBaselineAgent, named_rows, parse_reading
-from rewards.checks import run_check
 from tests.test_eval import write_menu_tasks
+from vtb_agents.ocr_baseline import OcrBaselineAgent, named_rows, parse_reading
+from vtb_app.evaluation.runner import run_episode
 from vtb_env.env import VisualToolBenchEnv
-from vtb_env.evaluation.runner import run_episode
 from vtb_env.loaders import load_tasks
 from vtb_env.ocr import OcrWord
 from vtb_env.tasks import Rubric
+from vtb_rewards.checks import run_check
 
 pytestmark = pytest.mark.usefixtures("tesseract")  # skipped without it, a failure under CI
 
@@ -40,7 +40,7 @@ def _env(tasks, tools=None):
 
 def _passes(task, answers) -> list[bool]:
     """Per turn: are all critical checks met?"""
-    return [all(run_check(r.check, a) for r in turn.rubrics if r.check and r.critical) for turn, a in zip(task.turns, answers)]
+    return [all(run_check(r.check, a) for r in turn.rubrics if r.check and r.critical) for turn, a in zip(task.turns, answers, strict=False)]
 
 
 def _demo(focus: str, label: str, scene: str | None = None):
@@ -127,9 +127,9 @@ _FIELDS = {"start": "Alder", "end": "Birchwood", "a": "Garden Salad", "b": "Lemo
 
 
 def test_the_rules_know_every_question_template_of_the_generator():
-    from agents.ocr_baseline.agent import sounds_vague
-    from agents.ocr_baseline.questions import Question
-    from agents.ocr_baseline.rules import rule_for
+    from vtb_agents.ocr_baseline.agent import sounds_vague
+    from vtb_agents.ocr_baseline.questions import Question
+    from vtb_agents.ocr_baseline.rules import rule_for
     from vtb_env.synth import templates
 
     names = {name for name, value in vars(templates).items() if name.isupper() and isinstance(value, str)}

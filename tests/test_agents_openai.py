@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from agents.base import summarize_calls
-from agents.images import ImagePolicy, encode_image
-from agents.openai_chat import AgentCallError, OpenAIChatAgent, Sampling
 from tests.support.chat_server import ChatServer
+from vtb_agents.base import summarize_calls
+from vtb_agents.images import ImagePolicy, encode_image
+from vtb_agents.openai_chat import AgentCallError, OpenAIChatAgent, Sampling
 
 TOOL = {
     "type": "function",
@@ -122,8 +122,8 @@ def test_act_batch_sends_requests_concurrently():
 
 
 def test_ready_data_urls_are_kept_or_shrunk_to_the_policy():
-    from agents.images import image_data_url
-    from agents.messages import to_chat_messages
+    from vtb_agents.images import image_data_url
+    from vtb_agents.messages import to_chat_messages
 
     url, _ = image_data_url(Image.new("RGB", (300, 100), "white"), ImagePolicy(format="PNG"))
     obs = {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]}

@@ -7,8 +7,8 @@ import json
 import pytest
 from PIL import Image
 
-from agents.transformers_agent import TransformersAgent, to_hf_messages
 from tests.support.tiny_models import build_scripted_model, build_tiny_idefics3, build_tiny_llava, build_tiny_mllama
+from vtb_agents.transformers_agent import TransformersAgent, to_hf_messages
 
 pytestmark = pytest.mark.slow  # builds and runs several tiny checkpoints (~10 s)
 
@@ -26,7 +26,8 @@ def observation(with_image: bool, after_tool: bool = False) -> dict:
     messages = [{"role": "user", "content": content}]
     if after_tool:
         messages += [
-            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "calculator", "arguments": json.dumps(CALL["arguments"])}}]},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "calculator",
+                "arguments": json.dumps(CALL["arguments"])}}]},
             {"role": "tool", "tool_call_id": "c1", "content": '{"result": 42}'},
         ]
     return {"messages": messages, "images": [Image.new("RGB", (40, 30), "red")] if with_image else [], "tools": [TOOL]}

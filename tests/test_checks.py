@@ -2,7 +2,7 @@
 
 import pytest
 
-from rewards.checks import MAX_NUMBERS, CheckSpecError, numbers_in, run_check
+from vtb_rewards.checks import MAX_NUMBERS, CheckSpecError, numbers_in, run_check
 
 
 def test_numbers_in_parses_currency_separators_and_signs():

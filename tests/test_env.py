@@ -13,9 +13,9 @@ import vtb_env  # noqa: F401  (registers VisualToolBench-v0)
 from tests.support.env_tools import ImageMakerTool, exact_reward, hermes, make_task, png, small_tools
 from vtb_env.config import CAP_PLACEHOLDER_ANSWER, EnvConfig
 from vtb_env.env import VisualToolBenchEnv
+from vtb_env.loaders import load_tasks
 from vtb_env.observation import ImageAsset, to_hf_messages
 from vtb_env.prompts import STRONG_SYSTEM_PROMPT, WEAK_SYSTEM_PROMPT
-from vtb_env.loaders import load_tasks
 from vtb_env.tasks import Task, Turn
 from vtb_env.tools.base import ToolRegistry
 from vtb_env.tools.python_tools import PythonImageProcessing
@@ -38,7 +38,8 @@ def test_scripted_two_turn_episode_produces_the_expected_trajectory():
     assert obs in env.observation_space
 
     # Turn 1, round 1: two parallel calls; the vision call saves two images.
-    obs, reward, terminated, truncated, info = env.step("<think>zoom first</think>" + hermes("python_image_processing", code="save; save") + hermes("calculator", expression="13+3"))
+    obs, reward, terminated, truncated, info = env.step("<think>zoom first</think>" + hermes("python_image_processing",
+        code="save; save") + hermes("calculator", expression="13+3"))
     assert (reward, terminated, truncated) == (0.0, False, False)
     assert roles(obs) == ["system", "user", "assistant", "tool", "tool", "user"]
     assistant = obs["messages"][2]
@@ -76,7 +77,8 @@ def test_scripted_two_turn_episode_produces_the_expected_trajectory():
 
 
 def test_every_action_format_drives_a_call():
-    message = {"role": "assistant", "content": None, "tool_calls": [{"id": "abc", "type": "function", "function": {"name": "calculator", "arguments": '{"expression": "2"}'}}]}
+    message = {"role": "assistant", "content": None, "tool_calls": [{"id": "abc", "type": "function", "function": {"name": "calculator",
+        "arguments": '{"expression": "2"}'}}]}
     actions = [
         hermes("calculator", expression="2"),
         '<|python_tag|>{"name": "calculator", "parameters": {"expression": "2"}}',
@@ -124,7 +126,8 @@ def test_malformed_and_failing_calls_become_error_tool_messages(action, kind, fr
 def test_env_never_raises_on_strange_actions():
     env = make_env()
     env.reset(seed=0)
-    for action in [None, 3.5, {"role": "assistant", "tool_calls": "nope"}, {"role": "assistant", "tool_calls": [None]}, "[calc(", "<tool_call>", "<|python_tag|>"]:
+    for action in [None, 3.5, {"role": "assistant", "tool_calls": "nope"}, {"role": "assistant", "tool_calls": [None]}, "[calc(", "<tool_call>",
+        "<|python_tag|>"]:
         obs, reward, terminated, truncated, info = env.step(action)
         assert obs in env.observation_space and not terminated
 
@@ -380,7 +383,10 @@ def test_full_episode_through_the_real_vision_tool():
     env = VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([PythonImageProcessing()]), reward=exact_reward())
     obs, _ = env.reset(seed=0)
     assert "image_1.png" in obs["tools"][0]["function"]["description"]  # the schema lists the visible files
-    code = "from PIL import Image\nimg = Image.open('image_1.png')\nprint(img.size)\nimg.crop((0, 0, 20, 10)).save('transformed_image_0.png')\nimg.resize((5, 5)).save('other.png')"
+    code = (
+        "from PIL import Image\nimg = Image.open('image_1.png')\nprint(img.size)\n"
+        "img.crop((0, 0, 20, 10)).save('transformed_image_0.png')\nimg.resize((5, 5)).save('other.png')"
+    )
     obs, *_ , info = env.step(hermes("python_image_processing", code=code))
     assert roles(obs)[-3:] == ["assistant", "tool", "user"]
     output = obs["messages"][-2]["content"]
@@ -407,7 +413,8 @@ def test_scripted_episode_over_a_demo_task_with_the_default_tools():
     env = VisualToolBenchEnv(tasks=[task], reward=exact_reward())
     obs, info = env.reset(seed=0)
     assert roles(obs) == ["system", "user"] and obs["image_names"] == ["image_1.png"] and info["task"]["id"] == task.id
-    assert [t["function"]["name"] for t in obs["tools"]] == ["python_image_processing", "python_interpreter", "web_search", "browser_get_page_text", "historical_weather", "calculator"]
+    assert [t["function"]["name"] for t in obs["tools"]] == ["python_image_processing", "python_interpreter", "web_search", "browser_get_page_text",
+        "historical_weather", "calculator"]
     size = obs["images"][0].size
 
     obs, reward, terminated, truncated, info = env.step("<think>zoom into the top-left quarter</think>" + hermes("python_image_processing", code=ZOOM_CODE))

@@ -70,7 +70,7 @@ def test_unserializable_dict_actions_are_parse_errors_in_the_pool():
     pool = make_pool(len(actions))
     pool.reset(seed=0)
     results = pool.step(actions)
-    for result, (_, reason) in zip(results, unserializable_actions()):
+    for result, (_, reason) in zip(results, unserializable_actions(), strict=True):
         assert not result.terminated and reason in result.info["parse_errors"][0]
         assert result.observation["messages"][-1]["role"] == "tool"
     assert all(r.terminated for r in pool.step(["It is 10."] * len(actions)))

@@ -8,7 +8,6 @@ as UTF-8, and the next step must work.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Mapping
 
 import pytest

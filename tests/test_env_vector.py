@@ -46,7 +46,8 @@ def test_spaces_accept_what_the_env_emits_and_reject_other_things():
 def _run_vector(vector_env):
     observations, infos = vector_env.reset(seed=3)
     assert len(observations) == 2 and all(obs in vector_env.single_observation_space for obs in observations)
-    observations, rewards, terminated, truncated, infos = vector_env.step((hermes("python_image_processing", code="save"), hermes("calculator", expression="1")))
+    observations, rewards, terminated, truncated, infos = vector_env.step((hermes("python_image_processing", code="save"), hermes("calculator",
+        expression="1")))
     assert observations[0]["image_names"][-1] == "transformed_image_0.png"
     assert observations[1]["messages"][-1]["role"] == "tool" and not terminated.any()
     return vector_env.step(("It is 10.", "It is 10."))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from tests.support.chat_server import ChatServer
-from vtb_env.evaluation.records import RunLog, done_keys, iter_records, latest_records
+from vtb_app.evaluation.records import RunLog, done_keys, iter_records, latest_records
 
 ROOT = Path(__file__).resolve().parent.parent
 ITEMS = [("Garden Salad", 9), ("Margherita Pizza", 13), ("Lemon Soda", 4)]
@@ -54,7 +53,7 @@ def write_menu_tasks(root: Path, n: int = 2) -> Path:
 
 
 def vtb(*args: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "vtb_env.cli", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    return subprocess.Popen([sys.executable, "-m", "vtb_app.cli", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
 def test_run_log_repairs_a_torn_line_and_the_last_ok_record_wins(tmp_path):
@@ -175,7 +174,7 @@ def test_judge_rescores_saved_answers_with_another_rule(tmp_path):
 def test_progress_writes_plain_lines_about_every_tenth_when_not_a_terminal():
     import io
 
-    from vtb_env.evaluation.runner import Progress
+    from vtb_app.evaluation.runner import Progress
 
     stream = io.StringIO()
     progress = Progress(25, stream=stream)

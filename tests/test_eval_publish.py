@@ -15,8 +15,8 @@ import pytest
 from PIL import Image
 
 from tests.support.chat_server import ChatServer
-from vtb_env.cli import main
-from vtb_env.evaluation.records import latest_records
+from vtb_app.cli import main
+from vtb_app.evaluation.records import latest_records
 from vtb_env.prompts import NO_TOOLS_SYSTEM_PROMPT, STRONG_SYSTEM_PROMPT
 
 TASK_TAG = re.compile(r"\[(t\d+)\]")
@@ -110,7 +110,7 @@ def test_apr_counts_every_task_and_the_report_says_how(tmp_path, capsys):
 
 
 def test_default_concurrency_is_bounded_for_in_process_agents():
-    from vtb_env.evaluation.commands import HTTP_AGENT_CONCURRENCY, default_concurrency
+    from vtb_app.evaluation.commands import HTTP_AGENT_CONCURRENCY, default_concurrency
 
     assert default_concurrency("openai:m@http://127.0.0.1:1/v1") == HTTP_AGENT_CONCURRENCY >= 32
     assert default_concurrency("hf:/models/tiny") == 1
@@ -164,11 +164,11 @@ def test_judge_outages_are_visible_and_retried_by_resume_and_vtb_judge(tmp_path,
 
 
 def test_grpo_can_mask_episodes_whose_judging_failed():
-    from rewards.compose import EpisodeReward, RewardConfig
-    from rewards.grpo import group_advantages
-    from rewards.judge.judge import Judge
     from vtb_env.tasks import Task
     from vtb_env.trajectory import EpisodeRecord, StepRecord, TurnRecord
+    from vtb_rewards.compose import EpisodeReward, RewardConfig
+    from vtb_rewards.grpo import group_advantages
+    from vtb_rewards.judge.judge import Judge
 
     task = Task.from_dict({"id": "t", "turns": [{"prompt": "q", "golden_answer": "9", "rubrics": {"r1": {"description": "says 9", "weight": 5}}}]})
     record = EpisodeRecord("t", turns=[TurnRecord(0, steps=[StepRecord(action_text="9", final_answer="9")], final_answer="9")])
@@ -307,7 +307,7 @@ def test_no_tools_runs_do_not_send_the_strong_prompt(tmp_path):
         vtb("label-modes", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--out", tmp_path / "lm", "--no-progress")
         vtb("eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--out", tmp_path / "strong", "--no-progress")
     systems = [r["messages"][0] for r in agent.requests]
-    text_only = [m["content"] for m, r in zip(systems, agent.requests) if not r.get("tools") and len(r["messages"]) == 2]
+    text_only = [m["content"] for m, r in zip(systems, agent.requests, strict=False) if not r.get("tools") and len(r["messages"]) == 2]
     assert text_only[:2] == [NO_TOOLS_SYSTEM_PROMPT, NO_TOOLS_SYSTEM_PROMPT] and "tool" not in NO_TOOLS_SYSTEM_PROMPT.lower()
     assert systems[-1]["content"] == STRONG_SYSTEM_PROMPT  # the tool-use setting keeps the paper's strong prompt
 
@@ -348,7 +348,7 @@ def test_reasoning_model_judges_get_only_what_they_accept(tmp_path, capsys):
 
 @pytest.mark.parametrize("value", ["Met (partially)", "Partially Met", "Met/Not Met", "met, mostly"])
 def test_qualified_verdicts_are_judge_errors_by_one_rule(value):
-    from rewards.judge.verdict import parse_verdict
+    from vtb_rewards.judge.verdict import parse_verdict
 
     for reply in (json.dumps({"judge_result": value}), f"judge_result: {value}", f'{{"judge_result": "{value}", "explanation": "x"'):
         assert parse_verdict(reply).is_error, reply
@@ -401,8 +401,8 @@ def test_images_are_encoded_once_and_never_decoded_to_measure(tmp_path, monkeypa
 
     from PIL import Image as PILImage
 
-    from agents.images import ImagePolicy
-    from agents.openai_chat import OpenAIChatAgent
+    from vtb_agents.images import ImagePolicy
+    from vtb_agents.openai_chat import OpenAIChatAgent
 
     buffer = io.BytesIO()
     Image.effect_noise((4000, 3000), 20).convert("RGB").save(buffer, format="JPEG", quality=90)  # a 12-megapixel photo, ~6 MB

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from rewards.compose import EpisodeReward
 from tests.support.chat_server import ChatServer
 from tests.test_eval import write_menu_tasks
-from vtb_env.cli import main
-from vtb_env.evaluation.records import latest_records
+from vtb_app.cli import main
+from vtb_app.evaluation.records import latest_records
 from vtb_env.loaders import load_tasks
 from vtb_env.trajectory import EpisodeRecord
+from vtb_rewards.compose import EpisodeReward
 
 
 def test_records_carry_the_env_reward_and_the_report_averages_it(tmp_path, capsys):

@@ -19,9 +19,9 @@ import torch
 
 pytest.importorskip("trl")
 
-from agents.rollout import ChatRenderer, HFGenerator, run_episodes, summarize  # noqa: E402
-from vtb_env.integrations import trl as vtb_trl  # noqa: E402
 from tests.support.tiny_models import TOOL_CALL_OPEN, build_scripted_model  # noqa: E402
+from vtb_agents.rollout import ChatRenderer, HFGenerator, run_episodes, summarize  # noqa: E402
+from vtb_app.integrations import trl as vtb_trl  # noqa: E402
 from vtb_env.batch import EnvPool  # noqa: E402
 from vtb_env.config import EnvConfig  # noqa: E402
 from vtb_env.env import VisualToolBenchEnv  # noqa: E402
@@ -96,8 +96,8 @@ def test_rollout_runs_real_tools_and_masks_env_tokens(policy_path, tasks, tools)
     assert any(not e.record.used_tools for e in episodes), "no episode answered without tools"
     for e in episodes:
         assert len(e.completion_ids) == len(e.env_mask) == len(e.logprobs)
-        policy_text = renderer.decode([t for t, m in zip(e.completion_ids, e.env_mask) if m])
-        env_text = renderer.tokenizer.decode([t for t, m in zip(e.completion_ids, e.env_mask) if not m])
+        policy_text = renderer.decode([t for t, m in zip(e.completion_ids, e.env_mask, strict=True) if m])
+        env_text = renderer.tokenizer.decode([t for t, m in zip(e.completion_ids, e.env_mask, strict=True) if not m])
         assert policy_text.count("python_image_processing") == len(e.record.tool_calls)
         assert (ANSWER in policy_text) == (e.record.turns[-1].final_answer == ANSWER)
         assert '"exit_code"' not in policy_text and "<image>" not in policy_text
@@ -303,7 +303,8 @@ def test_grpo_step_through_environment_factory(policy_path, tools, tmp_path):
     assert any(not env.info["record"].used_tools for env in finished), "no episode answered without tools"
     after = dict(trainer.model.named_parameters())
     assert any(not torch.equal(p, after[n].detach().cpu()) for n, p in before.items())
-    print(f"\nenvironment_factory GRPO: 1 step x 8 episodes in {elapsed:.1f} s; {len(calls)} tool calls; log {dict((k, round(v, 3)) for k, v in log.items() if isinstance(v, float))}")
+    print(f"\nenvironment_factory GRPO: 1 step x 8 episodes in {elapsed:.1f} s; {len(calls)} tool calls; log "
+        f"{dict((k, round(v, 3)) for k, v in log.items() if isinstance(v, float))}")
 
 
 def _rank_rollout(rank: int, world: int, port: int, model_path: str, out_dir: str) -> None:
@@ -330,7 +331,8 @@ def _rank_rollout(rank: int, world: int, port: int, model_path: str, out_dir: st
     pool = EnvPool([VisualToolBenchEnv(tasks=[task], tools=ToolRegistry([Calculator()]), reward=exact_reward(), config=_config()) for _ in range(2)])
     episodes = run_episodes(pool, [task.id] * 2, generate, ChatRenderer(tokenizer), round_sync=vtb_trl.accelerator_round_sync(accelerator))
     pool.close()
-    Path(out_dir, f"{rank}.json").write_text(json.dumps({"widths": widths, "calls": [len(e.record.tool_calls) for e in episodes], "steps": [e.policy_steps for e in episodes]}))
+    Path(out_dir, f"{rank}.json").write_text(json.dumps({"widths": widths, "calls": [len(e.record.tool_calls) for e in episodes],
+        "steps": [e.policy_steps for e in episodes]}))
     accelerator.wait_for_everyone()
 
 

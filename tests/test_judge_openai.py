@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from rewards.judge import JUDGE_ERROR, MET, NOT_MET, Judge, JudgeItem, OpenAIChatBackend, VerdictCache, judge_task
-from rewards.judge.prompt import RUBRIC_JUDGE_TEMPLATE
-from rewards.scoring import score_task
 from tests.support.chat_server import ChatServer
 from vtb_env.tasks import Rubric, Task, Turn
+from vtb_rewards.judge import JUDGE_ERROR, MET, NOT_MET, Judge, JudgeItem, OpenAIChatBackend, VerdictCache, judge_task
+from vtb_rewards.judge.prompt import RUBRIC_JUDGE_TEMPLATE
+from vtb_rewards.scoring import score_task
 
 
 def verdict_json(status):

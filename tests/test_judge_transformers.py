@@ -12,8 +12,8 @@ import pytest
 import torch
 from transformers import LlamaForCausalLM
 
-from rewards.judge import JUDGE_ERROR, MET, NOT_MET, Judge, JudgeItem, TransformersBackend, VerdictCache
 from tests.support.tiny_models import _llama_config, build_tiny_llama, build_tokenizer
+from vtb_rewards.judge import JUDGE_ERROR, MET, NOT_MET, Judge, JudgeItem, TransformersBackend, VerdictCache
 
 
 def build_verdict_model(path, reply: str):
@@ -22,7 +22,7 @@ def build_verdict_model(path, reply: str):
     model = LlamaForCausalLM(_llama_config(tokenizer, hidden_size=64, layers=1, heads=1))
     reply_id = tokenizer.convert_tokens_to_ids(reply)
     with torch.no_grad():
-        for name, param in model.named_parameters():
+        for _name, param in model.named_parameters():
             if param.dim() > 1:
                 param.zero_()
         model.model.embed_tokens.weight[:, 0] = 1.0

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 
-from rewards.mode import ModeLabelStore
 from tests.test_eval import write_menu_tasks
-from vtb_env.cli import main
-from vtb_env.evaluation.records import latest_records
+from vtb_app.cli import main
+from vtb_app.evaluation.records import latest_records
+from vtb_rewards.mode import ModeLabelStore
 
 
 def relabel(data, labels: dict[str, str | None]) -> None:

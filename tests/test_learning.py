@@ -14,7 +14,7 @@ import torch
 
 pytest.importorskip("trl")
 
-from agents.two_action_vlm import ANSWER_TEXT, CALL_TEXT, action_token_ids, build_two_action_vlm  # noqa: E402
+from vtb_agents.two_action_vlm import ANSWER_TEXT, CALL_TEXT, action_token_ids, build_two_action_vlm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

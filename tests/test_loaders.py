@@ -25,6 +25,7 @@ from tests.support.official_parquet import (
     write_toolkit_dir,
 )
 from vtb_env import DatasetError, LoadReport, iter_tasks, load_tasks, save_tasks
+from vtb_env.synth import generate
 
 IDS = [row["id"] for row in official_rows()]
 
@@ -256,7 +257,7 @@ def test_real_datasets_object(tmp_path, parquet_path):
 
 
 def test_vtb_info_reads_parquet(parquet_path):
-    result = subprocess.run([sys.executable, "-m", "vtb_env.cli", "info", str(parquet_path)], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-m", "vtb_app.cli", "info", str(parquet_path)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "4 tasks" in result.stdout and "multi-turn=2" in result.stdout
 
@@ -358,3 +359,19 @@ def test_toolkit_entries_that_are_not_rows_and_escaped_surrogates(tmp_path):
     dataset.write_bytes(b"[\xff]")
     with pytest.raises(DatasetError, match="cannot read"):
         load_tasks(root)
+
+
+def test_synth_spec_loads_the_generated_stream_with_filters_limit_and_report():
+    expected = generate(6, seed=3)
+    assert [t.to_dict() for t in load_tasks("synth:6:3")] == [t.to_dict() for t in expected]
+    report = LoadReport()
+    assert [t.id for t in iter_tasks("synth:6:3", limit=2, report=report)] == [t.id for t in expected[:2]]
+    assert report.kind == "synth" and report.loaded == 2
+    assert [t.id for t in load_tasks("synth:6:3", ids=[expected[4].id])] == [expected[4].id]
+    assert load_tasks("synth:0:3") == []
+
+
+@pytest.mark.parametrize("spec", ["synth:", "synth:4", "synth:x:0", "synth:-1:0", "synth:4:0:1", "synth:4:1.5"])
+def test_a_malformed_synth_spec_is_a_clear_dataset_error(spec):
+    with pytest.raises(DatasetError, match="expected synth:N:SEED"):
+        load_tasks(spec)

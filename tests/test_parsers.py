@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
-import time
-
+from vtb_env.parsers import (
+    FORMATS,
+    MAX_CALLS_PER_ACTION,
+    PARSERS,
+    ParsedCall,
+    ToolCallParser,
+    parse_action,
+    register_parser,
+    split_reasoning,
+)
 from vtb_env.parsers.base import MAX_REPAIR_CHARS
-from vtb_env.parsers import FORMATS, MAX_CALLS_PER_ACTION, PARSERS, ParsedCall, ToolCallParser, parse_action, register_parser, split_reasoning
 
 CALC = {"expression": "2+2"}
 SEARCH = {"query": "Rio 2016 badminton", "num_results": 3}
@@ -32,9 +40,11 @@ def _names_args(action):
          '{"name": "web_search", "arguments": {"query": "Rio 2016 badminton", "num_results": 3}}]', "llama3_json"),
         ('[calculator(expression="2+2"), web_search(query="Rio 2016 badminton", num_results=3)]', "pythonic"),
         ('<|python_start|>[calculator(expression="2+2"), web_search(query="Rio 2016 badminton", num_results=3)]<|python_end|>', "pythonic"),
-        ('<function=calculator>{"expression": "2+2"}</function><function=web_search>{"query": "Rio 2016 badminton", "num_results": 3}</function>', "function_tag"),
+        ('<function=calculator>{"expression": "2+2"}</function><function=web_search>{"query": "Rio 2016 badminton", "num_results": 3}</function>',
+            "function_tag"),
         ('<tool_call>\n<function=calculator>\n<parameter=expression>\n2+2\n</parameter>\n</function>\n</tool_call>\n'
-         '<tool_call>\n<function=web_search>\n<parameter=query>\nRio 2016 badminton\n</parameter>\n<parameter=num_results>\n3\n</parameter>\n</function>\n</tool_call>', "function_tag"),
+         '<tool_call>\n<function=web_search>\n<parameter=query>\nRio 2016 badminton\n</parameter>\n'
+         '<parameter=num_results>\n3\n</parameter>\n</function>\n</tool_call>', "function_tag"),
     ],
 )
 def test_each_text_format_reads_two_calls_in_order(text, parser):

@@ -25,9 +25,9 @@ from ray.cluster_utils import Cluster
 
 from tests.support.chat_server import ChatServer
 from tests.support.env_tools import exact_reward, hermes, make_task, small_tools
+from vtb_app.cli import main
+from vtb_app.evaluation.records import iter_records
 from vtb_env.batch import EnvPool
-from vtb_env.cli import main
-from vtb_env.evaluation.records import iter_records
 from vtb_env.ray_cluster import alive_cpu_nodes, keep_token_off_home
 from vtb_env.ray_pool import RayEnvPool
 
@@ -155,11 +155,11 @@ def test_an_http_agent_gets_the_same_seeds_and_records_on_ray_even_with_470_leve
 
 
 def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(cluster, tmp_path):
+    from vtb_app.evaluation.ray_executor import RunSpec, evaluate_on_ray
     from vtb_env.config import EnvConfig
-    from vtb_env.evaluation.ray_executor import RunSpec, evaluate_on_ray
-    from vtb_env.evaluation.specs import load_eval_tasks
+    from vtb_env.loaders import load_tasks
 
-    tasks = load_eval_tasks("demo", limit=6)
+    tasks = load_tasks("demo", limit=6)
     turns = sum(len(task.turns) for task in tasks) * 2
     gate = threading.Event()
     answered = iter(range(10**6))
@@ -197,7 +197,7 @@ def test_a_driver_killed_mid_run_resumes_without_loss_or_duplicates(cluster, tmp
     with ChatServer(final_answers, latency_s=0.3) as server:
         args = eval_args(out, "--limit", "3", "--samples", "2", "--concurrency", "2", "--executor", "ray",
                          "--ray-address", cluster.address, "--agent", f"openai:m@{server.base_url}")
-        driver = subprocess.Popen([sys.executable, "-m", "vtb_env.cli", *args], cwd=ROOT, env=os.environ.copy(),
+        driver = subprocess.Popen([sys.executable, "-m", "vtb_app.cli", *args], cwd=ROOT, env=os.environ.copy(),
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_for_records(out / "records.jsonl", 2)
@@ -240,12 +240,12 @@ def without_timings(value):
 def test_ray_env_pool_steps_like_env_pool_and_ships_each_image_once(cluster):
     local, remote = make_pools(4)
     try:
-        for (lo, li), (ro, ri) in zip(local.reset(seed=3), remote.reset(seed=3)):
+        for (lo, li), (ro, ri) in zip(local.reset(seed=3), remote.reset(seed=3), strict=True):
             assert li["task"]["id"] == ri["task"]["id"] and same_observation(lo, ro)
         script = [[hermes("python_image_processing", code="save save")] * 4, [hermes("python_image_processing", code="save")] * 4,
                   ["It is 10.", "nothing", None, "It is 10."]]
         for actions in script:
-            for lr, rr in zip(local.step(actions), remote.step(actions)):
+            for lr, rr in zip(local.step(actions), remote.step(actions), strict=True):
                 assert (lr is None) == (rr is None)
                 if lr is not None:
                     assert same_observation(lr.observation, rr.observation)
@@ -283,7 +283,7 @@ def test_a_local_cluster_stays_off_home(tmp_path):
         env.pop(name, None)
     out = tmp_path / "run"
     with ChatServer(final_answers) as server:
-        done = subprocess.run([sys.executable, "-m", "vtb_env.cli", *eval_args(out, "--limit", "2", "--executor", "ray",
+        done = subprocess.run([sys.executable, "-m", "vtb_app.cli", *eval_args(out, "--limit", "2", "--executor", "ray",
                                "--ray-temp-dir", temp, "--agent", f"openai:m@{server.base_url}")],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

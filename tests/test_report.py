@@ -17,7 +17,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 
 
 def vtb(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "vtb_env.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "vtb_app.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")

@@ -4,19 +4,20 @@ import json
 
 import pytest
 
-from rewards.compose import EpisodeReward, RewardConfig, default_reward, format_validity
-from rewards.grpo import compute_score, group_advantages, make_trl_reward_func, record_from_completion
-from rewards.judge import Judge, OpenAIChatBackend
 from tests.support.chat_server import ChatServer
+from vtb_env.completion import record_from_completion
 from vtb_env.tasks import Rubric, Task, Turn
 from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
+from vtb_rewards.compose import EpisodeReward, RewardConfig, default_reward, format_validity
+from vtb_rewards.grpo import compute_score, group_advantages, make_trl_reward_func
 
 RUBRICS = (
     Rubric(id="price", description="reports $16", weight=5, check={"type": "number", "value": 16}),
     Rubric(id="crust", description="adds $3", weight=3, check={"type": "text", "any_of": ["gluten-free"]}),
     Rubric(id="style", description="is concise", weight=2),  # no check: needs an LLM judge
 )
-TASK = Task(id="pizza", turns=(Turn(prompt="How much?", golden_answer="$16", rubrics=RUBRICS, key_steps=("crop the menu", "add 3")),), mode_label="tool_required")
+TASK = Task(id="pizza", turns=(Turn(prompt="How much?", golden_answer="$16", rubrics=RUBRICS, key_steps=("crop the menu", "add 3")),),
+    mode_label="tool_required")
 
 
 def record(answer, calls=(), parse_errors=()):
@@ -96,7 +97,8 @@ def test_group_advantages():
 def test_trl_reward_function_scores_text_and_conversational_completions():
     reward_func = make_trl_reward_func({"pizza": TASK}, EpisodeReward(RewardConfig(format=0.0)))
     conversation = [
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "calculator", "arguments": '{"expression": "13+3"}'}}]},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "calculator",
+            "arguments": '{"expression": "13+3"}'}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "16"},
         {"role": "assistant", "content": "<think>13+3</think>The gluten-free pizza costs $16."},
     ]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import matthews_corrcoef
 
-from rewards.mode import (
+from vtb_rewards.mode import (
     ConfusionMatrix,
     ModeLabelStore,
     ModeRewardConfig,

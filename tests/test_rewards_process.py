@@ -4,8 +4,11 @@ import json
 
 import pytest
 
-from rewards.judge import Judge, OpenAIChatBackend, VerdictCache
-from rewards.process import (
+from tests.support.chat_server import ChatServer
+from vtb_env.tasks import Task, Turn
+from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
+from vtb_rewards.judge import Judge, OpenAIChatBackend, VerdictCache
+from vtb_rewards.process import (
     classify_errors,
     derive_key_steps,
     judge_kcoverage,
@@ -14,9 +17,6 @@ from rewards.process import (
     key_steps_for,
     tool_use_stats,
 )
-from tests.support.chat_server import ChatServer
-from vtb_env.tasks import Task, Turn
-from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
 
 
 @pytest.mark.parametrize(
@@ -43,7 +43,8 @@ def test_kcoverage_needs_key_steps():
 
 
 def test_key_steps_derived_from_reference_trajectories():
-    assert derive_key_steps([{"tool": "python_image_processing", "purpose": "crop the menu's price table"}, {"tool_name": "calculator", "arguments": {"expression": "13+3"}}]) == (
+    assert derive_key_steps([{"tool": "python_image_processing", "purpose": "crop the menu's price table"}, {"tool_name": "calculator",
+        "arguments": {"expression": "13+3"}}]) == (
         "Use python_image_processing to crop the menu's price table",
         'Use calculator with {"expression": "13+3"}',
     )

@@ -2,9 +2,9 @@
 
 import pytest
 
-from rewards.judge import JUDGE_ERROR, MET, NOT_MET, Verdict
-from rewards.scoring import aggregate, score_rubrics, score_task
 from vtb_env.tasks import Rubric, Task, Turn
+from vtb_rewards.judge import JUDGE_ERROR, MET, NOT_MET, Verdict
+from vtb_rewards.scoring import aggregate, score_rubrics, score_task
 
 
 def rubric_set(weights_and_verdicts, critical_flags=None):
@@ -92,7 +92,7 @@ def test_aggregate_groups_counts_and_incomplete_tasks():
     errored = [{"r1": MET, "r2": JUDGE_ERROR}, {"s1": MET, "s2": MET}]
     failed = [{"r1": NOT_MET, "r2": MET}, {"s1": MET, "s2": MET}]
     scores = [score_task(tasks[0], all_met), score_task(tasks[1], errored), score_task(tasks[2], failed)]
-    report = aggregate(zip(tasks, scores)).to_dict()
+    report = aggregate(zip(tasks, scores, strict=True)).to_dict()
     assert report["overall"]["n"] == 3 and report["overall"]["n_incomplete"] == 1
     assert report["overall"]["apr"] == pytest.approx(2 / 3)
     assert report["overall"]["ars"] == pytest.approx((1 + 11 / 12 + 7 / 12) / 3)

@@ -101,9 +101,9 @@ def test_no_trace_of_the_previous_call_in_frames_or_heap(sandbox):
     token = os.urandom(6).hex()
     marker = f"VTBLEAK{token}"
     writer = (
-        f"import os, sys\nm = open('in.bin').read()\nprint(m)\nprint(m, file=sys.stderr)\n"
-        f"open('transformed_image_0.png', 'w').write(m)\nos.mkdir('sub')\nopen('sub/hidden.txt', 'w').write(m)\n"
-        f"open('.hidden', 'w').write(m)"
+        "import os, sys\nm = open('in.bin').read()\nprint(m)\nprint(m, file=sys.stderr)\n"
+        "open('transformed_image_0.png', 'w').write(m)\nos.mkdir('sub')\nopen('sub/hidden.txt', 'w').write(m)\n"
+        "open('.hidden', 'w').write(m)"
     )
     first = sandbox.run(writer, {"in.bin": marker.encode()}, collect_files=True)
     assert first.exit_code == 0 and marker in first.stdout and marker in first.stderr, first.stderr

@@ -10,16 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rewards.checks import run_check
+from vtb_app.cli import main as vtb
 from vtb_env import ocr
-from vtb_env.cli import main as vtb
-from vtb_env.evaluation.specs import load_eval_tasks
 from vtb_env.loaders import DEMO_DIR, load_tasks, save_tasks
 from vtb_env.synth import TOOL_REDUNDANT, TOOL_REQUIRED, demo_tasks, generate, generate_pair, stream
 from vtb_env.synth import reference_data as ref
 from vtb_env.synth.probe import probe_task, run_reference_code
 from vtb_env.synth.render import pixel_hash
 from vtb_env.tasks import DOMAINS, TASK_CATEGORIES
+from vtb_rewards.checks import run_check
 
 WRONG_ANSWERS = ("I cannot determine this from the image.", "The answer is 987654.")
 
@@ -56,8 +55,8 @@ def test_v2_is_the_default_and_v1_stays_selectable():
     assert [t.metadata["generator"] for t in v1] == ["vtb_env.synth"] * len(v1)
     assert {t.id for t in v1}.isdisjoint(t.id for t in v2)  # caches and resumed runs never mix them
     assert [t.turns[0].prompt for t in v1] == [t.turns[0].prompt for t in v2]  # same facts and questions
-    assert [t.id for t in load_eval_tasks("synth-v1:3:3")] == [t.id for t in generate(3, 3, generator="v1")]
-    assert [t.id for t in load_eval_tasks("synth:3:3")] == [t.id for t in generate(3, 3)]
+    assert [t.id for t in load_tasks("synth-v1:3:3")] == [t.id for t in generate(3, 3, generator="v1")]
+    assert [t.id for t in load_tasks("synth:3:3")] == [t.id for t in generate(3, 3)]
     with pytest.raises(ValueError, match="unknown generator"):
         generate_pair(3, 1, generator="v3")
 
@@ -104,7 +103,7 @@ def test_round_trip_through_project_format(tmp_path, sample):
     save_tasks(sample, tmp_path)
     loaded = load_tasks(tmp_path)
     assert [t.id for t in loaded] == [t.id for t in sample]
-    for original, back in zip(sample, loaded):
+    for original, back in zip(sample, loaded, strict=True):
         assert back.to_dict(lambda ref: ref.name) == original.to_dict(lambda ref: ref.name)
         # The project format stores PNG: JPEG photos come back as the same pixels, not the same bytes.
         assert [pixel_hash(i.open()) for i in back.images] == [pixel_hash(i.open()) for i in original.images]

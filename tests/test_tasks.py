@@ -79,7 +79,8 @@ def test_parse_rubrics_json_accepts_object_and_list():
         parse_rubrics_json("{not json")
 
 
-@pytest.mark.parametrize(("raw", "domain"), [("chemistry", "STEM"), ("maths", "STEM"), ("Physics", "STEM"), ("medical", "Medical"), ("generalist", "Generalist"), ("", "Generalist"), ("sports", "Sports")])
+@pytest.mark.parametrize(("raw", "domain"), [("chemistry", "STEM"), ("maths", "STEM"), ("Physics", "STEM"), ("medical", "Medical"), ("generalist",
+    "Generalist"), ("", "Generalist"), ("sports", "Sports")])
 def test_normalize_domain_merges_stem(raw, domain):
     assert normalize_domain(raw) == domain
 

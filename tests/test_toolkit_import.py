@@ -1,13 +1,13 @@
 """`vtb import-toolkit`: the official toolkit's output files (the layout its scripts write, see
-``vtb_env.evaluation.toolkit``) become a run that `vtb judge` re-scores and `vtb report` compares."""
+``vtb_app.evaluation.toolkit``) become a run that `vtb judge` re-scores and `vtb report` compares."""
 
 from __future__ import annotations
 
 import json
 
 from tests.test_eval import write_menu_tasks
-from vtb_env.cli import main
-from vtb_env.evaluation.records import latest_records
+from vtb_app.cli import main
+from vtb_app.evaluation.records import latest_records
 
 
 def verdict(met: bool, fenced: bool = False) -> str:
@@ -31,7 +31,8 @@ def write_toolkit_output(root):
               "observation": {"results": [], "query": "menu prices", "status": "error", "error": "SerpAPI key not configured"}}
     responses = [
         single_turn_row("menu-0", "The Garden Salad is $9. answer", [crop, search],
-                        [{"step": 0, "content": "Let me zoom."}, {"step": 1, "content": "Searching."}, {"step": 2, "content": "The Garden Salad is $9. answer"}], 2),
+                        [{"step": 0, "content": "Let me zoom."}, {"step": 1, "content": "Searching."}, {"step": 2,
+                            "content": "The Garden Salad is $9. answer"}], 2),
         single_turn_row("menu-1", "It costs $12.", {}, {}, 0),  # tools off: the toolkit writes {} for both lists
         single_turn_row("menu-2", "API Error: rate limited", {}, {}, 0),  # a harness failure, written as the answer
         {"id": "menu-3", "task_id": "menu-3", "turncase": "multi-turn", "eval_focus": "follow_up_test", "prompt_category": "finance",

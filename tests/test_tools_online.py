@@ -70,7 +70,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _archive(self, q):
         if q["start_date"] not in ARCHIVE:
-            return self._json({"error": True, "reason": f"Parameter 'start_date' is out of allowed range"}, 400)
+            return self._json({"error": True, "reason": "Parameter 'start_date' is out of allowed range"}, 400)
         tmax, tmin, rain, wind, code = ARCHIVE[q["start_date"]]
         assert q["daily"].startswith("temperature_2m_max") and q["end_date"] == q["start_date"]
         self._json({"latitude": float(q["latitude"]), "longitude": float(q["longitude"]), "daily": {

@@ -18,8 +18,8 @@ vf = pytest.importorskip("verifiers.legacy", reason="verifiers>=0.3,<0.4 is inst
 
 from tests.support.chat_server import ChatServer  # noqa: E402
 from tests.support.env_tools import exact_reward  # noqa: E402
+from vtb_app.integrations.verifiers_env import load_environment  # noqa: E402
 from vtb_env.config import EnvConfig  # noqa: E402
-from vtb_env.integrations.verifiers_env import load_environment  # noqa: E402
 from vtb_env.tasks import ImageRef, Rubric, Task, Turn  # noqa: E402
 from vtb_env.tools.base import ToolRegistry  # noqa: E402
 from vtb_env.tools.calculator import Calculator  # noqa: E402
@@ -37,7 +37,8 @@ def _png(color: tuple[int, int, int]) -> bytes:
 def _task(task_id: str, value: int, turns: int) -> Task:
     return Task(id=task_id, turns=tuple(
         Turn(prompt=f"Question {t + 1}: what is the value?", images=(ImageRef(name=f"{task_id}_{t}.png", data=_png((30 * t, 90, 200))),),
-             golden_answer=f"It is {value}.", rubrics=(Rubric(id=f"{task_id}-{t}", description=f"says {value}", weight=5, check={"type": "number", "value": value}),))
+             golden_answer=f"It is {value}.", rubrics=(Rubric(id=f"{task_id}-{t}", description=f"says {value}", weight=5, check={"type": "number",
+                 "value": value}),))
         for t in range(turns)
     ))
 
@@ -49,7 +50,8 @@ def _policy(request: dict) -> dict:
     crops = sum(1 for m in messages if m["role"] == "tool")
     if not any(m["role"] == "tool" for m in messages[last_question:]):
         code = CROP.format(i=crops)
-        return {"tool_calls": [{"id": f"call_{crops}", "type": "function", "function": {"name": "python_image_processing", "arguments": json.dumps({"code": code})}}]}
+        return {"tool_calls": [{"id": f"call_{crops}", "type": "function", "function": {"name": "python_image_processing",
+            "arguments": json.dumps({"code": code})}}]}
     return {"content": "The answer is 42."}
 
 
@@ -76,6 +78,7 @@ def test_verifiers_evaluate_runs_multi_turn_episodes_with_tools_and_env_reward(m
     texts = json.dumps(last["messages"])
     assert "Question 2: what is the value?" in texts and "transformed_image_1.png" in texts
     tool_results = [json.loads(m["content"]) for m in last["messages"] if m["role"] == "tool"]
-    assert [r["exit_code"] for r in tool_results] == [0, 0] and [r["images"] for r in tool_results] == [["transformed_image_0.png"], ["transformed_image_1.png"]]
+    assert [r["exit_code"] for r in tool_results] == [0, 0] and [r["images"] for r in tool_results] == [["transformed_image_0.png"],
+        ["transformed_image_1.png"]]
     completion = json.dumps(outputs[0]["completion"], default=str)
     assert completion.count("The answer is 42.") == 2 and "Question 2" in completion

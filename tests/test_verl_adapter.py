@@ -32,10 +32,10 @@ from verl.trainer.ppo.reward import get_custom_reward_fn  # noqa: E402
 from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
-from agents.rollout import HFGenerator  # noqa: E402
 from tests.support.tiny_models import build_scripted_model  # noqa: E402
-from vtb_env.integrations.verl import VTBTool, VTBToolParser  # noqa: E402
-from vtb_env.integrations.verl_rows import agent_loop_config, agent_row, tool_agent_row, tools_config  # noqa: E402
+from vtb_agents.rollout import HFGenerator  # noqa: E402
+from vtb_app.integrations.verl import VTBTool, VTBToolParser  # noqa: E402
+from vtb_app.integrations.verl_rows import agent_loop_config, agent_row, tool_agent_row, tools_config  # noqa: E402
 from vtb_env.tasks import ImageRef, Rubric, Task, Turn  # noqa: E402
 from vtb_env.tools.base import ToolRegistry  # noqa: E402
 from vtb_env.tools.calculator import Calculator  # noqa: E402
@@ -61,7 +61,8 @@ def _task(task_id: str, value: int, turns: int) -> Task:
     return Task(id=task_id, turns=tuple(
         Turn(
             prompt=f"Question {t + 1}: what is the value?", images=(ImageRef(name=f"{task_id}_{t}.png", data=_png((40 * t, 90, 200))),),
-            golden_answer=f"It is {value}.", rubrics=(Rubric(id=f"{task_id}-{t}", description=f"says {value}", weight=5, check={"type": "number", "value": value}),),
+            golden_answer=f"It is {value}.", rubrics=(Rubric(id=f"{task_id}-{t}", description=f"says {value}", weight=5, check={"type": "number",
+                "value": value}),),
         )
         for t in range(turns)
     ))
@@ -107,14 +108,16 @@ def _batch(config, parquet: Path, worker: AgentLoopWorker) -> DataProto:
 
 def _responses(out: DataProto, tokenizer) -> list[str]:
     """The response strings as verl's reward managers decode them (special tokens skipped)."""
-    return [tokenizer.decode(ids[mask.bool()].tolist(), skip_special_tokens=True) for ids, mask in zip(out.batch["responses"], out.batch["attention_mask"][:, -out.batch["responses"].size(1):])]
+    return [tokenizer.decode(ids[mask.bool()].tolist(), skip_special_tokens=True) for ids, mask in zip(out.batch["responses"],
+        out.batch["attention_mask"][:, -out.batch["responses"].size(1):], strict=True)]
 
 
 def test_vtb_agent_loop_plays_multi_turn_episodes_inside_verls_worker(policy, tmp_path):
     rows = [agent_row(_task("right", 42, turns=2), index=0), agent_row(_task("wrong", 7, turns=1), index=1)]
     pd.DataFrame(rows).to_parquet(tmp_path / "train.parquet")
     loops = tmp_path / "agent_loops.yaml"
-    loops.write_text(yaml.safe_dump(agent_loop_config(FACTORY, reward_factory=REWARD, max_tool_calls=3, cap_scope="turn")))  # the scripted policy calls in every turn
+    # the scripted policy calls in every turn
+    loops.write_text(yaml.safe_dump(agent_loop_config(FACTORY, reward_factory=REWARD, max_tool_calls=3, cap_scope="turn")))
     config = _verl_config(policy, [f"data.train_files={tmp_path / 'train.parquet'}", f"actor_rollout_ref.rollout.agent.agent_loop_config_path={loops}"])
     server = HFServer(policy)
     worker = AgentLoopWorker(config, llm_client=server)
@@ -137,7 +140,8 @@ def test_vtb_agent_loop_plays_multi_turn_episodes_inside_verls_worker(policy, tm
     mask = out.batch["response_mask"][0]
     assert 0 < mask.sum() < out.batch["attention_mask"][0, -mask.size(0):].sum()  # env tokens are masked out
     text = _responses(out, worker.tokenizer)[0]
-    assert "Question 2: what is the value?[image_2.png]" in text and "transformed_image_0.png.[transformed_image_0.png]" in text and text.count("The answer is 42.") == 2
+    assert "Question 2: what is the value?[image_2.png]" in text and "transformed_image_0.png.[transformed_image_0.png]" in text and text.count("The "
+        "answer is 42.") == 2
 
 
 def test_vtb_agent_loop_stops_at_response_length_and_scores_the_unfinished_episode(policy, tmp_path):
@@ -157,7 +161,7 @@ def test_vtb_agent_loop_stops_at_response_length_and_scores_the_unfinished_episo
 
 
 def test_agent_row_refuses_a_row_without_the_task():
-    from vtb_env.integrations.verl_rows import task_from_row
+    from vtb_app.integrations.verl_rows import task_from_row
 
     with pytest.raises(ValueError, match="not a vtb_agent row"):
         task_from_row({"index": 0})
@@ -181,7 +185,7 @@ def test_tool_agent_loop_runs_vtbtool_through_verls_registry_and_scores_with_cus
         f"data.train_files={tmp_path / 'train.parquet'}", "actor_rollout_ref.rollout.multi_turn.enable=True",
         f"actor_rollout_ref.rollout.multi_turn.tool_config_path={tools_yaml}", "actor_rollout_ref.rollout.multi_turn.format=vtb",
         "actor_rollout_ref.rollout.multi_turn.max_tool_response_length=4096", "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=4",
-        "reward.custom_reward_function.path=pkg://rewards.grpo", "reward.custom_reward_function.name=compute_score",
+        "reward.custom_reward_function.path=pkg://vtb_rewards.grpo", "reward.custom_reward_function.name=compute_score",
     ])
     worker = AgentLoopWorker(config, llm_client=HFServer(policy))
     out = asyncio.run(worker.generate_sequences(_batch(config, tmp_path / "train.parquet", worker)))
@@ -197,7 +201,8 @@ def test_tool_agent_loop_runs_vtbtool_through_verls_registry_and_scores_with_cus
 
 def test_vtbtool_state_follows_the_trajectory_not_the_tool_object():
     """verl creates and releases a tool per call: the image numbering must continue across calls and tools."""
-    vision, calc = VTBTool({"type": "native", "tool": "python_image_processing", "factory": FACTORY}), VTBTool({"type": "native", "tool": "calculator", "factory": FACTORY})
+    vision, calc = VTBTool({"type": "native", "tool": "python_image_processing", "factory": FACTORY}), VTBTool({"type": "native",
+        "tool": "calculator", "factory": FACTORY})
 
     class AgentData:  # what verl passes as ``agent_data``: the prompt messages carry the image bytes
         messages = [{"role": "user", "content": [{"type": "image", "bytes": _png((1, 2, 3))}, {"type": "text", "text": "q"}]}]
@@ -205,7 +210,8 @@ def test_vtbtool_state_follows_the_trajectory_not_the_tool_object():
 
     async def calls(agent_data):
         texts = []
-        for tool, args in [(vision, {"code": CROP}), (calc, {"expression": "6*7"}), (vision, {"code": CROP.replace("transformed_image_0", "transformed_image_1")}), (vision, {"code": 5})]:
+        for tool, args in [(vision, {"code": CROP}), (calc, {"expression": "6*7"}), (vision, {"code": CROP.replace("transformed_image_0",
+            "transformed_image_1")}), (vision, {"code": 5})]:
             instance, _ = await tool.create(create_kwargs={"task_id": "t", "turn_index": 0})
             response, _, metrics = await tool.execute(instance, args, agent_data=agent_data)
             await tool.release(instance)

@@ -52,7 +52,8 @@ class EnvPool:
     def __len__(self) -> int:
         return len(self.envs)
 
-    def reset(self, seed: int | None = None, options: Sequence[Mapping[str, Any] | None] | None = None, indices: Sequence[int] | None = None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    def reset(self, seed: int | None = None, options: Sequence[Mapping[str, Any] | None] | None = None,
+        indices: Sequence[int] | None = None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """Reset the environments ``indices`` (default: all); environment i gets ``seed + i``."""
         indices = list(range(len(self.envs))) if indices is None else list(indices)
         self._require_idle(indices)

@@ -13,16 +13,17 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import gymnasium as gym
 
-from rewards import default_reward
-from rewards.compose import RewardFn
 from vtb_env.config import CAP_PLACEHOLDER_ANSWER, VISION_TOOL, EnvConfig, resolve_config
+from vtb_env.loaders import load_tasks
 from vtb_env.observation import Dialogue, ImageAsset, reingestion_message, user_message
 from vtb_env.parsers import ParsedAction, ParsedCall, action_text, parse_action
 from vtb_env.prompts import resolve_system_prompt
 from vtb_env.render import render_ansi, render_html
+from vtb_env.reward import RewardFn, default_reward
 from vtb_env.safe_text import clean_action, clean_parsed_action, clean_tool_result
 from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
 from vtb_env.tasks import ImageDecodeError, Task
+from vtb_env.tools import default_tools
 from vtb_env.tools.base import ToolContext, ToolRegistry, ToolResult
 from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
 
@@ -57,9 +58,10 @@ class VisualToolBenchEnv(gym.Env):
 
     ## Rewards
     0.0 on every step but the last; at the end (terminated or truncated) ``reward(task, record)``
-    gives the reward and ``info["reward_components"]``. Default: ``rewards.default_reward()``
-    (rubric score, critical-rubric pass, mode, format and tool-success components; the judge
-    from the ``VTB_JUDGE_*`` variables, else exact rubric checks only).
+    gives the reward and ``info["reward_components"]``. Default: ``vtb_rewards.default_reward()``
+    (found through ``vtb_env.reward``; rubric score, critical-rubric pass, mode, format and
+    tool-success components; the judge from the ``VTB_JUDGE_*`` variables, else exact rubric
+    checks only).
 
     ## Starting State
     A task drawn with the env's RNG (or ``options={"task_id": ...}`` / ``{"index": ...}``); the
@@ -96,7 +98,7 @@ class VisualToolBenchEnv(gym.Env):
         self.tasks: tuple[Task, ...] = resolve_tasks(tasks)
         self._index_of = {task.id: i for i, task in enumerate(self.tasks)}
         self._owns_tools = tools is None
-        self.tools = ablate(tools if tools is not None else _default_tools(), self.config.tool_set)
+        self.tools = ablate(tools if tools is not None else default_tools(), self.config.tool_set)
         self.reward_fn: RewardFn = reward if reward is not None else default_reward()
         self.system_prompt = resolve_system_prompt(self.config.system_prompt)
         self.render_mode = render_mode
@@ -111,7 +113,8 @@ class VisualToolBenchEnv(gym.Env):
         super().reset(seed=seed)
         task = self.tasks[self._pick(options or {})]
         info = task_info(task)
-        record = EpisodeRecord(task_id=task.id, metadata={**copy.deepcopy(info), "config": self.config.preset_name, "tools": list(self.tools.names), "images": []})
+        record = EpisodeRecord(task_id=task.id, metadata={**copy.deepcopy(info), "config": self.config.preset_name, "tools": list(self.tools.names),
+            "images": []})
         self._episode = episode = _Episode(task=task, record=record, info=info)
         if self.system_prompt is not None:
             episode.dialogue.append({"role": "system", "content": self.system_prompt})
@@ -144,7 +147,8 @@ class VisualToolBenchEnv(gym.Env):
             parsed = clean_parsed_action(parse_action(action, self.config.tool_format))
         except Exception as exc:  # a parser bug must not end a rollout
             parsed = ParsedAction(content="", calls=[ParsedCall(name="", arguments="", error=f"could not parse the action: {type(exc).__name__}: {exc}")])
-        step = StepRecord(action_text=action_text(action), reasoning=parsed.reasoning, parser=parsed.parser, parse_errors=[c.error for c in parsed.calls if c.error])
+        step = StepRecord(action_text=action_text(action), reasoning=parsed.reasoning, parser=parsed.parser,
+            parse_errors=[c.error for c in parsed.calls if c.error])
         pending = PendingStep(env=self, parsed=parsed, record=step)
         for call in parsed.calls:
             call_id = self._call_id(episode, call.call_id)
@@ -225,7 +229,8 @@ class VisualToolBenchEnv(gym.Env):
                 "role": "assistant",
                 "content": pending.parsed.content,
                 "tool_calls": [
-                    {"id": call.call_id, "type": "function", "function": {"name": call.name or "invalid_tool_call", "arguments": _arguments_text(call.arguments)}}
+                    {"id": call.call_id, "type": "function", "function": {"name": call.name or "invalid_tool_call",
+                        "arguments": _arguments_text(call.arguments)}}
                     for call in pending.calls
                 ],
             }
@@ -245,7 +250,8 @@ class VisualToolBenchEnv(gym.Env):
         episode.turn_record.hit_tool_cap = True
         if self.config.at_cap == "ask_final":
             episode.awaiting_final = True
-            episode.dialogue.append({"role": "user", "content": CAP_PROMPT.format(limit=self.config.max_tool_calls, unit=self.config.cap_unit, scope=self.config.cap_scope)})
+            episode.dialogue.append({"role": "user", "content": CAP_PROMPT.format(limit=self.config.max_tool_calls, unit=self.config.cap_unit,
+                scope=self.config.cap_scope)})
             return False, False
         last_turn = episode.turn_index + 1 >= len(episode.task.turns)
         self._close_turn(CAP_PLACEHOLDER_ANSWER, step)
@@ -444,10 +450,6 @@ def resolve_tasks(tasks: Any) -> tuple[Task, ...]:
     if isinstance(tasks, (list, tuple)) and all(isinstance(task, Task) for task in tasks):
         loaded = tuple(tasks)
     else:
-        try:
-            from vtb_env.loaders import load_tasks
-        except ImportError as exc:
-            raise ValueError(f"cannot load tasks from {tasks!r}: the loaders are unavailable ({exc}); pass a list of Task") from exc
         loaded = tuple(load_tasks("demo" if tasks is None else tasks))
     if not loaded:
         raise ValueError(f"no tasks in {tasks if tasks is not None else 'the demo set'!r}")
@@ -455,15 +457,6 @@ def resolve_tasks(tasks: Any) -> tuple[Task, ...]:
     if len(set(ids)) != len(ids):
         raise ValueError("task ids must be unique")
     return loaded
-
-
-def _default_tools() -> ToolRegistry:
-    try:
-        from vtb_env.tools import default_tools
-    except ImportError:
-        logger.warning("vtb_env.tools.default_tools is unavailable: the environment offers no tools")
-        return ToolRegistry([])
-    return default_tools()
 
 
 def _arguments_text(arguments: Any) -> str:

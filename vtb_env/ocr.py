@@ -24,6 +24,8 @@ from typing import Protocol, Union
 
 from PIL import Image
 
+from vtb_env.tasks import decode_image
+
 ImageLike = Union[Image.Image, str, bytes]
 
 
@@ -92,8 +94,6 @@ def _as_image(image: ImageLike) -> Image.Image:
     if isinstance(image, Image.Image):
         return image
     if isinstance(image, bytes):
-        from vtb_env.tasks import decode_image
-
         return decode_image(image)
     with Image.open(image) as opened:
         opened.load()

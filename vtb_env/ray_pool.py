@@ -26,7 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
 from vtb_env.batch import StepResult
-from vtb_env.ray_cluster import alive_cpu_nodes, connect, import_ray
+from vtb_env.ray_cluster import alive_cpu_nodes, connect
 
 _IMAGE_PART_TYPES = ("image_url", "image")
 
@@ -72,7 +72,7 @@ class EnvHost:
         sent = self.sent[local]
         parts = _image_parts(observation["messages"])
         refs = []
-        for part, image, name in zip(parts, observation["images"], observation["image_names"]):
+        for part, image, name in zip(parts, observation["images"], observation["image_names"], strict=False):
             if name not in sent:
                 url = part["image_url"]["url"] if part["type"] == "image_url" else None
                 sent[name] = ray.put((image, url))
@@ -126,7 +126,7 @@ class RayEnvPool:
             self._images[i] = {}
             h, local = self._where[i]
             refs.append(self._hosts[h].reset.remote(local, None if seed is None else seed + i, None if options is None else options[position]))
-        return [(self._resolve(i, observation), info) for i, (observation, info) in zip(indices, self._ray.get(refs))]
+        return [(self._resolve(i, observation), info) for i, (observation, info) in zip(indices, self._ray.get(refs), strict=True)]
 
     def submit(self, index: int, action: str | Mapping[str, Any]) -> Future[StepResult]:
         """Send ``action`` to its environment's actor; the Future gives the step's result."""
@@ -161,10 +161,10 @@ class RayEnvPool:
         cache = self._images[index]
         new = [ref for ref in observation["images"] if ref not in cache]
         if new:
-            cache.update(zip(new, self._ray.get(new)))
+            cache.update(zip(new, self._ray.get(new), strict=True))
             self.images_fetched += len(new)
         payloads = [cache[ref] for ref in observation["images"]]
-        for part, (_, url) in zip(_image_parts(observation["messages"]), payloads):
+        for part, (_, url) in zip(_image_parts(observation["messages"]), payloads, strict=False):
             if part["type"] == "image_url":
                 part["image_url"] = {"url": url}
         return {**observation, "images": [image for image, _ in payloads]}

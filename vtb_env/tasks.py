@@ -118,7 +118,7 @@ class Rubric:
     """One rubric item in the official format (see docs: rubric JSON).
 
     ``check`` is an optional exact programmatic check (synthetic tasks); its spec and
-    evaluation live in ``rewards.checks``.
+    evaluation live in ``vtb_rewards.checks``.
     """
 
     id: str

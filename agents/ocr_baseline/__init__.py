@@ -32,8 +32,8 @@ dialogue and its images), ``rules`` (one rule per kind of question; each returns
 tool call or ``Missing``), ``agent`` (``OcrBaselineAgent``: ask, solve, repair or give up).
 """
 
-from agents.ocr_baseline.agent import OcrBaselineAgent
-from agents.ocr_baseline.questions import named_rows
-from agents.ocr_baseline.reading import parse_reading
+from vtb_agents.ocr_baseline.agent import OcrBaselineAgent
+from vtb_agents.ocr_baseline.questions import named_rows
+from vtb_agents.ocr_baseline.reading import parse_reading
 
 __all__ = ["OcrBaselineAgent", "named_rows", "parse_reading"]

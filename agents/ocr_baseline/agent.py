@@ -9,12 +9,13 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from agents.base import Action, BaseAgent, CallRecord, Observation
-from agents.ocr_baseline.episode import Episode
-from agents.ocr_baseline.questions import Question, named_rows
-from agents.ocr_baseline.rules import Missing, solve
-from agents.ocr_baseline.vision import enhance_code, repair_plan
+from vtb_agents.base import Action, BaseAgent, CallRecord, Observation
+from vtb_agents.ocr_baseline.episode import Episode
+from vtb_agents.ocr_baseline.questions import Question, named_rows
+from vtb_agents.ocr_baseline.rules import Missing, solve
+from vtb_agents.ocr_baseline.vision import enhance_code, repair_plan
 from vtb_env.config import VISION_TOOL
+from vtb_env.ocr import read_text
 
 MAX_VISION_CALLS = 3  # per turn; each call repairs the regions of one image
 _FIRST_PERSON = re.compile(r"\b(my|our|ours|mine|i|i'm|i've|me)\b", re.I)
@@ -52,8 +53,6 @@ class OcrBaselineAgent(BaseAgent):
 
     def ocr(self, image: Any) -> list[Any]:
         """OCR words of ``image``, cached by pixel content (turns re-show the same images)."""
-        from vtb_env.ocr import read_text
-
         key = hashlib.blake2b(image.tobytes() + repr((image.size, image.mode)).encode(), digest_size=16).hexdigest()
         with self._lock:
             if key in self._cache:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Sequence
 
-from agents.base import Observation
-from agents.ocr_baseline.dialogue import (
+from vtb_agents.base import Observation
+from vtb_agents.ocr_baseline.dialogue import (
     call_args,
     call_name,
     final_answers,
@@ -16,8 +16,8 @@ from agents.ocr_baseline.dialogue import (
     tool_call,
     variants,
 )
-from agents.ocr_baseline.questions import Question
-from agents.ocr_baseline.reading import Reading, parse_reading
+from vtb_agents.ocr_baseline.questions import Question
+from vtb_agents.ocr_baseline.reading import Reading, parse_reading
 from vtb_env.config import VISION_TOOL
 
 Ocr = Callable[[Any], list[Any]]  # image -> OCR words
@@ -30,7 +30,7 @@ class Episode:
     def __init__(self, observation: Observation, ocr: Ocr):
         self.ocr = ocr
         self.messages = list(observation.get("messages") or ())
-        self.images = dict(zip(observation.get("image_names") or (), observation.get("images") or ()))
+        self.images = dict(zip(observation.get("image_names") or (), observation.get("images") or (), strict=False))
         self.offered = {tool.get("function", {}).get("name") for tool in observation.get("tools") or ()}
         prompts = [i for i, m in enumerate(self.messages) if is_prompt(self.messages, i)]
         self.prompt_at = prompts[-1] if prompts else None

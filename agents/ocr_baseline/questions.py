@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from agents.ocr_baseline.reading import Row, label_key
+from vtb_agents.ocr_baseline.reading import Row, label_key
 
 _STOP = frozenset(
     "a an and are as at be by do does for from how i in is it its me much many of on or per please shown show tell that the "

@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence, Union
 
-from agents.base import Action
-from agents.ocr_baseline.episode import Episode
-from agents.ocr_baseline.questions import Question, named_rows
-from agents.ocr_baseline.reading import Reading, Row, group_lines, label_key, map_distances, parse_number
+from vtb_agents.base import Action
+from vtb_agents.ocr_baseline.episode import Episode
+from vtb_agents.ocr_baseline.questions import Question, named_rows
+from vtb_agents.ocr_baseline.reading import Reading, Row, group_lines, label_key, map_distances, parse_number
 
 SURE = 0.75  # OCR confidence below which a value the question needs is not trusted without the vision tool
 

@@ -12,7 +12,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from rewards.judge.verdict import JUDGE_ERROR, Verdict
+from vtb_rewards.judge.verdict import JUDGE_ERROR, Verdict
 
 
 def cache_key(judge_id: str, template_hash: str, question: str, golden_answer: str, criterion: str, answer: str) -> str:

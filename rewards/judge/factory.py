@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rewards.judge.backends import OpenAIChatBackend
-from rewards.judge.cache import VerdictCache
-from rewards.judge.judge import Judge
+from vtb_rewards.judge.backends import OpenAIChatBackend
+from vtb_rewards.judge.cache import VerdictCache
+from vtb_rewards.judge.judge import Judge
 
 DEFAULT_CACHE = Path.home() / ".cache" / "vtb-gym" / "verdicts.sqlite"
 

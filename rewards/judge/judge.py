@@ -1,6 +1,6 @@
 """The judge: one verdict per criterion, from an exact check, the cache, or a backend.
 
-Order per item: a rubric with an exact ``check`` is decided by ``rewards.checks`` (no LLM); a
+Order per item: a rubric with an exact ``check`` is decided by ``vtb_rewards.checks`` (no LLM); a
 missing answer is "Not Met" without a call; a cached verdict is reused; everything else goes to
 the backend in one batch (the backend bounds its own concurrency). With ``votes=k`` each item
 is asked k times and the majority of the readable replies wins (a tie or no readable reply is
@@ -11,16 +11,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from rewards.checks import CheckSpecError, run_check
-from rewards.judge.backends import BackendError, JudgeBackend
-from rewards.judge.cache import VerdictCache, cache_key
-from rewards.judge.prompt import RUBRIC_JUDGE_TEMPLATE, render, template_hash
-from rewards.judge.verdict import JUDGE_ERROR, MET, NOT_MET, VERDICT_SCHEMA, Verdict, parse_verdict
-
-if TYPE_CHECKING:
-    from vtb_env.tasks import Task
+from vtb_env.tasks import Task
+from vtb_rewards.checks import CheckSpecError, run_check
+from vtb_rewards.judge.backends import BackendError, JudgeBackend
+from vtb_rewards.judge.cache import VerdictCache, cache_key
+from vtb_rewards.judge.prompt import RUBRIC_JUDGE_TEMPLATE, render, template_hash
+from vtb_rewards.judge.verdict import JUDGE_ERROR, MET, NOT_MET, VERDICT_SCHEMA, Verdict, parse_verdict
 
 
 @dataclass(frozen=True)
@@ -31,7 +29,7 @@ class JudgeItem:
     golden_answer: str
     criterion: str
     answer: str | None  # None: the policy gave no answer (Not Met without a judge call)
-    check: Mapping[str, Any] | None = None  # an exact rule from rewards.checks, if the rubric has one
+    check: Mapping[str, Any] | None = None  # an exact rule from vtb_rewards.checks, if the rubric has one
 
 
 @dataclass
@@ -136,6 +134,6 @@ def judge_task(judge: Judge, task: "Task", answers: Sequence[str | None]) -> lis
             items.append(JudgeItem(turn.prompt, turn.golden_answer, rubric.description, answer, rubric.check))
             slots.append((t, rubric.id))
     verdicts: list[dict[str, Verdict]] = [{} for _ in task.turns]
-    for (t, rubric_id), verdict in zip(slots, judge.judge(items)):
+    for (t, rubric_id), verdict in zip(slots, judge.judge(items), strict=True):
         verdicts[t][rubric_id] = verdict
     return verdicts

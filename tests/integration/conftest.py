@@ -39,7 +39,7 @@ SCRIPTED_ANSWER = "The answer is 3."
 # 4096 tokens: the env's prompt with all six tool schemas is ~3300 tokens with the tiny tokenizer
 # (the scripted model ignores position up to 4096).
 SCRIPTED_SERVER_OPTIONS = ("--max-images", "8", "--max-model-len", "4096")
-# The reply format rewards.judge parses (rewards/judge/verdict.py).
+# The reply format vtb_rewards.judge parses (rewards/judge/verdict.py).
 JUDGE_VERDICT = '{"explanation": "The response states the count.", "judge_result": "Met"}'
 
 

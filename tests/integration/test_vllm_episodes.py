@@ -3,8 +3,8 @@
 The scripted Idefics3 model (conftest) asks for a crop of ``image_1.png``; the server parses the
 call (native mode, hermes parser) or returns it as raw text that the env parses (text mode); the
 env runs it in the real sandbox (``python_image_processing``), sends the crop back as an image
-part, and the model answers. Rewards come from ``rewards.compose`` with exact checks, or with
-the served judge model through ``rewards.judge``'s OpenAI backend; ``vtb eval`` runs the same
+part, and the model answers. Rewards come from ``vtb_rewards.compose`` with exact checks, or with
+the served judge model through ``vtb_rewards.judge``'s OpenAI backend; ``vtb eval`` runs the same
 against both servers. Run by ``scripts/test_vllm.sh`` (``pytest -m vllm``).
 """
 
@@ -16,21 +16,20 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 from PIL import Image
 
-from agents.openai_chat import OpenAIChatAgent
-from rewards.compose import EpisodeReward, RewardConfig
-from rewards.judge.backends import OpenAIChatBackend
-from rewards.judge.judge import Judge
 from tests.integration.conftest import JUDGE_VERDICT, ROOT, SCRIPTED_ANSWER, SCRIPTED_CALL, VLLMServer
+from vtb_agents.openai_chat import OpenAIChatAgent
 from vtb_env.env import VisualToolBenchEnv
 from vtb_env.loaders.project import save_tasks
 from vtb_env.tasks import ImageRef, Rubric, Task, Turn
 from vtb_env.tools import ALL_TOOLS, default_tools
+from vtb_rewards.compose import EpisodeReward, RewardConfig
+from vtb_rewards.judge.backends import OpenAIChatBackend
+from vtb_rewards.judge.judge import Judge
 
 pytestmark = pytest.mark.vllm
 
@@ -130,7 +129,7 @@ def test_full_episode_through_the_server(scripted_vlm_server, vllm_metrics, mode
 
 
 def test_served_judge_grades_a_served_episode(scripted_vlm_server, judge_server, vllm_metrics):
-    """rewards.judge's OpenAI backend against the judge server decides the rubric without a check."""
+    """vtb_rewards.judge's OpenAI backend against the judge server decides the rubric without a check."""
     judge = Judge(OpenAIChatBackend(judge_server.model, judge_server.base_url, retries=0))
     _, reward, info, _, _ = _run_episode(scripted_vlm_server, "native", EpisodeReward(judge=judge), vllm_metrics, "episode_judged")
     components = info["reward_components"]
@@ -146,7 +145,7 @@ def test_vtb_eval_against_both_servers(scripted_vlm_server, judge_server, vllm_m
     out = tmp_path / "run"
     began = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "vtb_env.cli", "eval", "--data", str(data),
+        [sys.executable, "-m", "vtb_app.cli", "eval", "--data", str(data),
          "--agent", f"openai:{scripted_vlm_server.model}@{scripted_vlm_server.base_url}",
          "--judge", f"openai:{judge_server.model}@{judge_server.base_url}",
          "--agent-extra-body", json.dumps({"chat_template_kwargs": {"unused_by_this_template": True}}),

@@ -16,7 +16,12 @@ from openai import OpenAI
 from PIL import Image
 
 from tests.integration.conftest import (
-    JUDGE_VERDICT, SCRIPTED_ANSWER, SCRIPTED_CALL, SCRIPTED_SERVER_OPTIONS, SERVER_SCRIPT, VLLMServer,
+    JUDGE_VERDICT,
+    SCRIPTED_ANSWER,
+    SCRIPTED_CALL,
+    SCRIPTED_SERVER_OPTIONS,
+    SERVER_SCRIPT,
+    VLLMServer,
 )
 
 pytestmark = pytest.mark.vllm

@@ -12,10 +12,10 @@ from typing import Any, Mapping
 
 from PIL import Image
 
-from rewards import EpisodeReward, default_reward
-from rewards.judge.judge import Judge
 from vtb_env.tasks import ImageRef, Rubric, Task, Turn
 from vtb_env.tools.base import NamedImage, Tool, ToolContext, ToolRegistry, ToolResult
+from vtb_rewards import EpisodeReward, default_reward
+from vtb_rewards.judge.judge import Judge
 
 
 def png(width: int = 64, height: int = 48, color: tuple[int, int, int] = (200, 30, 30)) -> bytes:
@@ -25,7 +25,8 @@ def png(width: int = 64, height: int = 48, color: tuple[int, int, int] = (200, 3
 
 
 def _function(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "description": f"test {name}", "parameters": {"type": "object", "properties": properties, "required": required, "additionalProperties": False}}}
+    return {"type": "function", "function": {"name": name, "description": f"test {name}", "parameters": {"type": "object", "properties": properties,
+        "required": required, "additionalProperties": False}}}
 
 
 class ImageMakerTool(Tool):

@@ -37,7 +37,7 @@ CURRENT_SCHEMA = pa.schema(
 # The features block `datasets` writes into the schema metadata (so load_dataset sees Images).
 _HF_FEATURES = {
     name: {"dtype": "string" if pa.types.is_string(t) else "int64", "_type": "Value"}
-    for name, t in zip(CURRENT_SCHEMA.names, CURRENT_SCHEMA.types)
+    for name, t in zip(CURRENT_SCHEMA.names, CURRENT_SCHEMA.types, strict=True)
     if not pa.types.is_list(t)
 }
 _HF_FEATURES.update(

@@ -3,6 +3,7 @@
 Sources (``source`` argument):
 
 - ``"demo"``: the bundled demo set (``vtb_env/data/demo/``, project format);
+- ``"synth:N:SEED"``: the first N generated synthetic tasks of seed SEED (``loaders/synth.py``);
 - official Hugging Face parquet: a file, a directory of shards or a glob, in the current
   layout or either older one (the report says which);
 - a directory written by the official toolkit's ``download_dataset.py`` (``dataset.json``);
@@ -23,6 +24,7 @@ from vtb_env.loaders.common import BadRow, Candidate, DatasetError, LoadReport, 
 from vtb_env.loaders.hf_dataset import dataset_candidates, is_dataset_like
 from vtb_env.loaders.parquet import parquet_candidates
 from vtb_env.loaders.project import TASKS_FILE, project_candidates, save_tasks
+from vtb_env.loaders.synth import is_synth_spec, synth_candidates
 from vtb_env.loaders.toolkit import toolkit_candidates, toolkit_files
 from vtb_env.tasks import Task
 
@@ -36,6 +38,8 @@ def _candidates(source: Any, task_filter: TaskFilter, report: LoadReport) -> Ite
         if not (DEMO_DIR / TASKS_FILE).is_file():
             raise DatasetError(f"the bundled demo set is missing: expected {DEMO_DIR / TASKS_FILE}")
         return project_candidates(DEMO_DIR, report)
+    if is_synth_spec(source):
+        return synth_candidates(source, report)
     if not isinstance(source, (str, os.PathLike)):
         if is_dataset_like(source):
             return dataset_candidates(source, report)
@@ -57,7 +61,7 @@ def _candidates(source: Any, task_filter: TaskFilter, report: LoadReport) -> Ite
         return parquet_candidates(path, task_filter, report)
     if any(char in str(source) for char in "*?["):
         return parquet_candidates(source, task_filter, report)
-    raise DatasetError(f"no such file or directory: {source} (or pass 'demo')")
+    raise DatasetError(f"no such file or directory: {source} (or pass 'demo' or 'synth:N:SEED')")
 
 
 def iter_tasks(

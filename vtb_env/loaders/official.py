@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from vtb_env.tasks import ImageRef, Task, Turn, parse_rubrics_json
-
 from vtb_env.loaders.common import BadRow, DatasetError
+from vtb_env.tasks import ImageRef, Task, Turn, parse_rubrics_json
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,16 @@ from __future__ import annotations
 import reprlib
 from typing import Any, Mapping
 
-from vtb_env.parsers.base import MAX_CALLS_PER_ACTION, ParsedAction, ParsedCall, ToolCallParser, bound_calls, load_json_lenient, repair_budget, split_reasoning
+from vtb_env.parsers.base import (
+    MAX_CALLS_PER_ACTION,
+    ParsedAction,
+    ParsedCall,
+    ToolCallParser,
+    bound_calls,
+    load_json_lenient,
+    repair_budget,
+    split_reasoning,
+)
 from vtb_env.parsers.function_tag import FunctionTagParser
 from vtb_env.parsers.hermes import HermesParser
 from vtb_env.parsers.llama3_json import Llama3JsonParser
@@ -76,7 +85,8 @@ def _parse(action: str | Mapping[str, Any], fmt: str) -> ParsedAction:
             return _parse_text(content, reasoning, fmt)
         return ParsedAction(content=content, reasoning=reasoning, calls=bound_calls(calls), parser=OPENAI_FORMAT if calls else None)
     if not isinstance(action, str):
-        return ParsedAction(content="", calls=[ParsedCall(name="", arguments=reprlib.repr(action), error=f"an action must be a string or an assistant message dict, got {type(action).__name__}")], parser=None)
+        return ParsedAction(content="", calls=[ParsedCall(name="", arguments=reprlib.repr(action),
+            error=f"an action must be a string or an assistant message dict, got {type(action).__name__}")], parser=None)
     text, reasoning = split_reasoning(action)
     return _parse_text(text, reasoning, fmt)
 

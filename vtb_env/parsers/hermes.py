@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from vtb_env.parsers.base import MAX_CALLS_PER_ACTION, ParsedCall, ToolCallParser, call_from_object, load_json_lenient, tag_blocks, unread_calls
+from vtb_env.parsers.base import (
+    MAX_CALLS_PER_ACTION,
+    ParsedCall,
+    ToolCallParser,
+    call_from_object,
+    load_json_lenient,
+    tag_blocks,
+    unread_calls,
+)
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 

@@ -8,7 +8,14 @@ from __future__ import annotations
 import json
 import re
 
-from vtb_env.parsers.base import MAX_CALLS_PER_ACTION, ParsedCall, ToolCallParser, call_from_object, load_json_lenient, unread_calls
+from vtb_env.parsers.base import (
+    MAX_CALLS_PER_ACTION,
+    ParsedCall,
+    ToolCallParser,
+    call_from_object,
+    load_json_lenient,
+    unread_calls,
+)
 
 PYTHON_TAG = "<|python_tag|>"
 _LOOKS_LIKE_CALL = re.compile(r'^\s*\[?\s*\{\s*"name"\s*:')

@@ -32,11 +32,13 @@ class PythonicParser(ToolCallParser):
             content, body = "", text
         body = _TAGS.sub("", body).strip()
         if len(body) > MAX_PYTHONIC_CHARS:
-            return content.strip(), [ParsedCall(name="", arguments=body, raw=body, error=f"pythonic tool calls of {len(body):,} characters were not read: at most {MAX_PYTHONIC_CHARS:,}")]
+            return content.strip(), [ParsedCall(name="", arguments=body, raw=body,
+                error=f"pythonic tool calls of {len(body):,} characters were not read: at most {MAX_PYTHONIC_CHARS:,}")]
         try:
             tree = ast.parse(body, mode="eval").body
         except SyntaxError as exc:
-            return content.strip(), [ParsedCall(name="", arguments=body, raw=body, error=f"pythonic tool call is not valid Python: {exc.msg} (line {exc.lineno}, column {exc.offset})")]
+            return content.strip(), [ParsedCall(name="", arguments=body, raw=body,
+                error=f"pythonic tool call is not valid Python: {exc.msg} (line {exc.lineno}, column {exc.offset})")]
         except (RecursionError, MemoryError, ValueError):  # absurd nesting; NUL bytes
             return content.strip(), [ParsedCall(name="", arguments=body, raw=body, error="pythonic tool call is nested too deeply or contains NUL bytes")]
         if not isinstance(tree, ast.List):

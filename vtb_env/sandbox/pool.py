@@ -270,7 +270,7 @@ class Sandbox:
         return ExecResult(
             stdout=stdout.decode("utf-8", "replace"), stderr=stderr.decode("utf-8", "replace"),
             exit_code=reply["exit_code"], timed_out=reply["timed_out"], duration_s=reply["duration_s"],
-            files=dict(zip(reply["files"], outputs)), skipped_files=reply["skipped_files"],
+            files=dict(zip(reply["files"], outputs, strict=False)), skipped_files=reply["skipped_files"],
             stdout_truncated=reply["stdout_size"] > len(stdout), stderr_truncated=reply["stderr_size"] > len(stderr),
             leftover_processes=reply["leftover_processes"],
         )

@@ -32,7 +32,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from vtb_env.sandbox import _libc, cleanup, identity, landlock, limits as limits_mod, namespaces, protocol, syscall_filter
+from vtb_env.sandbox import _libc, cleanup, identity, landlock, namespaces, protocol, syscall_filter
+from vtb_env.sandbox import limits as limits_mod
 from vtb_env.sandbox.limits import Limits
 
 SHARED_WORK_DIR = "/tmp/vtb-sandbox-work"  # same path in every slot: each mounts its own tmpfs there privately
@@ -227,7 +228,7 @@ class Server:
     def _prepare(self, names: list[str], blobs: list[bytes]) -> dict[str, tuple[int, int, int, bytes]]:
         self._clear_work_dir()
         inputs = {}
-        for name, data in zip(names, blobs):
+        for name, data in zip(names, blobs, strict=False):
             if not name or "/" in name or name.startswith("."):
                 raise ValueError(f"bad input file name {name!r}")
             path = os.path.join(self.iso.work_dir, name)

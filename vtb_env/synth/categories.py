@@ -6,14 +6,14 @@ tool-redundant) is decided later in ``twins``, so both renderings share every qu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
 from vtb_env.synth import reference_data as ref
 from vtb_env.synth import templates as prompts
-from vtb_env.synth.scenes import DOMAIN_KINDS, Entry, Scene, make_scene, make_ticket
+from vtb_env.synth.scenes import DOMAIN_KINDS, LAB_TESTS, Entry, Scene, make_scene, make_ticket
 
 
 @dataclass(frozen=True)
@@ -237,8 +237,6 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float)
         golden = f"{a.label} has {a.text} and {b.label} has {b.text}, so {a.label}'s share is {value:.1f}%."
         reads, what, shown = (a, b), f"{a.label}'s share", f"{value:.1f}%"
     elif kind == "lab":
-        from vtb_env.synth.scenes import LAB_TESTS
-
         high = LAB_TESTS[a.label][2]
         value = round(100 * a.value / high, 1)
         prompt = prompts.LIMIT.format(test=a.label)
@@ -294,8 +292,6 @@ def follow_up(rng: np.random.Generator, domain: str, difficulty: float) -> Bluep
         value, reads = a.value + b.value, (a, b)
         answer = f"The {a.label} is {a.text} and the {b.label} is {b.text}, {say(scene, value)} in total."
     elif kind == "lab":
-        from vtb_env.synth.scenes import LAB_TESTS
-
         _unit, low, high, _step = LAB_TESTS[a.label]
         verdict = "below" if a.value < low else "above" if a.value > high else "within"
         value, reads = a.value, (a,)
@@ -341,8 +337,8 @@ def temporal(rng: np.random.Generator, domain: str, difficulty: float) -> Bluepr
     states = [scene]
     while len(states) < n_images:
         nxt = states[-1].evolved(rng)
-        growth = [n.value - f.value for n, f in zip(nxt.entries, scene.entries)]
-        if len(set(growth)) == len(growth) and all(n.value != o.value for n, o in zip(nxt.entries, states[-1].entries)):
+        growth = [n.value - f.value for n, f in zip(nxt.entries, scene.entries, strict=False)]
+        if len(set(growth)) == len(growth) and all(n.value != o.value for n, o in zip(nxt.entries, states[-1].entries, strict=False)):
             states.append(nxt)
     a = scene.entries[int(rng.integers(0, len(scene.entries)))]
     phrase = scene.kind.phrase(a.label)
@@ -389,8 +385,6 @@ def progressive(rng: np.random.Generator, domain: str, difficulty: float) -> Blu
     phrase = scene.kind.phrase(a.label)
     tol = 0.006 if scene.kind.unit == "$" else 0.05
     if kind == "lab":
-        from vtb_env.synth.scenes import LAB_TESTS
-
         _unit, low, high, _step = LAB_TESTS[a.label]
         verdict = "below" if a.value < low else "above" if a.value > high else "within"
         gap = round(low - a.value if verdict == "below" else a.value - high if verdict == "above" else 0.0, 1)

@@ -119,7 +119,7 @@ def compose(panels: Sequence[Panel], degradation: Degradation, rng: np.random.Ge
     canvas = _scene_background(rng, CANVAS)
     placements: list[Placement] = []
     slots = [(0.04, 0.06), (0.55, 0.52)] if len(panels) > 1 else [(float(rng.uniform(0.05, 0.5)), float(rng.uniform(0.05, 0.45)))]
-    for panel, (fx, fy) in zip(panels, slots):
+    for panel, (fx, fy) in zip(panels, slots, strict=False):
         border = max(6, degradation.px) if degradation.screen else 0
         body = ImageOps.expand(panel.image, border=border, fill=(28, 28, 32)) if border else panel.image
         if degradation.mirror:
@@ -176,7 +176,7 @@ def reference_code(image_name: str, placement: Placement, degradation: Degradati
     elif rotation:
         lines += [
             f"panel = panel.rotate({-rotation}, resample=Image.Resampling.BICUBIC, expand=True)  # level the text",
-            f"cx, cy = panel.width // 2, panel.height // 2",
+            "cx, cy = panel.width // 2, panel.height // 2",
             f"panel = panel.crop((cx - {w * k // 2}, cy - {h * k // 2}, cx + {w * k - w * k // 2}, cy + {h * k - h * k // 2}))",
         ]
     if placement.mirror:

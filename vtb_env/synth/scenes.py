@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 from PIL import Image, ImageDraw
 
-from vtb_env.synth.render import Box, Panel, RGB, text_box, text_width
+from vtb_env.synth.render import RGB, Box, Panel, text_box, text_width
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,7 @@ def make_scene(kind_name: str, rng: np.random.Generator, n_entries: int) -> Scen
     title = str(rng.choice(kind.titles))
     if kind.style == "map":
         towns = [str(t) for t in rng.permutation(TOWNS)[: n_entries + 1]]
-        labels = [f"{a} to {b}" for a, b in zip(towns, towns[1:])]
+        labels = [f"{a} to {b}" for a, b in zip(towns, towns[1:], strict=False)]
     else:
         labels = [str(label) for label in rng.permutation(kind.labels)[:n_entries]]
     if kind.name == "timetable":
@@ -211,7 +211,7 @@ def make_scene(kind_name: str, rng: np.random.Generator, n_entries: int) -> Scen
         while len(set(values)) < len(values):
             values = [kind.draw_value(rng, label) for label in labels]
     entries = tuple(
-        Entry(label, v, kind.fmt(v), kind.extra(label) if kind.extra else "") for label, v in zip(labels, values)
+        Entry(label, v, kind.fmt(v), kind.extra(label) if kind.extra else "") for label, v in zip(labels, values, strict=False)
     )
     return Scene(kind, title, entries)
 
@@ -377,7 +377,7 @@ def _render_map(scene: Scene, rows: Sequence[Entry], px: int, rng: np.random.Gen
         x = 3 * px + int((width - 8 * px) * i / max(1, n - 1))
         y = 5 * px + int(rng.integers(0, height - 10 * px))
         points.append((x, y))
-    segments = list(zip(points, points[1:]))
+    segments = list(zip(points, points[1:], strict=False))
     for a, b in segments:
         draw.line((a, b), fill=accent, width=max(2, px // 4))
     r = max(3, px // 3)
@@ -385,14 +385,14 @@ def _render_map(scene: Scene, rows: Sequence[Entry], px: int, rng: np.random.Gen
     taken += [(x - r, y - r, x + r, y + r) for x, y in points]
     bounds = (0, 0, width, height)
     pad = max(2, px // 3)  # clear space around every label
-    for name, (x, y) in zip(towns, points):
+    for name, (x, y) in zip(towns, points, strict=False):
         draw.ellipse((x - r, y - r, x + r, y + r), fill=ink)
         w, h = text_width(name, px, True) + 2 * pad, int(px * 1.3) + 2 * pad
         offsets = [(0, h / 2 + r), (0, -h / 2 - r), (w / 2 + r, 0), (-w / 2 - r, 0), (0, h / 2 + r + px), (0, -h / 2 - r - px)]
         box = _place((w, h), [(x + dx, y + dy) for dx, dy in offsets], taken, bounds, segments)
         text_box(draw, (box[0] + pad, box[1] + pad), name, px, ink, bold=True)
     boxes: dict[str, Box] = {}
-    for entry, (a, b) in zip(rows, segments):
+    for entry, (a, b) in zip(rows, segments, strict=False):
         w, h = text_width(entry.text, px, True) + 2 * pad, int(px * 1.3) + 2 * pad
         length = max(1.0, math.hypot(b[0] - a[0], b[1] - a[1]))
         nx, ny = -(b[1] - a[1]) / length, (b[0] - a[0]) / length  # unit normal of the segment

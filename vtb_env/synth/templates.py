@@ -1,7 +1,7 @@
 """The wording of every question the synthetic tasks ask, as ``str.format`` templates.
 
 One home for the prompts: ``categories`` fills them in, and the OCR baseline
-(``agents.ocr_baseline``, a solver for exactly these tasks) is tested against every template
+(``vtb_agents.ocr_baseline``, a solver for exactly these tasks) is tested against every template
 here, so a change of wording that its rules no longer understand fails a test instead of
 silently lowering its scores.
 """

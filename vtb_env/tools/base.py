@@ -17,6 +17,8 @@ from typing import Any, Iterable, Mapping
 import jsonschema
 from PIL import Image
 
+from vtb_env.tasks import decode_image
+
 
 @dataclass(frozen=True)
 class NamedImage:
@@ -26,8 +28,6 @@ class NamedImage:
     data: bytes  # encoded (PNG/JPEG) bytes
 
     def open(self) -> Image.Image:
-        from vtb_env.tasks import decode_image
-
         return decode_image(self.data)
 
 
@@ -76,7 +76,7 @@ class Tool(ABC):
         """The schema shown to the model this turn (a tool may fill in e.g. the image file list)."""
         return json.loads(json.dumps(self.schema))
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 -- a hook with a no-op default: only tools that hold processes override it
         """Release processes or connections; called by the registry's close."""
 
 

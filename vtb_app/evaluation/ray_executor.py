@@ -46,13 +46,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from vtb_env.config import EnvConfig
-from vtb_env.evaluation.records import RECORDS_FILE, RunLog, encode_record, error_record, record_key
-from vtb_env.evaluation.runner import (
-    EvalResult, JudgePasses, Progress, RecordKeeper, Scoring, _ImageStore, evaluate_item, plan_run, rejudge_item, sample_seed,
+from vtb_app.evaluation.records import RECORDS_FILE, RunLog, encode_record, error_record, record_key
+from vtb_app.evaluation.runner import (
+    EvalResult,
+    JudgePasses,
+    Progress,
+    RecordKeeper,
+    Scoring,
+    _ImageStore,
+    evaluate_item,
+    plan_run,
+    rejudge_item,
+    sample_seed,
     task_summary,
 )
-from vtb_env.evaluation.specs import JudgeOptions, SpecError
+from vtb_app.evaluation.specs import JudgeOptions, SpecError
+from vtb_env.config import EnvConfig
 from vtb_env.ray_cluster import alive_cpu_nodes, connect, import_ray
 from vtb_env.tasks import Task
 
@@ -98,11 +107,11 @@ class EpisodeWorker:
     """
 
     def __init__(self, spec: RunSpec, tasks: Sequence[Task], cpus: int, run_dir: str, node_token: str):
-        from agents.ablations import ablate_agent
-        from vtb_env.env import _default_tools
-        from vtb_env.evaluation.runner import episode_reward
-        from vtb_env.evaluation.specs import make_agent, make_judge
+        from vtb_agents.ablations import ablate_agent
+        from vtb_app.evaluation.runner import episode_reward
+        from vtb_app.evaluation.specs import make_agent, make_judge
         from vtb_env.sandbox.pool import PROFILES, shared_sandbox
+        from vtb_env.tools import default_tools
 
         for profile in PROFILES:  # sized to the node before any tool creates them with the default size
             shared_sandbox(profile, slots=cpus)
@@ -117,7 +126,7 @@ class EpisodeWorker:
         self.judge = make_judge(spec.judge, cache_path=cache_path, options=spec.judge_options)
         self.agent = ablate_agent(make_agent(spec.agent, **spec.agent_options), spec.ablation)
         self.reward = episode_reward(self.judge, spec.scoring, spec.mode_labels)
-        self.tools = _default_tools()
+        self.tools = default_tools()
         self._local = threading.local()
         self._envs: list[Any] = []
         self._envs_lock = threading.Lock()

@@ -1,4 +1,4 @@
-"""``vtb eval``, ``vtb judge`` and ``vtb report`` (registered in ``vtb_env.cli``)."""
+"""``vtb eval``, ``vtb judge`` and ``vtb report`` (registered in ``vtb_app.cli``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vtb_env.evaluation.records import (
-    RECORDS_FILE, RunConflictError, RunLog, done_keys, error_record, judging_complete, latest_records, read_config, run_image_path, write_config,
+from vtb_app.evaluation.records import (
+    RECORDS_FILE,
+    RunConflictError,
+    RunLog,
+    done_keys,
+    error_record,
+    judging_complete,
+    latest_records,
+    read_config,
+    run_image_path,
+    write_config,
 )
 
 # Episodes in flight by default: enough to keep a GPU inference server batching (tens of requests
@@ -124,7 +133,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rp.add_argument("--all-tables", action="store_true", help="print every table, not only the overall comparison")
     rp.set_defaults(func=run_report)
 
-    from vtb_env.evaluation.toolkit import register as register_import
+    from vtb_app.evaluation.toolkit import register as register_import  # lazy: keeps `vtb --help` fast
 
     register_import(subparsers)
 
@@ -147,7 +156,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def _label_store(path: str | Path, must_exist: bool = True) -> Any:
-    from rewards.mode import ModeLabelStore
+    from vtb_rewards.mode import ModeLabelStore
 
     if must_exist and not Path(path).exists():
         print(f"error: no mode-label file {path} (make one with `vtb label-modes`)", file=sys.stderr)
@@ -161,7 +170,7 @@ def _optional(text: str, kind: type) -> Any:
 
 def judge_options(args: argparse.Namespace) -> Any:
     """The ``--judge-*`` request options."""
-    from vtb_env.evaluation.specs import JudgeOptions
+    from vtb_app.evaluation.specs import JudgeOptions
 
     return JudgeOptions(
         temperature=_optional(args.judge_temperature, float), max_tokens=_optional(args.judge_max_tokens, int),
@@ -171,7 +180,7 @@ def judge_options(args: argparse.Namespace) -> Any:
 
 def judge_from_args(args: argparse.Namespace, out: Path) -> Any:
     """The judge of ``--judge`` with the ``--judge-*`` request options; the passes need an LLM judge."""
-    from vtb_env.evaluation.specs import SpecError, make_judge
+    from vtb_app.evaluation.specs import SpecError, make_judge
 
     options = judge_options(args)
     if args.judge == "exact" and (args.process_metrics or args.error_types):
@@ -180,35 +189,33 @@ def judge_from_args(args: argparse.Namespace, out: Path) -> Any:
 
 
 def _passes(args: argparse.Namespace) -> Any:
-    from vtb_env.evaluation.runner import JudgePasses
+    from vtb_app.evaluation.runner import JudgePasses
 
     return JudgePasses(process_metrics=args.process_metrics, error_types=args.error_types)
 
 
-def task_index(tasks: Any) -> dict[str, list[str]]:
-    """Task id -> [turn case, domain, category]: the run's denominators, kept in ``config.json``
-    so a report counts tasks that never produced a record."""
-    return {task.id: [task.turncase, task.domain, task.eval_focus or "unknown"] for task in tasks}
-
-
 def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any = None) -> tuple[int, Path, list[Any]]:
     """Run `vtb eval` with ``args``: (exit code, run dir, tasks)."""
-    from agents.ablations import ablate_agent, env_overrides
+    from vtb_agents.ablations import ablate_agent, env_overrides
+    from vtb_app.evaluation.metrics import task_index
+    from vtb_app.evaluation.runner import Scoring, episode_reward, evaluate
+    from vtb_app.evaluation.specs import SpecError, make_agent
+    from vtb_app.evaluation.tables import print_comparison
     from vtb_env.config import EnvConfig
-    from vtb_env.env import VisualToolBenchEnv, _default_tools
-    from vtb_env.evaluation.runner import Scoring, episode_reward, evaluate
-    from vtb_env.evaluation.specs import SpecError, load_eval_tasks, make_agent
+    from vtb_env.env import VisualToolBenchEnv
+    from vtb_env.loaders import load_tasks
+    from vtb_env.tools import default_tools
 
     out = Path(args.out)
     if args.executor == "ray":
-        from vtb_env.evaluation.ray_executor import check_shareable
+        from vtb_app.evaluation.ray_executor import check_shareable
 
         try:
             check_shareable(args.agent, args.judge)
         except SpecError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2, out, []
-    tasks = load_eval_tasks(args.data, limit=args.limit)
+    tasks = load_tasks(args.data, limit=args.limit)
     if not tasks:
         print(f"error: no tasks loaded from {args.data!r}", file=sys.stderr)
         return 2, out, []
@@ -250,7 +257,7 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
         config["mode_labels"] = {"file": str(Path(store.path).resolve()), "model": model, "labels": mode_labels}
     reward = episode_reward(judge, scoring, mode_labels)
     identity = {"agent": agent.name, "model": base_agent.name, "judge": judge.judge_id, "ablation": ablation, "preset": args.preset}
-    tools = _default_tools()  # one registry (one sandbox pool) shared by every worker's env
+    tools = default_tools()  # one registry (one sandbox pool) shared by every worker's env
     try:
         digest = write_config(out, config)
         if args.executor == "ray":
@@ -274,14 +281,14 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
             agent.close()
     print(f"{result.succeeded} done, {result.failed} errors, {result.skipped} already done, {result.rejudged} re-judged "
           f"({concurrency} in flight); records in {out / RECORDS_FILE}")
-    _print_tables([out])
+    print_comparison([out])
     return (1 if result.failed else 0), out, tasks
 
 
 def _evaluate_on_ray(args: argparse.Namespace, tasks: list[Any], ablation: str, samples: int, concurrency: int, env_config: Any,
                      scoring: Any, passes: Any, mode_labels: dict[str, str], digest: str, identity: dict[str, Any]) -> Any:
     """The ``--executor ray`` branch of ``_evaluate``: the same run, its parts rebuilt in each actor from their specs."""
-    from vtb_env.evaluation.ray_executor import RunSpec, evaluate_on_ray
+    from vtb_app.evaluation.ray_executor import RunSpec, evaluate_on_ray
 
     spec = RunSpec(
         agent=args.agent, judge=args.judge, env_config=env_config, ablation=ablation, scoring=scoring, passes=passes,
@@ -295,7 +302,7 @@ def _evaluate_on_ray(args: argparse.Namespace, tasks: list[Any], ablation: str, 
 
 def run_label_modes(args: argparse.Namespace) -> int:
     """The text-only pass as a `no_tools` eval run, then one label per task whose judging is complete."""
-    from vtb_env.evaluation.metrics import Run, run_model, text_only_results
+    from vtb_app.evaluation.metrics import Run, run_model, text_only_results
 
     code, out, tasks = _evaluate(args, "no_tools", 1)
     if not tasks:
@@ -314,8 +321,10 @@ def run_label_modes(args: argparse.Namespace) -> int:
 def run_judge(args: argparse.Namespace) -> int:
     """Re-judge a run's saved answers into ``--out``; records judged incompletely there (or in the
     source) are judged again on every rerun until complete."""
-    from vtb_env.evaluation.runner import Progress, Scoring, rejudge, run_work
-    from vtb_env.evaluation.specs import SpecError, load_eval_tasks
+    from vtb_app.evaluation.runner import Progress, Scoring, rejudge, run_work
+    from vtb_app.evaluation.specs import SpecError
+    from vtb_app.evaluation.tables import print_comparison
+    from vtb_env.loaders import load_tasks
 
     source, out = Path(args.run), Path(args.out)
     config = read_config(source)
@@ -330,7 +339,7 @@ def run_judge(args: argparse.Namespace) -> int:
     except SpecError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    tasks = {task.id: task for task in load_eval_tasks(args.data or config["data"], limit=config.get("limit"))}
+    tasks = {task.id: task for task in load_tasks(args.data or config["data"], limit=config.get("limit"))}
     scoring_config = {**config.get("scoring", {})}
     scoring_config.update({k: v for k, v in (("critical_rule", args.critical_rule), ("multi_turn", args.multi_turn)) if v})
     scoring, passes = Scoring(**scoring_config), _passes(args)
@@ -378,7 +387,7 @@ def run_judge(args: argparse.Namespace) -> int:
     print(f"re-judged {len(records)} records ({len(done)} already done) with {judge.judge_id}: "
           f"{stats.checks} exact checks, {stats.cache_hits} cache hits, {stats.backend_calls} judge calls, {stats.errors} errors; "
           f"{incomplete} records incompletely judged (rerun to retry them)")
-    _print_tables([out])
+    print_comparison([out])
     return 1 if incomplete or bar.errors else 0
 
 
@@ -406,18 +415,8 @@ def _parse_run_arg(value: str) -> tuple[str | None, Path]:
     return None, Path(value)
 
 
-def _print_tables(paths: list[Path]) -> list[dict[str, Any]]:
-    from vtb_env.evaluation.metrics import Run, pick_labels, summarize
-    from vtb_env.evaluation.tables import comparison_table, render_text, scoring_note, with_note
-
-    runs = [Run.load(path) for path in paths]
-    summaries = [summarize(run, labels) for run, labels in zip(runs, pick_labels(runs))]
-    print(render_text(with_note(comparison_table(summaries), scoring_note(summaries))))
-    return summaries
-
-
 def run_report(args: argparse.Namespace) -> int:
-    from vtb_env.evaluation.report import write_report
+    from vtb_app.evaluation.report import write_report
 
     store = _label_store(args.mode_labels) if args.mode_labels else None
     if args.mode_labels and store is None:

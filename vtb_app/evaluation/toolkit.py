@@ -40,13 +40,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from rewards.judge.backends import BackendError
-from rewards.judge.judge import Judge
-from rewards.judge.prompt import RUBRIC_JUDGE_TEMPLATE, render
-from vtb_env.evaluation.records import RECORDS_FILE, RunLog, ok_keys, record_key, write_config
-from vtb_env.evaluation.runner import PlayedEpisode, Scoring, episode_reward, judge_episode, ok_record, task_summary
+from vtb_app.evaluation.metrics import task_index
+from vtb_app.evaluation.records import RECORDS_FILE, RunLog, ok_keys, record_key, write_config
+from vtb_app.evaluation.runner import PlayedEpisode, Scoring, episode_reward, judge_episode, ok_record, task_summary
+from vtb_app.evaluation.tables import print_comparison
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
+from vtb_rewards.judge.backends import BackendError
+from vtb_rewards.judge.judge import Judge
+from vtb_rewards.judge.prompt import RUBRIC_JUDGE_TEMPLATE, render
 
 TOOL_NAMES = {"google_search": "web_search"}  # the toolkit's names -> ours (the rest are the same)
 TOOL_CAP_ANSWER = "Model hit the maximum number of tool calls"
@@ -113,7 +115,7 @@ def _turn_record(index: int, part: Mapping[str, Any]) -> TurnRecord:
     steps = [StepRecord(action_text=text) for text in call_rounds]
     if steps:
         if len(calls) == len(steps):
-            for step, (round_index, call) in zip(steps, enumerate(calls)):
+            for step, (round_index, call) in zip(steps, enumerate(calls), strict=False):
                 call.round_index = round_index
                 step.tool_calls = [call]
         else:
@@ -156,7 +158,7 @@ class ToolkitVerdicts:
         if per_turn and isinstance(per_turn[0], Mapping):
             per_turn = [per_turn]  # single-turn layout
         added = 0
-        for t, (turn, results) in enumerate(zip(task.turns, per_turn)):
+        for t, (turn, results) in enumerate(zip(task.turns, per_turn, strict=False)):
             rubrics = {rubric.id: rubric for rubric in turn.rubrics}
             answer = answers[t] if t < len(answers) else None
             for result in results if isinstance(results, list) else []:
@@ -195,7 +197,8 @@ def import_toolkit(
     digest = write_config(out, {**config, "judge": judge.judge_id, "scoring": vars(scoring)})
     done = ok_keys(out / RECORDS_FILE)  # the toolkit's verdicts are fixed: `vtb judge` retries its judge errors
     reward = episode_reward(judge, scoring)
-    identity = {"agent": config["agent"]["name"], "model": config["model"], "judge": judge.judge_id, "ablation": config["ablation"], "preset": "official toolkit"}
+    identity = {"agent": config["agent"]["name"], "model": config["model"], "judge": judge.judge_id, "ablation": config["ablation"],
+        "preset": "official toolkit"}
     ok = errors = 0
     with RunLog(out / RECORDS_FILE) as log:
         for row in responses:
@@ -242,8 +245,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from vtb_env.evaluation.commands import _print_tables, task_index
-    from vtb_env.evaluation.specs import load_eval_tasks, make_judge
+    from vtb_app.evaluation.specs import make_judge
+    from vtb_env.loaders import load_tasks
 
     if (args.judge_results is None) == (args.judge is None):
         print("error: give exactly one of --judge-results (the toolkit's verdicts) and --judge (judge here)", file=sys.stderr)
@@ -255,7 +258,7 @@ def run_import(args: argparse.Namespace) -> int:
     except ToolkitFormatError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    tasks = {task.id: task for task in load_eval_tasks(args.data)}
+    tasks = {task.id: task for task in load_tasks(args.data)}
     missing = sorted({_row_id(r) for r in responses} - set(tasks))
     if missing:
         print(f"error: {len(missing)} of the toolkit's tasks are not in {args.data!r} (e.g. {missing[0]})", file=sys.stderr)
@@ -281,5 +284,5 @@ def run_import(args: argparse.Namespace) -> int:
     ok, errors, skipped = import_toolkit(responses, tasks, out, config=config, judge=judge, judge_rows=judge_rows,
                                          scoring=Scoring(args.critical_rule, args.multi_turn))
     print(f"imported {ok} toolkit episodes ({errors} harness errors, {skipped} already imported) into {out / RECORDS_FILE}")
-    _print_tables([out])
+    print_comparison([out])
     return 0

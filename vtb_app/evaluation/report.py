@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from rewards.mode import ModeLabelStore
-from vtb_env.evaluation.html import write_html
-from vtb_env.evaluation.metrics import Run, pick_labels, summarize
-from vtb_env.evaluation.plots import write_plots
-from vtb_env.evaluation.tables import all_tables, render_text
+from vtb_app.evaluation.html import write_html
+from vtb_app.evaluation.metrics import Run, pick_labels, summarize
+from vtb_app.evaluation.plots import write_plots
+from vtb_app.evaluation.tables import all_tables, render_text
+from vtb_rewards.mode import ModeLabelStore
 
 
 def write_report(
@@ -29,7 +29,7 @@ def write_report(
     """
     loaded = [Run.load(path, name) for name, path in runs]
     labels = pick_labels(loaded, mode_labels)
-    summaries = [summarize(run, run_labels) for run, run_labels in zip(loaded, labels)]
+    summaries = [summarize(run, run_labels) for run, run_labels in zip(loaded, labels, strict=True)]
     tables = all_tables(summaries)
     out_dir.mkdir(parents=True, exist_ok=True)
     text = out_dir / "tables.md"
@@ -40,3 +40,4 @@ def write_report(
     plots = write_plots(summaries, out_dir)
     html = write_html(out_dir / "report.html", loaded, tables, plots, max_trajectories=max_trajectories)
     return {"text": text, "summary": summary, "html": html, **{p.stem: p for p in plots}}
+

@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from rewards.compose import RewardConfig
-from rewards.mode import ConfusionMatrix, ModeLabelStore, label_from_text_only, mode_outcome
-from rewards.process import tool_use_stats
-from rewards.scoring import GroupStats
-from vtb_env.evaluation.records import RECORDS_FILE, judging_complete, latest_records, read_config, record_key
+from vtb_app.evaluation.records import RECORDS_FILE, judging_complete, latest_records, read_config, record_key
 from vtb_env.trajectory import EpisodeRecord
+from vtb_rewards.compose import RewardConfig
+from vtb_rewards.mode import ConfusionMatrix, ModeLabelStore, label_from_text_only, mode_outcome
+from vtb_rewards.process import tool_use_stats
+from vtb_rewards.scoring import GroupStats
 
 TURNCASES = ("single-turn", "multi-turn")
-# The rewarded components of rewards.compose (the diagnostics in reward_components are left out).
+# The rewarded components of vtb_rewards.compose (the diagnostics in reward_components are left out).
 REWARD_COMPONENTS = tuple(RewardConfig().weights())
 DOMAIN_COLUMNS = ("STEM", "Medical", "Finance", "Sports", "Generalist")  # the paper's order (tables 3, 6)
 
@@ -94,7 +94,7 @@ class Run:
 
 
 def tool_use(records: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """Appendix B.4 (proactivity, success rate, volume) over stored records, via rewards.process."""
+    """Appendix B.4 (proactivity, success rate, volume) over stored records, via vtb_rewards.process."""
     stats = tool_use_stats([EpisodeRecord.from_dict(r["episode"]) for r in records])
     return {"proactivity": stats.proactivity if stats.n_tasks else None, "success_rate": stats.success_rate,
             "volume": stats.volume if stats.n_tasks else None, "calls": stats.n_calls}
@@ -286,3 +286,9 @@ def pick_labels(runs: Iterable[Run], store: ModeLabelStore | None = None) -> lis
         labels = store.labels(model) if store is not None and model else {}
         chosen.append(labels or text_only.get(model) or {})
     return chosen
+
+
+def task_index(tasks: Any) -> dict[str, list[str]]:
+    """Task id -> [turn case, domain, category]: the run's denominators, kept in ``config.json``
+    so a report counts tasks that never produced a record."""
+    return {task.id: [task.turncase, task.domain, task.eval_focus or "unknown"] for task in tasks}

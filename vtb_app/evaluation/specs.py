@@ -1,8 +1,7 @@
 """Command-line specs for data, agents and judges.
 
 - data: ``demo``, an official parquet file/dir, a toolkit dir, a project ``tasks.jsonl``/dir
-  (everything ``vtb_env.loaders.load_tasks`` reads), or ``synth:N:SEED`` (generated tasks; ``synth-v1:N:SEED``
-  for the first generator);
+  or ``synth:N:SEED`` / ``synth-v1:N:SEED`` (generated tasks): everything ``vtb_env.loaders.load_tasks`` reads;
 - agent: ``ocr-baseline``, ``openai:MODEL@BASE_URL`` (native tool calls; ``openai-text:`` for
   raw text parsed by the env), ``hf:PATH`` (a local checkpoint);
 - judge: ``exact`` (programmatic rubric checks only), ``openai:MODEL@BASE_URL``, ``hf:PATH``.
@@ -15,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from agents.base import Agent
-from rewards.judge.judge import Judge
-from vtb_env.tasks import Task
+from vtb_agents.base import Agent
+from vtb_rewards.judge.judge import Judge
 
 
 class SpecError(ValueError):
@@ -42,18 +40,18 @@ def make_agent(
     if extra_body and not spec.startswith(("openai:", "openai-text:")):
         raise SpecError(f"extra request fields apply to openai:/openai-text: agents only, not {spec!r}")
     if spec == "ocr-baseline":
-        from agents.ocr_baseline import OcrBaselineAgent
+        from vtb_agents.ocr_baseline import OcrBaselineAgent
 
         return OcrBaselineAgent()
     for prefix, mode in (("openai:", "native"), ("openai-text:", "text")):
         if spec.startswith(prefix):
-            from agents.openai_chat import OpenAIChatAgent, Sampling
+            from vtb_agents.openai_chat import OpenAIChatAgent, Sampling
 
             model, url = _model_at_url(spec, prefix)
             sampling = Sampling(temperature=temperature, seed=seed, max_tokens=max_tokens, extra_body=dict(extra_body or {}))
             return OpenAIChatAgent(model, url, api_key=os.environ.get("OPENAI_API_KEY"), tool_mode=mode, sampling=sampling)  # type: ignore[arg-type]
     if spec.startswith("hf:"):
-        from agents.transformers_agent import TransformersAgent
+        from vtb_agents.transformers_agent import TransformersAgent
 
         return TransformersAgent(spec[3:], seed=seed, temperature=temperature, max_new_tokens=max_tokens)
     raise SpecError(f"unknown agent {spec!r}; use ocr-baseline, openai:MODEL@URL, openai-text:MODEL@URL or hf:PATH")
@@ -61,7 +59,7 @@ def make_agent(
 
 @dataclass(frozen=True)
 class JudgeOptions:
-    """Request options of an ``openai:`` judge (``rewards.judge.backends.OpenAIChatBackend``);
+    """Request options of an ``openai:`` judge (``vtb_rewards.judge.backends.OpenAIChatBackend``);
     None omits a field (reasoning models reject ``temperature`` and ``max_tokens``)."""
 
     temperature: float | None = 0.0
@@ -71,13 +69,13 @@ class JudgeOptions:
 
 
 def make_judge(spec: str, cache_path: str | Path | None = None, options: JudgeOptions = JudgeOptions()) -> Judge:
-    from rewards.judge.cache import VerdictCache
+    from vtb_rewards.judge.cache import VerdictCache
 
     if spec == "exact":
         return Judge(backend=None)
     cache = VerdictCache(cache_path) if cache_path else None
     if spec.startswith("openai:"):
-        from rewards.judge.backends import OpenAIChatBackend
+        from vtb_rewards.judge.backends import OpenAIChatBackend
 
         model, url = _model_at_url(spec, "openai:")
         key = os.environ.get("VTB_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
@@ -85,22 +83,8 @@ def make_judge(spec: str, cache_path: str | Path | None = None, options: JudgeOp
                                     token_field=options.token_field, structured=options.structured)  # type: ignore[arg-type]
         return Judge(backend, cache=cache)
     if spec.startswith("hf:"):
-        from rewards.judge.backends import TransformersBackend
+        from vtb_rewards.judge.backends import TransformersBackend
 
         return Judge(TransformersBackend.from_pretrained(spec[3:]), cache=cache)
     raise SpecError(f"unknown judge {spec!r}; use exact, openai:MODEL@URL or hf:PATH")
 
-
-def load_eval_tasks(spec: str, *, limit: int | None = None, ids: Any = None) -> list[Task]:
-    if spec.startswith(("synth:", "synth-v1:", "synth-v2:")):
-        parts = spec.split(":")
-        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].lstrip("-").isdigit():
-            raise SpecError(f"{spec!r}: expected synth:N:SEED (or synth-v1:N:SEED for the first generator), e.g. synth:50:0")
-        from vtb_env.synth.stream import DEFAULT_GENERATOR, generate
-
-        generator = parts[0].partition("-")[2] or DEFAULT_GENERATOR
-        tasks = generate(int(parts[1]), seed=int(parts[2]), generator=generator)
-        return tasks[:limit] if limit else tasks
-    from vtb_env.loaders import load_tasks
-
-    return load_tasks(spec, limit=limit, ids=ids)

@@ -1,6 +1,6 @@
 """VisualToolBench as a verifiers environment (verifiers >= 0.3.0, < 0.4: its legacy multi-turn API).
 
-    from vtb_env.integrations.verifiers_env import load_environment
+    from vtb_app.integrations.verifiers_env import load_environment
     env = load_environment(tasks="synth:64:0")                  # any vtb_env.loaders / eval source
     results = env.evaluate_sync(client=AsyncOpenAI(base_url=...), model="...", num_examples=8)
 
@@ -23,11 +23,12 @@ from typing import Any, Sequence
 try:
     import verifiers.legacy as vf
 except ImportError as exc:  # pragma: no cover - depends on the installation
-    raise ImportError(f"vtb_env.integrations.verifiers_env needs verifiers>=0.3,<0.4 (its legacy API): {exc}") from exc
+    raise ImportError(f"vtb_app.integrations.verifiers_env needs verifiers>=0.3,<0.4 (its legacy API): {exc}") from exc
 
-from agents.rollout import score_unfinished
+from vtb_agents.rollout import score_unfinished
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
+from vtb_env.loaders import load_tasks
 from vtb_env.tasks import Task
 from vtb_env.tools.base import ToolContext, ToolRegistry
 
@@ -53,14 +54,16 @@ class VisualToolBenchVFEnv(vf.MultiTurnEnv):
         self.vtb_config = config or EnvConfig.preset("default")
         if self.vtb_config.image_parts != "data_url":
             raise ValueError("a chat-completions model needs the images inline: EnvConfig(image_parts='data_url')")
-        rows = [{"prompt": [{"role": "user", "content": t.turns[0].prompt}], "answer": "", "info": {"task_id": t.id, "env_id": "visualtoolbench"}} for t in self.vtb_tasks]
+        rows = [{"prompt": [{"role": "user", "content": t.turns[0].prompt}], "answer": "", "info": {"task_id": t.id,
+            "env_id": "visualtoolbench"}} for t in self.vtb_tasks]
         schemas = tools.schemas(ToolContext(task_id=""))
         tool_defs = [vf.Tool(name=s["function"]["name"], description=s["function"]["description"], parameters=s["function"]["parameters"]) for s in schemas]
         rubric = vf.Rubric(funcs=[self.vtb_reward])
         for name in METRICS:
             rubric.add_metric(_component_metric(name))
         max_turns = kwargs.pop("max_turns", 4 * self.vtb_config.max_tool_calls * max(len(t.turns) for t in self.vtb_tasks))
-        super().__init__(dataset=Dataset.from_list(rows), eval_dataset=Dataset.from_list(rows), rubric=rubric, tool_defs=tool_defs, max_turns=max_turns, **kwargs)
+        super().__init__(dataset=Dataset.from_list(rows), eval_dataset=Dataset.from_list(rows), rubric=rubric, tool_defs=tool_defs,
+            max_turns=max_turns, **kwargs)
 
     async def setup_state(self, state: vf.State) -> vf.State:
         task_id = state["info"]["task_id"]
@@ -104,7 +107,8 @@ def _component_metric(name: str) -> Any:
     return metric
 
 
-def load_environment(tasks: Any = "demo", tools: ToolRegistry | str | None = None, config: EnvConfig | None = None, reward: Any = None, **kwargs: Any) -> VisualToolBenchVFEnv:
+def load_environment(tasks: Any = "demo", tools: ToolRegistry | str | None = None, config: EnvConfig | None = None, reward: Any = None,
+    **kwargs: Any) -> VisualToolBenchVFEnv:
     """verifiers' entry point: ``tasks`` is a task list or a source (``demo``, ``synth:N:SEED``, a path, ...).
 
     ``tools``: a ToolRegistry, a comma list of tool names, or None for the six defaults.
@@ -112,12 +116,10 @@ def load_environment(tasks: Any = "demo", tools: ToolRegistry | str | None = Non
     from vtb_env.tools import default_tools
 
     if isinstance(tasks, str):
-        from vtb_env.evaluation.specs import load_eval_tasks
-
-        tasks = load_eval_tasks(tasks)
+        tasks = load_tasks(tasks)
     registry = tools if isinstance(tools, ToolRegistry) else default_tools()
     if isinstance(tools, str):
-        from vtb_env.integrations.trl import select_tools
+        from vtb_app.integrations.trl import select_tools
 
         registry = select_tools(registry, tools)
     return VisualToolBenchVFEnv(list(tasks), registry, config, reward, **kwargs)

@@ -17,7 +17,7 @@
 
 2. **Multi-turn tasks** (``rollout_func``; TRL's loop cannot add a task's later user turns with
    their images): ``train(parse_args([...]))`` or ``scripts/train_grpo.py``. ``EnvRollout`` plays
-   whole episodes with ``agents.rollout.run_episodes`` (env-owned parsing, tools, caps, turns,
+   whole episodes with ``vtb_agents.rollout.run_episodes`` (env-owned parsing, tools, caps, turns,
    reward). Public TRL hooks used: ``rollout_func``, reward-function kwargs (``log_metric``,
    ``log_extra``), ``unwrap_model_for_generation``, ``vllm_generation.generate``. Private ones,
    only for VLM policies (``EpisodeImagesGRPOTrainer``): ``_generate``,
@@ -33,8 +33,17 @@ import json
 import os
 from typing import Any, Callable, Sequence
 
-
-from agents.rollout import ChatRenderer, Episode, HFGenerator, VLLMGenerator, is_processor, run_episodes, summarize, vision_inputs
+from vtb_agents.rollout import (
+    ChatRenderer,
+    Episode,
+    HFGenerator,
+    VLLMGenerator,
+    is_processor,
+    run_episodes,
+    summarize,
+    vision_inputs,
+)
+from vtb_env import loaders
 from vtb_env.batch import EnvPool
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
@@ -51,7 +60,7 @@ def check_trl_version() -> str:
     from packaging.specifiers import SpecifierSet
 
     if trl.__version__ not in SpecifierSet(",".join(SUPPORTED_TRL)):
-        raise RuntimeError(f"TRL {trl.__version__} is installed; vtb_env.integrations.trl is tested with TRL {','.join(SUPPORTED_TRL)}")
+        raise RuntimeError(f"TRL {trl.__version__} is installed; vtb_app.integrations.trl is tested with TRL {','.join(SUPPORTED_TRL)}")
     return trl.__version__
 
 
@@ -192,7 +201,7 @@ class VTBEnvironmentFactory:
 
 def vtb_env_reward(completions: list, environments: list[VTBEnvironment], log_metric: Callable | None = None, **_: Any) -> list[float]:
     """TRL reward function for ``VTBEnvironmentFactory``: each env gets the final answer and returns its reward."""
-    rewards = [env._answer(_final_text(completion)) for completion, env in zip(completions, environments)]
+    rewards = [env._answer(_final_text(completion)) for completion, env in zip(completions, environments, strict=True)]
     if log_metric is not None:
         components: dict[str, list[float]] = {}
         for env in environments:
@@ -252,9 +261,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def load_tasks(spec: str) -> list[Task]:
-    from vtb_env.evaluation.specs import load_eval_tasks
-
-    tasks = load_eval_tasks(spec)
+    tasks = loaders.load_tasks(spec)
     if not tasks:
         raise SystemExit(f"no tasks in {spec!r}")
     return tasks
@@ -313,8 +320,10 @@ class EnvRollout:
         else:
             from trl.models import unwrap_model_for_generation
 
-            with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator, gather_deepspeed3_params=trainer.args.ds3_gather_for_generation) as model:
-                episodes = play(HFGenerator(model, self.processing_class, max_new_tokens=self.args.max_new_tokens, temperature=self.args.temperature, top_p=self.args.top_p))
+            with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
+                gather_deepspeed3_params=trainer.args.ds3_gather_for_generation) as model:
+                episodes = play(HFGenerator(model, self.processing_class, max_new_tokens=self.args.max_new_tokens, temperature=self.args.temperature,
+                    top_p=self.args.top_p))
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],
             "completion_ids": [e.completion_ids for e in episodes],
@@ -360,7 +369,8 @@ def episode_images_trainer_class() -> type:
             self._row_images = inputs.get("episode_images")
             return super()._compute_loss(model, inputs)
 
-        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False, compute_aux_loss=False, **image_kwargs):
+        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False,
+            compute_aux_loss=False, **image_kwargs):
             rows = self._row_images
             if rows is None or not any(rows):
                 return super()._get_per_token_logps_and_entropies(

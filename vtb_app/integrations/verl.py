@@ -39,13 +39,13 @@ try:
     from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(
-        f"vtb_env.integrations.verl needs verl (tested with 0.9.1; see docs/training.md for a CPU-only install): {exc}"
+        f"vtb_app.integrations.verl needs verl (tested with 0.9.1; see docs/training.md for a CPU-only install): {exc}"
     ) from exc
 
-from agents.rollout import ChatRenderer, append_env_reply, score_unfinished, start_episode
+from vtb_agents.rollout import ChatRenderer, append_env_reply, score_unfinished, start_episode
+from vtb_app.integrations.verl_rows import AGENT_NAME, DEFAULT_FACTORY, IMAGES_KEY, task_from_row
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
-from vtb_env.integrations.verl_rows import AGENT_NAME, DEFAULT_FACTORY, IMAGES_KEY, task_from_row
 from vtb_env.parsers import parse_action
 from vtb_env.tools.base import NamedImage, ToolContext, ToolRegistry
 
@@ -232,7 +232,8 @@ class VTBTool(BaseTool):
             state = _TRAJECTORIES[key] = _Trajectory(str(created.get("task_id", "")), int(created.get("turn_index", 0)), named)
         return state
 
-    async def execute(self, instance_id: str, parameters: Mapping[str, Any] | str, agent_data: Any = None, **kwargs: Any) -> tuple[ToolResponse, float, dict[str, Any]]:
+    async def execute(self, instance_id: str, parameters: Mapping[str, Any] | str, agent_data: Any = None, **kwargs: Any) -> tuple[ToolResponse,
+        float, dict[str, Any]]:
         """Run the call in the trajectory's context. Never raises on bad arguments (the error is the text)."""
         state = self._trajectory(instance_id, agent_data)
         async with state.lock:  # parallel calls of one trajectory number their images in order
@@ -252,7 +253,7 @@ class VTBTool(BaseTool):
         return response, 0.0, {"latency_s": result.latency_s, "error": result.error is not None}
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
-        return 0.0  # the episode reward is rewards.grpo.compute_score
+        return 0.0  # the episode reward is vtb_rewards.grpo.compute_score
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
         self._created.pop(instance_id, None)

@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
-from vtb_env.evaluation.metrics import IMAGE_OPERATIONS  # noqa: E402
+from vtb_app.evaluation.metrics import IMAGE_OPERATIONS  # noqa: E402
 
 
 def _grouped_bars(ax: Any, categories: Sequence[str], series: dict[str, list[float]], label_fmt: str) -> None:

@@ -23,16 +23,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
-from agents.base import Agent, summarize_calls
-from rewards.compose import EpisodeReward, RewardConfig
-from rewards.judge.judge import Judge, judge_task
-from rewards.scoring import score_task
-from vtb_env.evaluation.metrics import episode_calls
-from vtb_env.evaluation.records import (
-    RECORDS_FILE, RunConflictError, RunLog, done_keys, encode_record, error_record, record_key, rejudge_records,
+from vtb_agents.base import Agent, summarize_calls
+from vtb_app.evaluation.records import (
+    RECORDS_FILE,
+    RunConflictError,
+    RunLog,
+    done_keys,
+    encode_record,
+    error_record,
+    record_key,
+    rejudge_records,
 )
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord
+from vtb_rewards.compose import EpisodeReward, RewardConfig
+from vtb_rewards.judge.judge import Judge, judge_task
+from vtb_rewards.process import classify_errors, judge_key_steps, judge_tool_effectiveness, kcoverage_of
+from vtb_rewards.scoring import score_task
 
 EnvFactory = Callable[[Sequence[Task]], Any]  # tasks -> a VisualToolBenchEnv
 MAX_STEPS_PER_TURN = 64  # a policy that never answers and never hits the cap cannot hang a run
@@ -40,7 +47,7 @@ MAX_STEPS_PER_TURN = 64  # a policy that never answers and never hits the cap ca
 
 @dataclass(frozen=True)
 class Scoring:
-    """How verdicts become a task score: the critical rule and the multi-turn mode (rewards.scoring)."""
+    """How verdicts become a task score: the critical rule and the multi-turn mode (vtb_rewards.scoring)."""
 
     critical_rule: str = "weight>=4"
     multi_turn: str = "pooled"
@@ -98,7 +105,7 @@ def judge_episode(task: Task, answers: Sequence[str | None], judge: Judge, scori
                 }
                 for rubric in turn.rubrics
             ]
-            for turn, turn_verdicts in zip(task.turns, verdicts)
+            for turn, turn_verdicts in zip(task.turns, verdicts, strict=False)
         ],
         "score": {"score": score.score, "passed": score.passed, "complete": score.complete, "n_judge_errors": score.n_judge_errors},
         "judge": judge.judge_id,
@@ -129,7 +136,7 @@ class _ImageStore:
         self.dir.mkdir(parents=True, exist_ok=True)
 
     def save(self, observation: Mapping[str, Any], hashes: Mapping[str, str], files: dict[str, str]) -> None:
-        for name, image in zip(observation.get("image_names") or (), observation.get("images") or ()):
+        for name, image in zip(observation.get("image_names") or (), observation.get("images") or (), strict=False):
             if name in files:
                 continue
             digest = hashes.get(name) or hashlib.sha256(name.encode()).hexdigest()
@@ -158,7 +165,7 @@ class PlayedEpisode:
     record: EpisodeRecord
     image_files: dict[str, str]  # image name -> file under the run dir
     truncated: bool
-    reward: float  # the env's composed per-episode reward (rewards.compose)
+    reward: float  # the env's composed per-episode reward (vtb_rewards.compose)
     reward_components: dict[str, float] | None  # info["reward_components"]; None when the reward failed
     reward_error: str | None
 
@@ -261,9 +268,7 @@ def sample_seed(seed: int | None, task_id: str, sample: int) -> int | None:
 
 
 def process_metrics(judge: Judge, task: Task, episode: EpisodeRecord) -> dict[str, Any]:
-    """KCoverage under both readings (rewards.process) and tool effectiveness, judged by ``judge``."""
-    from rewards.process import judge_key_steps, judge_tool_effectiveness, kcoverage_of
-
+    """KCoverage under both readings (vtb_rewards.process) and tool effectiveness, judged by ``judge``."""
     presence = judge_key_steps(judge, task, episode)
     prefix, furthest = kcoverage_of(presence, "prefix"), kcoverage_of(presence, "furthest")
     effectiveness = judge_tool_effectiveness(judge, task, episode)
@@ -280,8 +285,6 @@ def process_metrics(judge: Judge, task: Task, episode: EpisodeRecord) -> dict[st
 
 def error_type(judge: Judge, task: Task, answers: Sequence[str | None], verdicts: Sequence[Sequence[Mapping[str, Any]]]) -> str:
     """Appendix B.6: the main cause of a failed task, by the judge (one call; ``judge_error`` if unreadable)."""
-    from rewards.process import classify_errors
-
     unmet = [v["description"] for turn in verdicts for v in turn if v["status"] != "Met"]
     answer = "\n\n".join(f"[turn {i + 1}] {a or '(no answer)'}" for i, a in enumerate(answers))
     question = "\n\n".join(turn.prompt for turn in task.turns)

@@ -1,4 +1,4 @@
-"""The ``vtb`` command. Each subcommand lives next to the code it drives and registers here.
+"""The ``vtb`` command. Each subcommand module registers here (all of them live in ``vtb_app``).
 
 A subcommand module exposes ``register(subparsers)``, which adds its parser and sets
 ``func=<callable(args) -> int>`` as the default.
@@ -12,9 +12,9 @@ import sys
 
 # One line per subcommand module, in the order ``vtb --help`` lists them.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
-    "vtb_env.commands.info",
-    "vtb_env.evaluation.commands",
-    "vtb_env.synth.command",
+    "vtb_app.commands.info",
+    "vtb_app.evaluation.commands",
+    "vtb_app.commands.synth",
 )
 
 

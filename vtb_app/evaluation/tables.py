@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Sequence
 
 from tabulate import tabulate
 
-from vtb_env.evaluation.metrics import DOMAIN_COLUMNS, OTHER_DOMAIN, REWARD_COMPONENTS, TURNCASES
+from vtb_app.evaluation.metrics import (
+    DOMAIN_COLUMNS,
+    OTHER_DOMAIN,
+    REWARD_COMPONENTS,
+    TURNCASES,
+    Run,
+    pick_labels,
+    summarize,
+)
+from vtb_rewards.process import ERROR_TYPES
 
 Table = tuple[str, list[str], list[list[Any]]]  # title, header, rows
 
@@ -111,7 +121,7 @@ def reward_table(summaries: Sequence[dict[str, Any]]) -> Table:
     """Mean composed per-episode reward and mean of each component (over the episodes it applies to)."""
     names = [n for n in REWARD_COMPONENTS if any(n in s["reward_components"] for s in summaries)]
     rows = [[s["name"], s["reward_n"], fmt(s["reward"]), *(fmt(s["reward_components"].get(n)) for n in names)] for s in summaries]
-    return "Reward (the env's composed per-episode reward, rewards.compose)", ["run", "episodes", "reward", *names], rows
+    return "Reward (the env's composed per-episode reward, vtb_rewards.compose)", ["run", "episodes", "reward", *names], rows
 
 
 def focus_table(summaries: Sequence[dict[str, Any]]) -> Table:
@@ -121,7 +131,7 @@ def focus_table(summaries: Sequence[dict[str, Any]]) -> Table:
 
 
 def process_table(summaries: Sequence[dict[str, Any]]) -> Table:
-    """KCoverage under both readings (rewards.process) and tool effectiveness, over the judged episodes."""
+    """KCoverage under both readings (vtb_rewards.process) and tool effectiveness, over the judged episodes."""
     rows = [[s["name"], s["process_n"], fmt(s["kcoverage"]), fmt(s["kcoverage_furthest"]), fmt(s["tool_effectiveness"])] for s in summaries]
     header = ["run", "episodes judged", "KCoverage (longest covered prefix: the formula)",
               "KCoverage (furthest key step reached: the text)", "tool effectiveness"]
@@ -130,8 +140,6 @@ def process_table(summaries: Sequence[dict[str, Any]]) -> Table:
 
 def error_type_table(summaries: Sequence[dict[str, Any]]) -> Table:
     """Table 4: the judge's B.6 error type of each failed task, as counts and shares."""
-    from rewards.process import ERROR_TYPES
-
     kinds = [*ERROR_TYPES, *sorted({k for s in summaries for k in s["error_types"]} - set(ERROR_TYPES))]
     rows = []
     for s in summaries:
@@ -172,3 +180,11 @@ def with_note(table: Table, note: str) -> Table:
 def render_text(table: Table) -> str:
     title, header, rows = table
     return f"{title}\n{tabulate(rows, headers=header, tablefmt='github', disable_numparse=True)}"
+
+
+def print_comparison(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """Print the overall comparison table of the runs at ``paths`` (no plots: matplotlib stays unloaded); their summaries."""
+    runs = [Run.load(path) for path in paths]
+    summaries = [summarize(run, labels) for run, labels in zip(runs, pick_labels(runs), strict=True)]
+    print(render_text(with_note(comparison_table(summaries), scoring_note(summaries))))
+    return summaries

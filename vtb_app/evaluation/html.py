@@ -17,9 +17,9 @@ from typing import Any, Mapping, Sequence
 
 from PIL import Image
 
-from vtb_env.evaluation.metrics import Run, episode_calls
-from vtb_env.evaluation.records import run_image_path
-from vtb_env.evaluation.tables import Table
+from vtb_app.evaluation.metrics import Run, episode_calls
+from vtb_app.evaluation.records import run_image_path
+from vtb_app.evaluation.tables import Table
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}

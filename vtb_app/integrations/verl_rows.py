@@ -1,6 +1,6 @@
 """verl dataset rows and YAML configs for VisualToolBench (no verl import: build data anywhere).
 
-Two ways to train with verl (``vtb_env.integrations.verl`` has the classes):
+Two ways to train with verl (``vtb_app.integrations.verl`` has the classes):
 
 * ``agent_row`` -> ``agent_name: vtb_agent``: the ``VTBAgentLoop`` plays the whole task in a
   ``VisualToolBenchEnv`` (all turns, their images, any tool-call format, the tool cap, the env's
@@ -8,7 +8,7 @@ Two ways to train with verl (``vtb_env.integrations.verl`` has the classes):
 * ``tool_agent_row`` -> ``agent_name: tool_agent``: verl's own ``ToolAgentLoop`` with the
   ``VTBTool`` adapter; one row per task turn (verl's loop has one user turn), later-turn rows
   carry the earlier turns (their golden answers as the assistant replies). The reward is
-  ``rewards.grpo.compute_score`` (``reward.custom_reward_function.path: pkg://rewards.grpo``).
+  ``vtb_rewards.grpo.compute_score`` (``reward.custom_reward_function.path: pkg://vtb_rewards.grpo``).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def tools_config(tool_names: Sequence[str], factory: str = DEFAULT_FACTORY, *, r
     return {
         "tools": [
             {
-                "class_name": "vtb_env.integrations.verl.VTBTool",
+                "class_name": "vtb_app.integrations.verl.VTBTool",
                 "config": {"type": "native", "tool": name, "factory": factory, "return_images": return_images},
                 "tool_schema": None,
             }
@@ -119,6 +119,6 @@ def agent_loop_config(factory: str = DEFAULT_FACTORY, reward_factory: str = "rew
     ``env``: ``EnvConfig`` fields (``preset``, ``max_tool_calls``, ``system_prompt``, ...).
     """
     return [{
-        "name": AGENT_NAME, "_target_": "vtb_env.integrations.verl.VTBAgentLoop",
+        "name": AGENT_NAME, "_target_": "vtb_app.integrations.verl.VTBAgentLoop",
         "tools_factory": factory, "reward_factory": reward_factory, "env": dict(env),
     }]

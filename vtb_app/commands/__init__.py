@@ -1,0 +1,1 @@
+"""Subcommands of the ``vtb`` CLI outside evaluation: ``info`` (load and summarize tasks), ``synth``."""

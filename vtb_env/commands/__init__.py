@@ -1,1 +1,0 @@
-"""Subcommands of the ``vtb`` CLI that have no other natural home."""
