@@ -69,7 +69,7 @@ def test_v2_twins_share_the_photo_and_differ_only_around_the_key_pages():
     for required, redundant in pairs:
         assert required.metadata["looks"] == redundant.metadata["looks"] and required.metadata["looks"]
         assert required.metadata["degradations"] and not redundant.metadata["degradations"]
-        for a, b in zip(required.images, redundant.images):
+        for a, b in zip(required.images, redundant.images, strict=True):
             x, y = np.asarray(a.open(), np.int16), np.asarray(b.open(), np.int16)
             assert x.shape == y.shape
             differs = np.abs(x - y).max(axis=2) > 24

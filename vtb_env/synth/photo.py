@@ -45,7 +45,7 @@ CLUTTER_WORDS = ("SALE", "Welcome", "Exit", "Notice", "Open", "Thank you", "Staf
 def perspective_coeffs(out_pts: Sequence[Point], in_pts: Sequence[Point]) -> tuple[float, ...]:
     """PIL ``PERSPECTIVE`` data mapping each output point to its input point (four pairs)."""
     rows, rhs = [], []
-    for (x, y), (u, v) in zip(out_pts, in_pts):
+    for (x, y), (u, v) in zip(out_pts, in_pts, strict=True):
         rows += [[x, y, 1, 0, 0, 0, -u * x, -u * y], [0, 0, 0, x, y, 1, -v * x, -v * y]]
         rhs += [u, v]
     return tuple(float(c) for c in np.linalg.solve(np.array(rows, float), np.array(rhs, float)))
@@ -277,14 +277,14 @@ def compose(big: Sequence[Panel], small: Sequence[Panel], small_px: int, look: L
         x += w + gap
     side_sizes = [panel.image.size for panel in small]
     extents = []
-    for (w, h), angle in zip(side_sizes, look.side_angles):
+    for (w, h), angle in zip(side_sizes, look.side_angles, strict=False):
         corners = _rect((0, 0), (w, h), angle)
         extents.append((max(p[0] for p in corners) - min(p[0] for p in corners), max(p[1] for p in corners) - min(p[1] for p in corners)))
     column = max(e[0] for e in extents)
-    hero_h = max(y + panel.image.height / 2 for (_, y), panel in zip(hero_pos, big))
+    hero_h = max(y + panel.image.height / 2 for (_, y), panel in zip(hero_pos, big, strict=False))
     left = look_rng.random() < 0.5
     side_pos, y = [], float(look_rng.integers(0, 60))
-    for ew, eh in extents:
+    for _, eh in extents:
         side_pos.append((column / 2 if left else x + column / 2, y + eh / 2))
         y += eh + gap
     if left:
