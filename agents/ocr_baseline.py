@@ -38,8 +38,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from agents.base import Action, BaseAgent, CallRecord, Observation
+from vtb_env.toolsets import VISION_TOOL
 
-VISION_TOOL = "python_image_processing"
 MAX_VISION_CALLS = 3  # per turn; each call repairs the regions of one image
 SURE = 0.75  # OCR confidence below which a value the question needs is not trusted without the vision tool
 _LABEL = re.compile(r"^\[([^\[\]]+\.(?:png|jpe?g|webp|gif))\]$", re.I)

@@ -15,7 +15,7 @@ import gymnasium as gym
 
 from rewards import default_reward
 from rewards.compose import RewardFn
-from vtb_env.config import CAP_PLACEHOLDER_ANSWER, VISION_TOOL, EnvConfig, resolve_config
+from vtb_env.config import CAP_PLACEHOLDER_ANSWER, EnvConfig, resolve_config
 from vtb_env.observation import Dialogue, ImageAsset, reingestion_message, user_message
 from vtb_env.parsers import ParsedAction, ParsedCall, action_text, parse_action
 from vtb_env.prompts import resolve_system_prompt
@@ -24,6 +24,7 @@ from vtb_env.safe_text import clean_action, clean_parsed_action, clean_tool_resu
 from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
 from vtb_env.tasks import ImageDecodeError, Task
 from vtb_env.tools.base import ToolContext, ToolRegistry, ToolResult
+from vtb_env.toolsets import ablate
 from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
 
 logger = logging.getLogger(__name__)
@@ -428,15 +429,6 @@ def task_info(task: Task) -> dict[str, Any]:
         "mode_label": task.mode_label,
         "metadata": copy.deepcopy(dict(task.metadata)),
     }
-
-
-def ablate(registry: ToolRegistry, tool_set: str) -> ToolRegistry:
-    """The paper's ablations: all tools, no vision tool, no tools."""
-    if tool_set == "all":
-        return registry
-    if tool_set == "no_vision":
-        return registry.without(VISION_TOOL)
-    return registry.only()
 
 
 def resolve_tasks(tasks: Any) -> tuple[Task, ...]:

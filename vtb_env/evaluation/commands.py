@@ -174,10 +174,11 @@ def task_index(tasks: Any) -> dict[str, list[str]]:
 
 def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any = None) -> tuple[int, Path, list[Any]]:
     """Run `vtb eval` with ``args``: (exit code, run dir, tasks)."""
-    from agents.ablations import ablate_agent, env_overrides
+    from agents.ablations import ablate_agent
     from vtb_env.config import EnvConfig
     from vtb_env.env import VisualToolBenchEnv, _default_tools
     from vtb_env.evaluation.runner import Scoring, episode_reward, evaluate
+    from vtb_env.toolsets import ablation_overrides
     from vtb_env.evaluation.specs import SpecError, load_eval_tasks, make_agent
 
     out = Path(args.out)
@@ -198,7 +199,7 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     # The model's own text-only labels come first; a task's built-in label is the fallback (seed 000).
     ids = {task.id for task in tasks}
     mode_labels = {tid: label for tid, label in (store.labels(model) if store else {}).items() if tid in ids}
-    env_config = EnvConfig.preset(args.preset, **env_overrides(ablation), max_dialogue_images=args.max_dialogue_images)
+    env_config = EnvConfig.preset(args.preset, **ablation_overrides(ablation), max_dialogue_images=args.max_dialogue_images)
     scoring = Scoring(args.critical_rule, args.multi_turn)
     passes = _passes(args)
     concurrency = args.concurrency or default_concurrency(args.agent)

@@ -22,6 +22,7 @@ from vtb_env.sandbox.limits import capped_listing
 from vtb_env.tasks import MAX_IMAGE_PIXELS
 from vtb_env.tools.base import NamedImage, Tool, ToolContext, ToolResult
 from vtb_env.tools.schemas import PYTHON_IMAGE_PROCESSING, PYTHON_INTERPRETER, python_image_processing_schema
+from vtb_env.toolsets import VISION_TOOL
 
 TRANSFORMED = re.compile(r"transformed_image_(\d+)\.png")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
@@ -78,7 +79,7 @@ class PythonInterpreter(_SandboxedPython):
 
 
 class PythonImageProcessing(_SandboxedPython):
-    name = "python_image_processing"
+    name = VISION_TOOL
     schema = PYTHON_IMAGE_PROCESSING
     profile = "image"
 
