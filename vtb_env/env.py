@@ -16,6 +16,7 @@ import gymnasium as gym
 from rewards import default_reward
 from rewards.compose import RewardFn
 from vtb_env.config import CAP_PLACEHOLDER_ANSWER, EnvConfig, resolve_config
+from vtb_env.image_names import first_image_number, task_image_name, tool_image_name
 from vtb_env.observation import Dialogue, ImageAsset, reingestion_message, user_message
 from vtb_env.parsers import ParsedAction, ParsedCall, action_text, parse_action
 from vtb_env.prompts import resolve_system_prompt
@@ -192,7 +193,7 @@ class VisualToolBenchEnv(gym.Env):
     def _open_turn(self, index: int) -> None:
         episode = self._require_episode()
         turn = episode.task.turns[index]
-        first = sum(len(t.images) for t in episode.task.turns[:index]) + 1
+        first = first_image_number(episode.task, index)
         assets = [self._task_asset(episode.task, first + j, ref) for j, ref in enumerate(turn.images)]
         episode.record.metadata["images"].extend({"name": a.name, "sha256": a.sha256, "turn": index} for a in assets)
         if self.config.cap_scope == "turn":  # per task (the paper), the counts run on across turns
@@ -295,7 +296,7 @@ class VisualToolBenchEnv(gym.Env):
         """Name the tool's images transformed_image_<i>.png in order, validate them; returns notes on rejected ones."""
         notes = []
         for image in result.images:
-            name = f"transformed_image_{episode.next_image_index}.png"
+            name = tool_image_name(episode.next_image_index)
             try:
                 asset = ImageAsset.validated(name, image.data)
             except ImageDecodeError as exc:
@@ -332,7 +333,7 @@ class VisualToolBenchEnv(gym.Env):
         key = (task.id, k)
         asset = self._task_assets.get(key)
         if asset is None:
-            asset = self._task_assets[key] = ImageAsset(f"image_{k}.png", ref.read_bytes)
+            asset = self._task_assets[key] = ImageAsset(task_image_name(k), ref.read_bytes)
             if len(self._task_assets) > _TASK_IMAGE_CACHE_SIZE:
                 self._task_assets.popitem(last=False)
         else:

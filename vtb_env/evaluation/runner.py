@@ -28,6 +28,7 @@ from rewards.judge.judge import Judge, judge_task
 from rewards.scoring import score_task
 from vtb_env.evaluation.metrics import episode_calls
 from vtb_env.evaluation.records import RECORDS_FILE, RunConflictError, RunLog, done_keys, encode_record, record_key
+from vtb_env.image_names import turn_image_names
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord
 
@@ -104,7 +105,6 @@ def judge_episode(task: Task, answers: Sequence[str | None], judge: Judge, scori
 
 def task_summary(task: Task) -> dict[str, Any]:
     """What reports need of a task (prompts, golden answers, and image names as the env shows them: image_<k>.png)."""
-    first = [sum(len(t.images) for t in task.turns[:i]) + 1 for i in range(len(task.turns))]
     return {
         "id": task.id,
         "turncase": task.turncase,
@@ -112,7 +112,7 @@ def task_summary(task: Task) -> dict[str, Any]:
         "eval_focus": task.eval_focus,
         "mode_label": task.mode_label,
         "turns": [
-            {"prompt": turn.prompt, "golden_answer": turn.golden_answer, "images": [f"image_{first[i] + j}.png" for j in range(len(turn.images))]}
+            {"prompt": turn.prompt, "golden_answer": turn.golden_answer, "images": turn_image_names(task, i)}
             for i, turn in enumerate(task.turns)
         ],
     }

@@ -29,6 +29,7 @@ from uuid import uuid4
 
 from PIL import Image
 
+from vtb_env.image_names import task_image_name, tool_image_name, turn_image_names
 from vtb_env.tasks import Task
 from vtb_env.tools.base import NamedImage, ToolContext, ToolRegistry
 
@@ -94,7 +95,7 @@ class VTBTool(_Base):  # type: ignore[misc, valid-type]
         if images is None:
             raise ValueError("create() needs the task's images (create_kwargs: {task_id, images}); see vtb_env.integrations.verl.verl_row")
         instance_id = instance_id or str(uuid4())
-        named = [NamedImage(f"image_{k}.png", bytes(data)) for k, data in enumerate(images, start=1)]
+        named = [NamedImage(task_image_name(k), bytes(data)) for k, data in enumerate(images, start=1)]
         self._trajectories[instance_id] = _Trajectory(task_id, named, turn_index=int(turn_index))
         return instance_id
 
@@ -108,7 +109,7 @@ class VTBTool(_Base):  # type: ignore[misc, valid-type]
         state.latencies.append(result.latency_s)
         text, images = result.text, []
         for image in result.images:  # rename to the env's convention, in order
-            name = f"transformed_image_{state.next_image_index}.png"
+            name = tool_image_name(state.next_image_index)
             state.next_image_index += 1
             state.images.append(NamedImage(name, image.data))
             images.append(Image.open(io.BytesIO(image.data)).convert("RGB"))
@@ -138,8 +139,7 @@ def verl_row(task: Task, tool_names: list[str], *, turn_index: int = 0, system_p
     task_json = json.dumps(task.to_dict())
     create_kwargs = {"task_id": task.id, "images": visible_images(task, turn_index), "turn_index": turn_index}
     turn = task.turns[turn_index]
-    first = sum(len(t.images) for t in task.turns[:turn_index]) + 1
-    names = [f"image_{first + j}.png" for j in range(len(turn.images))]
+    names = turn_image_names(task, turn_index)
     content = turn.prompt + "".join(f"\n[{name}]<image>" for name in names)
     prompt = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [{"role": "user", "content": content}]
     return {
