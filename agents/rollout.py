@@ -307,14 +307,8 @@ def _finish(state: _Live, reward: float, info: dict[str, Any]) -> None:
 
 
 def _stop_for_length(pool: EnvPool, state: _Live) -> None:
-    """Score the unfinished episode with the env's reward function (it has no final answer yet)."""
-    env, record = pool.envs[state.index], state.record
-    task = next(t for t in env.tasks if t.id == state.episode.task_id)
-    try:
-        reward, components = env.reward_fn(task, record)
-        info = {"reward_components": components, "record": record}
-    except Exception as exc:  # a judge outage must not end the rollout
-        reward, info = 0.0, {"record": record, "reward_error": f"{type(exc).__name__}: {exc}"}
+    """End the unfinished episode and score it through the env's reward (it has no final answer yet)."""
+    _, reward, _, _, info = pool.envs[state.index].truncate("max_completion_tokens")
     state.episode.length_truncated = True
     _finish(state, reward, info)
 

@@ -27,18 +27,20 @@ leaves it out of its group (advantage 0) and the TRL reward function returns Non
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Literal, Mapping
 
 from rewards.judge.judge import Judge, judge_task
 from rewards.mode import ModeRewardConfig, mode_outcome
 from rewards.process import judge_kcoverage, judge_tool_effectiveness, tool_success_rate
 from rewards.scoring import MultiTurnMode, score_task
 
+from vtb_env.reward_fn import RewardFn
+
 if TYPE_CHECKING:
     from vtb_env.tasks import CriticalRule, ModeLabel, Task
     from vtb_env.trajectory import EpisodeRecord
 
-RewardFn = Callable[["Task", "EpisodeRecord"], tuple[float, dict[str, float]]]
+__all__ = ["EpisodeReward", "RewardConfig", "RewardFn", "default_reward", "format_validity"]
 
 
 @dataclass(frozen=True)

@@ -345,6 +345,29 @@ def test_reward_failure_is_reported_not_raised():
     assert terminated and reward == 0.0 and "judge down" in info["reward_error"]
 
 
+def test_truncate_ends_the_episode_and_scores_it_through_the_env_reward():
+    env = make_env()
+    env.reset(seed=0)
+    env.step("It is 10.")  # turn 1 answered; turn 2 never is
+    obs, reward, terminated, truncated, info = env.truncate("token budget")
+    assert (terminated, truncated) == (False, True) and obs["tools"] == []
+    components = info["reward_components"]
+    assert (components["rubric_score"], components["passed"], components["format"]) == (0.5, 0.0, 0.0)
+    assert reward == pytest.approx((1.0 * 0.5 + 1.0 * 0.0 + 0.1 * 0.0) / 2.1)
+    record = info["record"]
+    assert record.turns[-1].truncated and record.metadata["truncation"] == "token budget"
+    with pytest.raises(RuntimeError, match="already ended"):
+        env.truncate("again")
+
+    def broken(task, record):
+        raise ConnectionError("judge down")
+
+    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=small_tools(), reward=broken)
+    env.reset(seed=0)
+    _, reward, _, truncated, info = env.truncate("stop")
+    assert truncated and reward == 0.0 and "judge down" in info["reward_error"] and "reward_components" not in info
+
+
 def test_default_reward_pools_the_turns_and_reports_its_components():
     env = make_env()
     env.reset(seed=0)

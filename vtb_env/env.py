@@ -14,12 +14,12 @@ from typing import Any, Iterable, Mapping, Sequence
 import gymnasium as gym
 
 from rewards import default_reward
-from rewards.compose import RewardFn
 from vtb_env.config import CAP_PLACEHOLDER_ANSWER, EnvConfig, resolve_config
 from vtb_env.image_names import first_image_number, task_image_name, tool_image_name
 from vtb_env.observation import Dialogue, ImageAsset, reingestion_message, user_message
 from vtb_env.parsers import ParsedAction, ParsedCall, action_text, parse_action
 from vtb_env.prompts import resolve_system_prompt
+from vtb_env.reward_fn import RewardFn, score_episode
 from vtb_env.render import render_ansi, render_html
 from vtb_env.safe_text import clean_action, clean_parsed_action, clean_tool_result
 from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
@@ -177,16 +177,34 @@ class VisualToolBenchEnv(gym.Env):
             else:
                 terminated, truncated = self._after_round(episode, step)
         episode.done = terminated or truncated
-        reward, components, reward_error = 0.0, None, None
-        if episode.done:
-            reward, components, reward_error = self._reward(episode)
-        observation, info = self._observation(), self._info()
-        if components is not None:
-            info["reward_components"] = components
-        if reward_error is not None:
-            info["reward_error"] = reward_error
+        result = self._step_result(terminated, truncated)
         step.env_overhead_s = pending.overhead_s + time.perf_counter() - start
-        return observation, reward, terminated, truncated, info
+        return result
+
+    def truncate(self, reason: str) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """End the running episode now and score it as it stands through the env's reward.
+
+        For a caller that stops an episode the env would go on with (a trainer's token budget is
+        spent, a wall-clock limit): gymnasium's step tuple with ``truncated=True``. The record's
+        last turn is marked truncated and ``reason`` is kept in ``record.metadata["truncation"]``.
+        """
+        episode = self._require_episode()
+        if episode.done:
+            raise RuntimeError("the episode has already ended: call reset()")
+        episode.turn_record.truncated = True
+        episode.record.metadata["truncation"] = reason
+        episode.done = True
+        return self._step_result(False, True)
+
+    def _step_result(self, terminated: bool, truncated: bool) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """The step tuple; at the episode's end the reward, with its components (or error) in ``info``."""
+        episode = self._require_episode()
+        score = score_episode(self.reward_fn, episode.task, episode.record) if episode.done else None
+        observation, info = self._observation(), self._info()
+        if score is None:
+            return observation, 0.0, terminated, truncated, info
+        info.update(score.info())
+        return observation, score.reward, terminated, truncated, info
 
     # ---- turns and rounds ----------------------------------------------------------------
 
@@ -348,14 +366,6 @@ class VisualToolBenchEnv(gym.Env):
         call_id = f"call_{episode.call_counter}"
         episode.call_ids.add(call_id)
         return call_id
-
-    def _reward(self, episode: "_Episode") -> tuple[float, dict[str, float] | None, str | None]:
-        try:
-            reward, components = self.reward_fn(episode.task, episode.record)
-            return float(reward), dict(components), None
-        except Exception as exc:  # a judge outage must not crash the rollout; it is reported
-            logger.warning("reward failed for task %s: %s: %s", episode.task.id, type(exc).__name__, exc)
-            return 0.0, None, f"{type(exc).__name__}: {exc}"
 
     def _observation(self) -> dict[str, Any]:
         episode = self._require_episode()

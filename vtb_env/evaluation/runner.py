@@ -29,6 +29,7 @@ from rewards.scoring import score_task
 from vtb_env.evaluation.metrics import episode_calls
 from vtb_env.evaluation.records import RECORDS_FILE, RunConflictError, RunLog, done_keys, encode_record, record_key
 from vtb_env.image_names import turn_image_names
+from vtb_env.reward_fn import score_episode
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord
 
@@ -311,11 +312,8 @@ def rescore_reward(task: Task, episode: EpisodeRecord, judge: Judge, scoring: Sc
     """
     reward_judge = Judge(judge.backend, judge.cache, judge.template, judge.votes)
     reward = episode_reward(reward_judge, scoring, {task.id: mode_label} if mode_label else {})
-    try:
-        value, components = reward(task, episode)
-    except Exception as exc:  # a reward that fails is recorded, as the env does
-        return {"reward": 0.0, "reward_components": None, "reward_error": f"{type(exc).__name__}: {exc}"}
-    return {"reward": value, "reward_components": components, "reward_error": None}
+    score = score_episode(reward, task, episode)  # a reward that fails is recorded, as the env does
+    return {"reward": score.reward, "reward_components": score.components, "reward_error": score.error}
 
 
 def rejudge(record: Mapping[str, Any], task: Task, judge: Judge, scoring: Scoring, passes: JudgePasses, config_hash: str) -> dict[str, Any]:
