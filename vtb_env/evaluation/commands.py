@@ -177,7 +177,8 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     from agents.ablations import ablate_agent
     from vtb_env.config import EnvConfig
     from vtb_env.env import VisualToolBenchEnv, _default_tools
-    from vtb_env.evaluation.runner import Scoring, episode_reward, evaluate
+    from rewards.compose import RewardConfig
+    from vtb_env.evaluation.runner import episode_reward, evaluate
     from vtb_env.toolsets import ablation_overrides
     from vtb_env.evaluation.specs import SpecError, load_eval_tasks, make_agent
 
@@ -200,7 +201,7 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     ids = {task.id for task in tasks}
     mode_labels = {tid: label for tid, label in (store.labels(model) if store else {}).items() if tid in ids}
     env_config = EnvConfig.preset(args.preset, **ablation_overrides(ablation), max_dialogue_images=args.max_dialogue_images)
-    scoring = Scoring(args.critical_rule, args.multi_turn)
+    scoring = RewardConfig(critical_rule=args.critical_rule, multi_turn=args.multi_turn)
     passes = _passes(args)
     concurrency = args.concurrency or default_concurrency(args.agent)
     config = {
@@ -217,7 +218,7 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
         "ablation": ablation,
         "samples": samples,
         "seed": args.seed,
-        "scoring": vars(scoring),
+        "scoring": scoring.scoring(),
         "passes": vars(passes),
     }
     if store is not None:
@@ -270,7 +271,8 @@ def run_label_modes(args: argparse.Namespace) -> int:
 def run_judge(args: argparse.Namespace) -> int:
     """Re-judge a run's saved answers into ``--out``; records judged incompletely there (or in the
     source) are judged again on every rerun until complete."""
-    from vtb_env.evaluation.runner import Progress, Scoring, rejudge, run_work
+    from rewards.compose import RewardConfig
+    from vtb_env.evaluation.runner import Progress, rejudge, run_work
     from vtb_env.evaluation.specs import SpecError, load_eval_tasks
 
     source, out = Path(args.run), Path(args.out)
@@ -289,9 +291,9 @@ def run_judge(args: argparse.Namespace) -> int:
     tasks = {task.id: task for task in load_eval_tasks(args.data or config["data"], limit=config.get("limit"))}
     scoring_config = {**config.get("scoring", {})}
     scoring_config.update({k: v for k, v in (("critical_rule", args.critical_rule), ("multi_turn", args.multi_turn)) if v})
-    scoring, passes = Scoring(**scoring_config), _passes(args)
+    scoring, passes = RewardConfig(**scoring_config), _passes(args)
     new_config = {**{k: v for k, v in config.items() if k != "config_hash"}, "judge": judge.judge_id, "judge_spec": args.judge,
-                  "scoring": vars(scoring), "passes": vars(passes), "rejudged_from": str(source.resolve()), "name": out.name}
+                  "scoring": scoring.scoring(), "passes": vars(passes), "rejudged_from": str(source.resolve()), "name": out.name}
     try:
         digest = write_config(out, new_config)
     except RunConflictError as exc:

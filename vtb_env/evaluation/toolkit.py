@@ -40,11 +40,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from rewards.compose import RewardConfig
 from rewards.judge.backends import BackendError
 from rewards.judge.judge import Judge
 from rewards.judge.prompt import RUBRIC_JUDGE_TEMPLATE, render
 from vtb_env.evaluation.records import RECORDS_FILE, RunLog, ok_keys, record_key, write_config
-from vtb_env.evaluation.runner import PlayedEpisode, Scoring, episode_reward, judge_episode, ok_record, task_summary
+from vtb_env.evaluation.runner import PlayedEpisode, episode_reward, judge_episode, ok_record, task_summary
+from vtb_env.reward_fn import score_episode
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
 
@@ -189,10 +191,10 @@ def import_toolkit(
     config: Mapping[str, Any],
     judge: Judge,
     judge_rows: Mapping[str, Mapping[str, Any]] | None = None,
-    scoring: Scoring = Scoring(),
+    scoring: RewardConfig = RewardConfig(),
 ) -> tuple[int, int, int]:
     """Append one record per response row not yet imported: (ok, errors, already done)."""
-    digest = write_config(out, {**config, "judge": judge.judge_id, "scoring": vars(scoring)})
+    digest = write_config(out, {**config, "judge": judge.judge_id, "scoring": scoring.scoring()})
     done = ok_keys(out / RECORDS_FILE)  # the toolkit's verdicts are fixed: `vtb judge` retries its judge errors
     reward = episode_reward(judge, scoring)
     identity = {"agent": config["agent"]["name"], "model": config["model"], "judge": judge.judge_id, "ablation": config["ablation"], "preset": "official toolkit"}
@@ -217,8 +219,8 @@ def import_toolkit(
                 if judge_row is not None:
                     judge.backend.add(task, episode.final_answers, judge_row)
             judged = judge_episode(judged_task, episode.final_answers, judge, scoring)
-            value, components = reward(judged_task, episode)
-            played = PlayedEpisode(episode, {}, False, value, components, None)
+            score = score_episode(reward, judged_task, episode)
+            played = PlayedEpisode(episode, {}, False, score.reward, score.components, score.error)
             toolkit = {k: judge_row.get(k) for k in ("score", "accuracy")} if judge_row is not None else None
             log.append({**base, **ok_record(played, judged), "toolkit": toolkit,
                         "usage": {"toolkit_num_tool_calls": [p.get("num_tool_calls") for p in response_turns(row)]}})
@@ -279,7 +281,7 @@ def run_import(args: argparse.Namespace) -> int:
                           "judge_results": str(Path(args.judge_results).resolve()) if args.judge_results else None},
     }
     ok, errors, skipped = import_toolkit(responses, tasks, out, config=config, judge=judge, judge_rows=judge_rows,
-                                         scoring=Scoring(args.critical_rule, args.multi_turn))
+                                         scoring=RewardConfig(critical_rule=args.critical_rule, multi_turn=args.multi_turn))
     print(f"imported {ok} toolkit episodes ({errors} harness errors, {skipped} already imported) into {out / RECORDS_FILE}")
     _print_tables([out])
     return 0
