@@ -121,9 +121,7 @@ class VisualToolBenchEnv(gym.Env):
         return self._observation(), self._info()
 
     def step(self, action: str | Mapping[str, Any]) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        pending = self.begin_step(action)
-        pending.execute()
-        return self.end_step(pending)
+        return self.end_step(self.execute(self.begin_step(action)))
 
     def render(self) -> str | None:
         if self.render_mode is None or self._episode is None:
@@ -135,7 +133,8 @@ class VisualToolBenchEnv(gym.Env):
         if self._owns_tools:
             self.tools.close()
 
-    # ---- a step in three parts, so that a batch can run the tool calls of many envs at once ---
+    # ---- a step in three parts (begin_step, execute, end_step), so that a batch can run the tool
+    # calls of many envs at once ---
 
     def begin_step(self, action: str | Mapping[str, Any]) -> "PendingStep":
         """Parse the action and plan its tool calls (fast, no tool runs)."""
@@ -147,7 +146,7 @@ class VisualToolBenchEnv(gym.Env):
         except Exception as exc:  # a parser bug must not end a rollout
             parsed = ParsedAction(content="", calls=[ParsedCall(name="", arguments="", error=f"could not parse the action: {type(exc).__name__}: {exc}")])
         step = StepRecord(action_text=action_text(action), reasoning=parsed.reasoning, parser=parsed.parser, parse_errors=[c.error for c in parsed.calls if c.error])
-        pending = PendingStep(env=self, parsed=parsed, record=step)
+        pending = PendingStep(parsed=parsed, record=step)
         for call in parsed.calls:
             call_id = self._call_id(episode, call.call_id)
             record = ToolCallRecord(call_id=call_id, name=call.name, arguments=call.arguments, round_index=episode.rounds_in_turn, repaired=call.repaired)
@@ -291,9 +290,14 @@ class VisualToolBenchEnv(gym.Env):
         images = tuple(asset.named() for asset in [*episode.dialogue.assets, *extra_images])
         return ToolContext(task_id=episode.task.id, images=images, next_image_index=episode.next_image_index, turn_index=episode.turn_index)
 
-    def _run_calls(self, pending: "PendingStep") -> None:
-        """Run the round's valid calls in order; each sees the images of the calls before it. Calls
-        not started before the round's time budget is spent get an error instead."""
+    def execute(self, pending: "PendingStep") -> "PendingStep":
+        """Run the tool calls of ``pending`` (the slow part; safe in a worker thread, one step per env at a time).
+
+        The round's valid calls run in order; each sees the images of the calls before it. Calls
+        not started before the round's time budget is spent get an error instead.
+        """
+        if not pending.calls:
+            return pending
         episode = self._require_episode()
         budget = self.config.round_time_budget_s
         deadline = None if budget is None else time.monotonic() + budget
@@ -309,6 +313,7 @@ class VisualToolBenchEnv(gym.Env):
                 call.error, call.error_kind = result.error, str(result.meta.get("kind", "tool_error"))
             for note in self._ingest_images(episode, pending, call, result):
                 call.output += f"\n[{note}]"
+        return pending
 
     def _ingest_images(self, episode: "_Episode", pending: "PendingStep", call: ToolCallRecord, result: ToolResult) -> list[str]:
         """Name the tool's images transformed_image_<i>.png in order, validate them; returns notes on rejected ones."""
@@ -393,20 +398,14 @@ class VisualToolBenchEnv(gym.Env):
 
 @dataclass
 class PendingStep:
-    """A parsed action whose tool calls have not run yet (see ``VisualToolBenchEnv.begin_step``)."""
+    """A parsed action and its planned tool calls: ``begin_step`` makes it, ``execute`` fills in the
+    calls' results and images, ``end_step`` applies it. Plain data: it holds no reference to the env."""
 
-    env: VisualToolBenchEnv
     parsed: ParsedAction
     record: StepRecord
     calls: list[ToolCallRecord] = field(default_factory=list)
     new_images: list[ImageAsset] = field(default_factory=list)
     overhead_s: float = 0.0
-
-    def execute(self) -> "PendingStep":
-        """Run the tool calls (the slow part; safe to call from a worker thread, one per env)."""
-        if self.calls:
-            self.env._run_calls(self)
-        return self
 
 
 @dataclass
