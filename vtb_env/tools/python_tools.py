@@ -91,13 +91,11 @@ class PythonImageProcessing(_SandboxedPython):
         if isinstance(result, ToolResult):
             return result
         images, problems = _returned_images(result.files)
-        indices = [int(m.group(1)) for m in (TOOL_IMAGE_NAME.fullmatch(i.name) for i in images) if m]
         body, error = self._report(result, images=[image.name for image in images],
                                    skipped_files=capped_listing(problems + result.skipped_files))
         if error is None and not images:
             body["note"] = "no image was saved; save results as transformed_image_<i>.png to get them back"
-        meta = {"duration_s": result.duration_s,
-                "next_image_index": max([context.next_image_index - 1, *indices]) + 1}
+        meta = {"duration_s": result.duration_s}
         return ToolResult(text=json.dumps(body), images=images, error=error, meta=meta)
 
 
