@@ -34,6 +34,7 @@ from PIL import Image
 from rewards.grpo import group_advantages
 from rewards.mode import ConfusionMatrix, Outcome, mode_outcome
 from vtb_env.batch import EnvPool
+from vtb_env.observation import map_image_parts
 
 if TYPE_CHECKING:
     from vtb_env.trajectory import EpisodeRecord
@@ -184,11 +185,7 @@ class ChatRenderer:
 
 
 def _plain_images(message: dict[str, Any]) -> dict[str, Any]:
-    content = message.get("content")
-    if not isinstance(content, list):
-        return message
-    parts = [{"type": "image"} if isinstance(p, dict) and p.get("type") in ("image", "image_url") else p for p in content]
-    return {**message, "content": parts}
+    return map_image_parts([message], lambda part, index: {"type": "image"})[0]
 
 
 @dataclass

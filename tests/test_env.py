@@ -13,7 +13,7 @@ import vtb_env  # noqa: F401  (registers VisualToolBench-v0)
 from tests.support.env_tools import ImageMakerTool, exact_reward, hermes, make_task, png, small_tools
 from vtb_env.config import CAP_PLACEHOLDER_ANSWER, EnvConfig
 from vtb_env.env import VisualToolBenchEnv
-from vtb_env.observation import ImageAsset, to_hf_messages
+from vtb_env.observation import ImageAsset, observation_to_processor_messages
 from vtb_env.prompts import STRONG_SYSTEM_PROMPT, WEAK_SYSTEM_PROMPT
 from vtb_env.loaders import load_tasks
 from vtb_env.tasks import Task, Turn
@@ -307,7 +307,7 @@ def test_name_parts_never_encode_and_convert_for_local_processors(monkeypatch):
     assert obs in env.observation_space
     parts = [p for m in obs["messages"] if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image"]
     assert [p["name"] for p in parts] == obs["image_names"]
-    hf = to_hf_messages(obs)
+    hf = observation_to_processor_messages(obs)
     images = [p["image"] for m in hf if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image"]
     assert images == obs["images"] and images[1].size == (32, 24)
 
