@@ -149,7 +149,7 @@ def _optional(text: str, kind: type) -> Any:
 
 def judge_from_args(args: argparse.Namespace, out: Path) -> Any:
     """The judge of ``--judge`` with the ``--judge-*`` request options; the passes need an LLM judge."""
-    from vtb_env.evaluation.specs import JudgeOptions, SpecError, make_judge
+    from vtb_env.evaluation.specs import JudgeOptions, SpecError, judge_from_spec
 
     options = JudgeOptions(
         temperature=_optional(args.judge_temperature, float), max_tokens=_optional(args.judge_max_tokens, int),
@@ -157,7 +157,7 @@ def judge_from_args(args: argparse.Namespace, out: Path) -> Any:
     )
     if args.judge == "exact" and (args.process_metrics or args.error_types):
         raise SpecError("--process-metrics and --error-types need an LLM judge (--judge openai:MODEL@URL or hf:PATH), not 'exact'")
-    return make_judge(args.judge, cache_path=out / "judge_cache.sqlite" if args.judge != "exact" else None, options=options)
+    return judge_from_spec(args.judge, cache_path=out / "judge_cache.sqlite" if args.judge != "exact" else None, options=options)
 
 
 def _passes(args: argparse.Namespace) -> Any:
@@ -365,11 +365,11 @@ def _parse_run_arg(value: str) -> tuple[str | None, Path]:
 
 
 def _print_tables(paths: list[Path]) -> list[dict[str, Any]]:
-    from vtb_env.evaluation.metrics import Run, pick_labels, summarize
+    from vtb_env.evaluation.metrics import Run, pick_labels, summarize_run
     from vtb_env.evaluation.tables import comparison_table, render_text, scoring_note, with_note
 
     runs = [Run.load(path) for path in paths]
-    summaries = [summarize(run, labels) for run, labels in zip(runs, pick_labels(runs))]
+    summaries = [summarize_run(run, labels) for run, labels in zip(runs, pick_labels(runs))]
     print(render_text(with_note(comparison_table(summaries), scoring_note(summaries))))
     return summaries
 

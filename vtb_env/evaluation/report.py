@@ -8,7 +8,7 @@ from typing import Sequence
 
 from rewards.mode import ModeLabelStore
 from vtb_env.evaluation.html import write_html
-from vtb_env.evaluation.metrics import Run, pick_labels, summarize
+from vtb_env.evaluation.metrics import Run, pick_labels, summarize_run
 from vtb_env.evaluation.plots import write_plots
 from vtb_env.evaluation.tables import all_tables, render_text
 
@@ -29,7 +29,7 @@ def write_report(
     """
     loaded = [Run.load(path, name) for name, path in runs]
     labels = pick_labels(loaded, mode_labels)
-    summaries = [summarize(run, run_labels) for run, run_labels in zip(loaded, labels)]
+    summaries = [summarize_run(run, run_labels) for run, run_labels in zip(loaded, labels)]
     tables = all_tables(summaries)
     out_dir.mkdir(parents=True, exist_ok=True)
     text = out_dir / "tables.md"

@@ -1,4 +1,4 @@
-"""The report's tables, as rows (for text and HTML alike) from run summaries (``metrics.summarize``)."""
+"""The report's tables, as rows (for text and HTML alike) from run summaries (``metrics.summarize_run``)."""
 
 from __future__ import annotations
 

@@ -245,7 +245,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_import(args: argparse.Namespace) -> int:
     from vtb_env.evaluation.commands import _print_tables, task_index
-    from vtb_env.evaluation.specs import load_eval_tasks, make_judge
+    from vtb_env.evaluation.specs import load_eval_tasks, judge_from_spec
 
     if (args.judge_results is None) == (args.judge is None):
         print("error: give exactly one of --judge-results (the toolkit's verdicts) and --judge (judge here)", file=sys.stderr)
@@ -265,7 +265,7 @@ def run_import(args: argparse.Namespace) -> int:
     if args.judge_results:
         judge = Judge(ToolkitVerdicts(args.toolkit_judge))
     else:
-        judge = make_judge(args.judge, cache_path=out / "judge_cache.sqlite" if args.judge != "exact" else None)
+        judge = judge_from_spec(args.judge, cache_path=out / "judge_cache.sqlite" if args.judge != "exact" else None)
     model = args.model or Path(args.responses).stem
     config = {
         "name": out.name,
