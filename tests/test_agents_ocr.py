@@ -8,7 +8,7 @@ import pytest
 
 from agents.ocr_baseline import OcrBaselineAgent, named_rows, parse_reading
 from rewards.checks import run_check
-from tests.test_eval import write_menu_tasks
+from tests.support.menu_tasks import write_menu_tasks
 from vtb_env.env import VisualToolBenchEnv
 from vtb_env.evaluation.runner import run_episode
 from vtb_env.loaders import load_tasks

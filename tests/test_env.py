@@ -10,7 +10,7 @@ import gymnasium
 import pytest
 
 import vtb_env  # noqa: F401  (registers VisualToolBench-v0)
-from tests.support.env_tools import ImageMakerTool, exact_reward, hermes, make_task, png, small_tools
+from tests.support.env_tools import ImageMakerTool, exact_reward, hermes, make_task, png, small_tools, unserializable_actions
 from vtb_env.config import CAP_PLACEHOLDER_ANSWER, EnvConfig
 from vtb_env.env import VisualToolBenchEnv
 from vtb_env.observation import ImageAsset, observation_to_processor_messages
@@ -127,16 +127,6 @@ def test_env_never_raises_on_strange_actions():
     for action in [None, 3.5, {"role": "assistant", "tool_calls": "nope"}, {"role": "assistant", "tool_calls": [None]}, "[calc(", "<tool_call>", "<|python_tag|>"]:
         obs, reward, terminated, truncated, info = env.step(action)
         assert obs in env.observation_space and not terminated
-
-
-def unserializable_actions():
-    """Dict actions that JSON cannot encode: a tuple key, a 100,000-deep nesting, a reference cycle."""
-    deep: dict = {"content": "hi"}
-    for _ in range(100_000):
-        deep = {"role": "assistant", "content": deep}
-    cyclic = {"role": "assistant"}
-    cyclic["self"] = cyclic
-    return [({(1, 2): "x", "content": "hi"}, "TypeError"), (deep, "RecursionError"), (cyclic, "ValueError: Circular reference")]
 
 
 @pytest.mark.parametrize(("action", "reason"), unserializable_actions(), ids=["tuple_key", "deep", "cyclic"])

@@ -10,7 +10,7 @@ from agents.base import BaseAgent
 from rewards.compose import EpisodeReward, RewardConfig
 from rewards.judge.judge import Judge
 from tests.support.chat_server import ChatServer
-from tests.test_eval import write_menu_tasks
+from tests.support.menu_tasks import write_menu_tasks
 from vtb_env.cli import main
 from vtb_env.env import VisualToolBenchEnv
 from vtb_env.evaluation.records import latest_records

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from rewards.mode import ModeLabelStore
-from tests.test_eval import write_menu_tasks
+from tests.support.menu_tasks import write_menu_tasks
 from vtb_env.cli import main
 from vtb_env.evaluation.records import latest_records
 
