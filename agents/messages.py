@@ -20,6 +20,7 @@ from PIL import Image
 
 from vtb_agents.base import Observation
 from vtb_agents.images import EncodedImages, ImagePolicy, data_url_info, image_data_url
+from vtb_env.observation import map_image_parts
 
 
 class ObservationError(ValueError):
@@ -30,33 +31,23 @@ def to_chat_messages(observation: Observation, policy: ImagePolicy, cache: Encod
     """Request-ready messages and the longest image side sent (0 when there are no images)."""
     cache = cache if cache is not None else EncodedImages(max_bytes=0)
     images = list(observation.get("images") or ())
-    index = -1  # of the current image part
     largest = 0
-    messages = []
-    for message in observation.get("messages") or ():
-        content = message.get("content")
-        if isinstance(content, list):
-            parts = []
-            for part in content:
-                kind = part.get("type") if isinstance(part, Mapping) else None
-                index += kind in ("image", "image_url")
-                if kind == "image":
-                    image = images[index] if index < len(images) else None
-                    if not isinstance(image, Image.Image):
-                        raise ObservationError("an image placeholder has no matching PIL image in observation['images']")
-                    url, size = cache.get((id(image), policy), image, lambda image=image: image_data_url(image, policy))
-                    largest = max(largest, *size)
-                    parts.append({"type": "image_url", "image_url": {"url": url}})
-                elif kind == "image_url":
-                    original = str((part.get("image_url") or {}).get("url", ""))
-                    url, size = cache.get((original, policy), original, lambda original=original: _within_policy(original, policy))
-                    largest = max(largest, *size)
-                    parts.append({**part, "image_url": {**part["image_url"], "url": url}})
-                else:
-                    parts.append(dict(part))
-            content = parts
-        messages.append({**message, "content": content})
-    return messages, largest
+
+    def convert(part: Mapping[str, Any], index: int) -> dict[str, Any]:
+        nonlocal largest
+        if part["type"] == "image":
+            image = images[index] if index < len(images) else None
+            if not isinstance(image, Image.Image):
+                raise ObservationError("an image placeholder has no matching PIL image in observation['images']")
+            url, size = cache.get((id(image), policy), image, lambda: image_data_url(image, policy))
+            largest = max(largest, *size)
+            return {"type": "image_url", "image_url": {"url": url}}
+        original = str((part.get("image_url") or {}).get("url", ""))
+        url, size = cache.get((original, policy), original, lambda: _within_policy(original, policy))
+        largest = max(largest, *size)
+        return {**part, "image_url": {**part["image_url"], "url": url}}
+
+    return map_image_parts(observation.get("messages") or (), convert), largest
 
 
 def _within_policy(url: str, policy: ImagePolicy) -> tuple[str, tuple[int, int]]:

@@ -32,6 +32,7 @@ from typing import Any, Callable, Protocol, Sequence
 from PIL import Image
 
 from vtb_env.batch import EnvPool
+from vtb_env.observation import map_image_parts
 from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.grpo import group_advantages
 from vtb_rewards.mode import ConfusionMatrix, Outcome, mode_outcome
@@ -185,11 +186,7 @@ class ChatRenderer:
 
 
 def _plain_images(message: dict[str, Any]) -> dict[str, Any]:
-    content = message.get("content")
-    if not isinstance(content, list):
-        return message
-    parts = [{"type": "image"} if isinstance(p, dict) and p.get("type") in ("image", "image_url") else p for p in content]
-    return {**message, "content": parts}
+    return map_image_parts([message], lambda part, index: {"type": "image"})[0]
 
 
 @dataclass
@@ -346,8 +343,8 @@ def _finish(state: _Live, reward: float, info: dict[str, Any]) -> None:
 
 
 def _stop_for_length(pool: EnvPool, state: _Live) -> None:
-    """Score the unfinished episode with the env's reward function (it has no final answer yet)."""
-    reward, info = score_unfinished(pool.envs[state.index], state.episode.task_id, state.record)
+    """End the unfinished episode and score it through the env's reward (it has no final answer yet)."""
+    _, reward, _, _, info = pool.envs[state.index].truncate("max_completion_tokens")
     state.episode.length_truncated = True
     _finish(state, reward, info)
 

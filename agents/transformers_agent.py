@@ -22,6 +22,7 @@ from PIL import Image
 
 from vtb_agents.base import Action, BaseAgent, CallRecord, Observation
 from vtb_agents.messages import ObservationError
+from vtb_env.observation import is_image_part
 
 
 class TransformersAgent(BaseAgent):
@@ -100,7 +101,7 @@ class TransformersAgent(BaseAgent):
 
     def render(self, observation: Observation) -> tuple[str, list[Image.Image]]:
         """The chat-template prompt for one observation and the images it refers to, in order."""
-        messages, images = to_hf_messages(observation, keep_images=self.is_vision)
+        messages, images = to_template_messages(observation, keep_images=self.is_vision)
         tools = list(observation.get("tools") or []) if self.offer_tools else []
         prompt = self.processor.apply_chat_template(
             messages, tools=tools or None, add_generation_prompt=True, tokenize=False
@@ -178,7 +179,7 @@ def _until_stop(ids: list[int], stop_ids: set[int]) -> list[int]:
     return ids
 
 
-def to_hf_messages(observation: Observation, *, keep_images: bool) -> tuple[list[dict[str, Any]], list[Image.Image]]:
+def to_template_messages(observation: Observation, *, keep_images: bool) -> tuple[list[dict[str, Any]], list[Image.Image]]:
     """Chat-template messages (content parts ``{"type": "image"}`` / ``{"type": "text"}``) and their images.
 
     Without ``keep_images`` (text-only models) image parts become the text ``[image]`` and
@@ -193,8 +194,7 @@ def to_hf_messages(observation: Observation, *, keep_images: bool) -> tuple[list
         parts = _parts(message.get("content"))
         converted: list[dict[str, Any]] = []
         for part in parts:
-            kind = part.get("type")
-            if kind in ("image", "image_url"):
+            if is_image_part(part):
                 index += 1
                 if not keep_images:
                     converted.append({"type": "text", "text": "[image]"})
@@ -204,7 +204,7 @@ def to_hf_messages(observation: Observation, *, keep_images: bool) -> tuple[list
                     raise ObservationError("an image placeholder has no matching PIL image in observation['images']")
                 images.append(image.convert("RGB"))
                 converted.append({"type": "image"})
-            elif kind == "text":
+            elif part.get("type") == "text":
                 converted.append({"type": "text", "text": str(part.get("text", ""))})
         out: dict[str, Any] = {"role": message["role"]}
         out["content"] = converted if keep_images else "".join(p["text"] for p in converted)

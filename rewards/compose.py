@@ -27,19 +27,26 @@ leaves it out of its group (advantage 0) and the TRL reward function returns Non
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Mapping
+from typing import Any, Literal, Mapping
 
+from vtb_env.reward import RewardFn
 from vtb_env.tasks import CriticalRule, ModeLabel, Task
 from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.judge.factory import judge_from_env
 from vtb_rewards.judge.judge import Judge, judge_task
 from vtb_rewards.mode import ModeRewardConfig, mode_outcome
 from vtb_rewards.process import judge_kcoverage, judge_tool_effectiveness, tool_success_rate
-from vtb_rewards.scoring import MultiTurnMode, score_task
+from vtb_rewards.scoring import MultiTurnMode, score_task, scored_report
+
+__all__ = ["EpisodeReward", "RewardConfig", "RewardFn", "default_reward", "format_validity"]
 
 
 @dataclass(frozen=True)
 class RewardConfig:
+    """How an episode is scored: the component weights, how verdicts become a task score
+    (``critical_rule``, ``multi_turn``: see ``rewards.scoring``), the mode-reward values, and what
+    a judge outage does (``judge_incomplete``). The env's reward and the evaluation share it."""
+
     rubric_score: float = 1.0
     passed: float = 1.0
     mode: float = 0.25
@@ -55,6 +62,10 @@ class RewardConfig:
     def weights(self) -> dict[str, float]:
         names = ("rubric_score", "passed", "mode", "format", "tool_success", "kcoverage", "tool_effectiveness")
         return {name: getattr(self, name) for name in names}
+
+    def scoring(self) -> dict[str, str]:
+        """The fields that turn verdicts into a task score (what a run's ``config.json`` records as ``scoring``)."""
+        return {"critical_rule": self.critical_rule, "multi_turn": self.multi_turn}
 
 
 def format_validity(task: "Task", record: "EpisodeRecord") -> float:
@@ -80,9 +91,14 @@ class EpisodeReward:
         self.mode_labels = dict(mode_labels or {})
 
     def components(self, task: "Task", record: "EpisodeRecord") -> dict[str, float]:
+        return self._judged(task, record)[0]
+
+    def _judged(self, task: "Task", record: "EpisodeRecord") -> tuple[dict[str, float], dict[str, Any]]:
+        """The components, and the verdicts and task score they came from (``explain``'s details)."""
         cfg = self.config
-        answers = [turn.final_answer for turn in record.turns]
-        scored = score_task(task, judge_task(self.judge, task, answers), cfg.critical_rule, cfg.multi_turn)
+        verdicts = judge_task(self.judge, task, record.final_answers)
+        scored = score_task(task, verdicts, cfg.critical_rule, cfg.multi_turn)
+        details = {**scored_report(task, verdicts, scored, cfg.critical_rule), "judge": self.judge.judge_id, "scoring": cfg.scoring()}
         values: dict[str, float] = {
             "rubric_score": scored.score,
             "passed": float(scored.passed),
@@ -107,16 +123,23 @@ class EpisodeReward:
             judge_errors=float(judge_errors),
             judge_incomplete=float(judge_errors > 0),
         )
-        return values
+        return values, details
 
     def __call__(self, task: "Task", record: "EpisodeRecord") -> tuple[float, dict[str, float]]:
-        values = self.components(task, record)
+        reward, components, _ = self.explain(task, record)
+        return reward, components
+
+    def explain(self, task: "Task", record: "EpisodeRecord") -> tuple[float, dict[str, float], dict[str, Any]]:
+        """The reward, its components, and the details it came from: ``verdicts`` and ``score`` (as
+        evaluation records store them), the ``judge`` id and the ``scoring`` fields. The env puts the
+        details in ``info["reward_details"]``, so an evaluation does not judge the answers again."""
+        values, details = self._judged(task, record)
         if self.config.judge_incomplete == "mask" and values["judge_incomplete"]:
-            return float("nan"), {**values, "masked": 1.0, "reward": float("nan")}
+            return float("nan"), {**values, "masked": 1.0, "reward": float("nan")}, details
         weights = {name: w for name, w in self.config.weights().items() if w > 0 and name in values}
         total = sum(weights.values())
         reward = sum(w * values[name] for name, w in weights.items()) / total if total else 0.0
-        return reward, {**values, "reward": reward}
+        return reward, {**values, "reward": reward}, details
 
 
 def default_reward(

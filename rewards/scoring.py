@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Literal, Mapping, Sequence
+from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from vtb_env.tasks import CriticalRule, Rubric, Task
 from vtb_rewards.judge.verdict import JUDGE_ERROR, MET, Verdict
@@ -97,6 +97,29 @@ def score_task(
         raise ValueError(f"unknown multi_turn mode {multi_turn!r}; choose 'pooled' or 'per_turn'")
     passed = all(t.passed for t in turns)
     return TaskScore(task.id, score, passed, turns, sum(t.n_judge_errors for t in turns))
+
+
+def scored_report(task: "Task", verdicts_by_turn: Sequence[Mapping[str, Verdict]], scored: TaskScore, rule: "CriticalRule") -> dict[str, Any]:
+    """Verdicts (per turn, with rubric text and weight, for reports) and the task score, as records store them."""
+    return {
+        "verdicts": [
+            [
+                {
+                    "rubric_id": rubric.id,
+                    "description": rubric.description,
+                    "weight": rubric.weight,
+                    "critical": rubric.is_critical(rule),
+                    "status": turn_verdicts[rubric.id].status,
+                    "explanation": turn_verdicts[rubric.id].explanation,
+                    "source": turn_verdicts[rubric.id].source,
+                    "error": turn_verdicts[rubric.id].error,
+                }
+                for rubric in turn.rubrics
+            ]
+            for turn, turn_verdicts in zip(task.turns, verdicts_by_turn, strict=False)
+        ],
+        "score": {"score": scored.score, "passed": scored.passed, "complete": scored.complete, "n_judge_errors": scored.n_judge_errors},
+    }
 
 
 @dataclass

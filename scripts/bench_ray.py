@@ -24,18 +24,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from vtb_agents.ocr_baseline import OcrBaselineAgent  # noqa: E402
 from vtb_app.evaluation.ray_executor import RunSpec, evaluate_on_ray  # noqa: E402
 from vtb_app.evaluation.records import iter_records  # noqa: E402
-from vtb_app.evaluation.runner import Scoring, episode_reward, evaluate  # noqa: E402
-from vtb_app.evaluation.specs import make_judge  # noqa: E402
+from vtb_app.evaluation.runner import episode_reward, evaluate  # noqa: E402
+from vtb_app.evaluation.specs import judge_from_spec  # noqa: E402
 from vtb_env.config import EnvConfig  # noqa: E402
 from vtb_env.env import VisualToolBenchEnv  # noqa: E402
 from vtb_env.loaders import load_tasks  # noqa: E402
 from vtb_env.ray_cluster import connect, import_ray  # noqa: E402
 from vtb_env.sandbox.pool import close_shared  # noqa: E402
+from vtb_rewards.compose import RewardConfig  # noqa: E402
 
 
 def run_threads(tasks: list, samples: int, cores: int, out: Path) -> float:
-    judge, env_config = make_judge("exact"), EnvConfig.preset("default")
-    reward = episode_reward(judge, Scoring())
+    judge, env_config = judge_from_spec("exact"), EnvConfig.preset("default")
+    reward = episode_reward(judge, RewardConfig())
     start = time.perf_counter()
     result = evaluate(tasks, OcrBaselineAgent(), lambda ts: VisualToolBenchEnv(ts, reward=reward, config=env_config), judge, out,
                       samples=samples, concurrency=cores, progress=False)

@@ -28,7 +28,7 @@ def main() -> None:
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
 
     from vtb_env.synth import generate
-    from vtb_env.synth.probe import probe_task, summarize
+    from vtb_env.synth.probe import probe_task, summarize_probes
 
     speed = {}
     for generator in sorted({"v1", "v2"}, key=lambda g: g != args.generator):
@@ -43,7 +43,7 @@ def main() -> None:
     start = time.perf_counter()
     results = [probe_task(task) for task in tasks[: args.probe]]
     print(f"probe: {len(results)} tasks in {time.perf_counter() - start:.1f} s")
-    print(json.dumps(summarize(results), indent=2))
+    print(json.dumps(summarize_probes(results), indent=2))
     by_scene: dict[str, list] = defaultdict(list)
     for task, result in zip(tasks, results, strict=True):
         by_scene[f"{task.metadata['scene']}/{task.mode_label}"].append(result)

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from tests.test_eval import write_menu_tasks
+from tests.support.menu_tasks import write_menu_tasks
 from vtb_agents.ocr_baseline import OcrBaselineAgent, named_rows, parse_reading
 from vtb_app.evaluation.runner import run_episode
 from vtb_env.env import VisualToolBenchEnv

@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from tests.support.tiny_models import build_scripted_model, build_tiny_idefics3, build_tiny_llava, build_tiny_mllama
-from vtb_agents.transformers_agent import TransformersAgent, to_hf_messages
+from vtb_agents.transformers_agent import TransformersAgent, to_template_messages
 
 pytestmark = pytest.mark.slow  # builds and runs several tiny checkpoints (~10 s)
 
@@ -95,6 +95,6 @@ def test_mllama_cross_attends_to_the_observation_image(tmp_path):
 
 
 def test_text_models_get_string_content_and_no_images():
-    messages, images = to_hf_messages(observation(with_image=True, after_tool=True), keep_images=False)
+    messages, images = to_template_messages(observation(with_image=True, after_tool=True), keep_images=False)
     assert messages[0]["content"] == "[image]What is six times seven?" and images == []
     assert messages[1]["tool_calls"][0]["function"]["arguments"] == {"expression": "6 * 7"}

@@ -10,11 +10,19 @@ import gymnasium
 import pytest
 
 import vtb_env  # noqa: F401  (registers VisualToolBench-v0)
-from tests.support.env_tools import ImageMakerTool, exact_reward, hermes, make_task, png, small_tools
+from tests.support.env_tools import (
+    ImageMakerTool,
+    exact_reward,
+    hermes,
+    make_task,
+    png,
+    small_tools,
+    unserializable_actions,
+)
 from vtb_env.config import CAP_PLACEHOLDER_ANSWER, EnvConfig
 from vtb_env.env import VisualToolBenchEnv
 from vtb_env.loaders import load_tasks
-from vtb_env.observation import ImageAsset, to_hf_messages
+from vtb_env.observation import ImageAsset, observation_to_processor_messages
 from vtb_env.prompts import STRONG_SYSTEM_PROMPT, WEAK_SYSTEM_PROMPT
 from vtb_env.tasks import Task, Turn
 from vtb_env.tools.base import ToolRegistry
@@ -130,16 +138,6 @@ def test_env_never_raises_on_strange_actions():
         "<|python_tag|>"]:
         obs, reward, terminated, truncated, info = env.step(action)
         assert obs in env.observation_space and not terminated
-
-
-def unserializable_actions():
-    """Dict actions that JSON cannot encode: a tuple key, a 100,000-deep nesting, a reference cycle."""
-    deep: dict = {"content": "hi"}
-    for _ in range(100_000):
-        deep = {"role": "assistant", "content": deep}
-    cyclic = {"role": "assistant"}
-    cyclic["self"] = cyclic
-    return [({(1, 2): "x", "content": "hi"}, "TypeError"), (deep, "RecursionError"), (cyclic, "ValueError: Circular reference")]
 
 
 @pytest.mark.parametrize(("action", "reason"), unserializable_actions(), ids=["tuple_key", "deep", "cyclic"])
@@ -310,7 +308,7 @@ def test_name_parts_never_encode_and_convert_for_local_processors(monkeypatch):
     assert obs in env.observation_space
     parts = [p for m in obs["messages"] if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image"]
     assert [p["name"] for p in parts] == obs["image_names"]
-    hf = to_hf_messages(obs)
+    hf = observation_to_processor_messages(obs)
     images = [p["image"] for m in hf if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image"]
     assert images == obs["images"] and images[1].size == (32, 24)
 
@@ -346,6 +344,29 @@ def test_reward_failure_is_reported_not_raised():
     env.reset(seed=0)
     _, reward, terminated, _, info = env.step("10")
     assert terminated and reward == 0.0 and "judge down" in info["reward_error"]
+
+
+def test_truncate_ends_the_episode_and_scores_it_through_the_env_reward():
+    env = make_env()
+    env.reset(seed=0)
+    env.step("It is 10.")  # turn 1 answered; turn 2 never is
+    obs, reward, terminated, truncated, info = env.truncate("token budget")
+    assert (terminated, truncated) == (False, True) and obs["tools"] == []
+    components = info["reward_components"]
+    assert (components["rubric_score"], components["passed"], components["format"]) == (0.5, 0.0, 0.0)
+    assert reward == pytest.approx((1.0 * 0.5 + 1.0 * 0.0 + 0.1 * 0.0) / 2.1)
+    record = info["record"]
+    assert record.turns[-1].truncated and record.metadata["truncation"] == "token budget"
+    with pytest.raises(RuntimeError, match="already ended"):
+        env.truncate("again")
+
+    def broken(task, record):
+        raise ConnectionError("judge down")
+
+    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=small_tools(), reward=broken)
+    env.reset(seed=0)
+    _, reward, _, truncated, info = env.truncate("stop")
+    assert truncated and reward == 0.0 and "judge down" in info["reward_error"] and "reward_components" not in info
 
 
 def test_default_reward_pools_the_turns_and_reports_its_components():

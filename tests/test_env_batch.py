@@ -7,8 +7,7 @@ from concurrent.futures import as_completed
 
 import pytest
 
-from tests.support.env_tools import exact_reward, hermes, make_task, small_tools
-from tests.test_env import unserializable_actions
+from tests.support.env_tools import exact_reward, hermes, make_task, small_tools, unserializable_actions
 from vtb_env.batch import EnvPool
 from vtb_env.env import VisualToolBenchEnv
 

@@ -7,12 +7,17 @@ import json
 import pytest
 
 from tests.support.chat_server import ChatServer
-from tests.test_eval import write_menu_tasks
+from tests.support.menu_tasks import write_menu_tasks
+from vtb_agents.base import BaseAgent
 from vtb_app.cli import main
 from vtb_app.evaluation.records import latest_records
+from vtb_app.evaluation.runner import episode_reward, evaluate, judge_episode
+from vtb_env.env import VisualToolBenchEnv
 from vtb_env.loaders import load_tasks
+from vtb_env.tools.base import ToolRegistry
 from vtb_env.trajectory import EpisodeRecord
-from vtb_rewards.compose import EpisodeReward
+from vtb_rewards.compose import EpisodeReward, RewardConfig
+from vtb_rewards.judge.judge import Judge
 
 
 def test_records_carry_the_env_reward_and_the_report_averages_it(tmp_path, capsys):
@@ -40,3 +45,29 @@ def test_records_carry_the_env_reward_and_the_report_averages_it(tmp_path, capsy
     assert summary["reward_components"]["mode"] == pytest.approx(0.5) and summary["reward_components"]["passed"] == pytest.approx(0.5)
     assert "tool_success" not in summary["reward_components"]  # no episode called a tool: the component applies to none
     assert f"{mean:.3f}" in out.split("\n\n")[0]  # the overall table's reward column
+
+
+class _Answers(BaseAgent):
+    name = "answers"
+
+    def act(self, observation):
+        return "The answer is 13."
+
+
+@pytest.mark.parametrize("same_scoring", [True, False])
+def test_an_evaluated_episode_is_judged_once_by_the_env_reward(tmp_path, same_scoring):
+    tasks = load_tasks(str(write_menu_tasks(tmp_path / "data", n=2)))  # two rubrics each
+    judge = Judge(backend=None)
+    run_scoring = RewardConfig(critical_rule="flag")
+    reward = episode_reward(judge, run_scoring if same_scoring else RewardConfig())
+    result = evaluate(tasks, _Answers(), lambda ts: VisualToolBenchEnv(ts, tools=ToolRegistry([]), reward=reward), judge,
+                      tmp_path / "run", scoring=run_scoring, progress=False, save_images=False)
+    assert result.succeeded == 2
+    # The env's reward judged the 4 rubrics; the runner wrote its verdicts instead of judging again,
+    # unless the reward scored under another rule: then the runner judges with the run's own.
+    assert judge.stats.checks == (4 if same_scoring else 8)
+    by_id = {task.id: task for task in tasks}
+    for record in latest_records(tmp_path / "run" / "records.jsonl").values():
+        expected = judge_episode(by_id[record["task_id"]], record["answers"], Judge(backend=None), run_scoring)
+        assert {k: record[k] for k in ("verdicts", "score", "judge")} == expected
+        assert "scoring" not in record

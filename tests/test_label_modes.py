@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from tests.test_eval import write_menu_tasks
+from tests.support.menu_tasks import write_menu_tasks
 from vtb_app.cli import main
 from vtb_app.evaluation.records import latest_records
 from vtb_rewards.mode import ModeLabelStore

@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from tests.support.chat_server import ChatServer
-from tests.test_eval import ROOT, write_menu_tasks
+from tests.support.menu_tasks import ROOT, write_menu_tasks
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]

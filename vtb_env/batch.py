@@ -66,7 +66,7 @@ class EnvPool:
         """Parse ``action`` and run its tool calls in the pool; the Future gives the step's result."""
         self._require_idle([index])
         env = self.envs[index]
-        future = self._executor.submit(lambda: StepResult(*env.end_step(env.begin_step(action).execute())))
+        future = self._executor.submit(lambda: StepResult(*env.end_step(env.execute(env.begin_step(action)))))
         self._in_flight[index] = future
         return future
 

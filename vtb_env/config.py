@@ -26,10 +26,9 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from vtb_env.parsers import FORMATS, PARSERS
+from vtb_env.toolsets import TOOL_SETS
 
 CAP_PLACEHOLDER_ANSWER = "Model hit the maximum number of tool calls"
-TOOL_SETS: tuple[str, ...] = ("all", "no_vision", "none")
-VISION_TOOL = "python_image_processing"
 
 
 @dataclass(frozen=True)

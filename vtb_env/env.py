@@ -13,18 +13,20 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import gymnasium as gym
 
-from vtb_env.config import CAP_PLACEHOLDER_ANSWER, VISION_TOOL, EnvConfig, resolve_config
+from vtb_env.config import CAP_PLACEHOLDER_ANSWER, EnvConfig, resolve_config
+from vtb_env.image_names import first_image_number, task_image_name, tool_image_name
 from vtb_env.loaders import load_tasks
 from vtb_env.observation import Dialogue, ImageAsset, reingestion_message, user_message
 from vtb_env.parsers import ParsedAction, ParsedCall, action_text, parse_action
 from vtb_env.prompts import resolve_system_prompt
 from vtb_env.render import render_ansi, render_html
-from vtb_env.reward import RewardFn, default_reward
+from vtb_env.reward import RewardFn, default_reward, score_episode
 from vtb_env.safe_text import clean_action, clean_parsed_action, clean_tool_result
 from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
 from vtb_env.tasks import ImageDecodeError, Task
 from vtb_env.tools import default_tools
 from vtb_env.tools.base import ToolContext, ToolRegistry, ToolResult
+from vtb_env.toolsets import ablate
 from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
 
 logger = logging.getLogger(__name__)
@@ -122,9 +124,7 @@ class VisualToolBenchEnv(gym.Env):
         return self._observation(), self._info()
 
     def step(self, action: str | Mapping[str, Any]) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        pending = self.begin_step(action)
-        pending.execute()
-        return self.end_step(pending)
+        return self.end_step(self.execute(self.begin_step(action)))
 
     def render(self) -> str | None:
         if self.render_mode is None or self._episode is None:
@@ -136,7 +136,8 @@ class VisualToolBenchEnv(gym.Env):
         if self._owns_tools:
             self.tools.close()
 
-    # ---- a step in three parts, so that a batch can run the tool calls of many envs at once ---
+    # ---- a step in three parts (begin_step, execute, end_step), so that a batch can run the tool
+    # calls of many envs at once ---
 
     def begin_step(self, action: str | Mapping[str, Any]) -> "PendingStep":
         """Parse the action and plan its tool calls (fast, no tool runs)."""
@@ -149,7 +150,7 @@ class VisualToolBenchEnv(gym.Env):
             parsed = ParsedAction(content="", calls=[ParsedCall(name="", arguments="", error=f"could not parse the action: {type(exc).__name__}: {exc}")])
         step = StepRecord(action_text=action_text(action), reasoning=parsed.reasoning, parser=parsed.parser,
             parse_errors=[c.error for c in parsed.calls if c.error])
-        pending = PendingStep(env=self, parsed=parsed, record=step)
+        pending = PendingStep(parsed=parsed, record=step)
         for call in parsed.calls:
             call_id = self._call_id(episode, call.call_id)
             record = ToolCallRecord(call_id=call_id, name=call.name, arguments=call.arguments, round_index=episode.rounds_in_turn, repaired=call.repaired)
@@ -179,23 +180,41 @@ class VisualToolBenchEnv(gym.Env):
             else:
                 terminated, truncated = self._after_round(episode, step)
         episode.done = terminated or truncated
-        reward, components, reward_error = 0.0, None, None
-        if episode.done:
-            reward, components, reward_error = self._reward(episode)
-        observation, info = self._observation(), self._info()
-        if components is not None:
-            info["reward_components"] = components
-        if reward_error is not None:
-            info["reward_error"] = reward_error
+        result = self._step_result(terminated, truncated)
         step.env_overhead_s = pending.overhead_s + time.perf_counter() - start
-        return observation, reward, terminated, truncated, info
+        return result
+
+    def truncate(self, reason: str) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """End the running episode now and score it as it stands through the env's reward.
+
+        For a caller that stops an episode the env would go on with (a trainer's token budget is
+        spent, a wall-clock limit): gymnasium's step tuple with ``truncated=True``. The record's
+        last turn is marked truncated and ``reason`` is kept in ``record.metadata["truncation"]``.
+        """
+        episode = self._require_episode()
+        if episode.done:
+            raise RuntimeError("the episode has already ended: call reset()")
+        episode.turn_record.truncated = True
+        episode.record.metadata["truncation"] = reason
+        episode.done = True
+        return self._step_result(False, True)
+
+    def _step_result(self, terminated: bool, truncated: bool) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """The step tuple; at the episode's end the reward, with its components (or error) in ``info``."""
+        episode = self._require_episode()
+        score = score_episode(self.reward_fn, episode.task, episode.record) if episode.done else None
+        observation, info = self._observation(), self._info()
+        if score is None:
+            return observation, 0.0, terminated, truncated, info
+        info.update(score.info())
+        return observation, score.reward, terminated, truncated, info
 
     # ---- turns and rounds ----------------------------------------------------------------
 
     def _open_turn(self, index: int) -> None:
         episode = self._require_episode()
         turn = episode.task.turns[index]
-        first = sum(len(t.images) for t in episode.task.turns[:index]) + 1
+        first = first_image_number(episode.task, index)
         assets = [self._task_asset(episode.task, first + j, ref) for j, ref in enumerate(turn.images)]
         episode.record.metadata["images"].extend({"name": a.name, "sha256": a.sha256, "turn": index} for a in assets)
         if self.config.cap_scope == "turn":  # per task (the paper), the counts run on across turns
@@ -277,9 +296,14 @@ class VisualToolBenchEnv(gym.Env):
         images = tuple(asset.named() for asset in [*episode.dialogue.assets, *extra_images])
         return ToolContext(task_id=episode.task.id, images=images, next_image_index=episode.next_image_index, turn_index=episode.turn_index)
 
-    def _run_calls(self, pending: "PendingStep") -> None:
-        """Run the round's valid calls in order; each sees the images of the calls before it. Calls
-        not started before the round's time budget is spent get an error instead."""
+    def execute(self, pending: "PendingStep") -> "PendingStep":
+        """Run the tool calls of ``pending`` (the slow part; safe in a worker thread, one step per env at a time).
+
+        The round's valid calls run in order; each sees the images of the calls before it. Calls
+        not started before the round's time budget is spent get an error instead.
+        """
+        if not pending.calls:
+            return pending
         episode = self._require_episode()
         budget = self.config.round_time_budget_s
         deadline = None if budget is None else time.monotonic() + budget
@@ -295,12 +319,13 @@ class VisualToolBenchEnv(gym.Env):
                 call.error, call.error_kind = result.error, str(result.meta.get("kind", "tool_error"))
             for note in self._ingest_images(episode, pending, call, result):
                 call.output += f"\n[{note}]"
+        return pending
 
     def _ingest_images(self, episode: "_Episode", pending: "PendingStep", call: ToolCallRecord, result: ToolResult) -> list[str]:
         """Name the tool's images transformed_image_<i>.png in order, validate them; returns notes on rejected ones."""
         notes = []
         for image in result.images:
-            name = f"transformed_image_{episode.next_image_index}.png"
+            name = tool_image_name(episode.next_image_index)
             try:
                 asset = ImageAsset.validated(name, image.data)
             except ImageDecodeError as exc:
@@ -337,7 +362,7 @@ class VisualToolBenchEnv(gym.Env):
         key = (task.id, k)
         asset = self._task_assets.get(key)
         if asset is None:
-            asset = self._task_assets[key] = ImageAsset(f"image_{k}.png", ref.read_bytes)
+            asset = self._task_assets[key] = ImageAsset(task_image_name(k), ref.read_bytes)
             if len(self._task_assets) > _TASK_IMAGE_CACHE_SIZE:
                 self._task_assets.popitem(last=False)
         else:
@@ -352,14 +377,6 @@ class VisualToolBenchEnv(gym.Env):
         call_id = f"call_{episode.call_counter}"
         episode.call_ids.add(call_id)
         return call_id
-
-    def _reward(self, episode: "_Episode") -> tuple[float, dict[str, float] | None, str | None]:
-        try:
-            reward, components = self.reward_fn(episode.task, episode.record)
-            return float(reward), dict(components), None
-        except Exception as exc:  # a judge outage must not crash the rollout; it is reported
-            logger.warning("reward failed for task %s: %s: %s", episode.task.id, type(exc).__name__, exc)
-            return 0.0, None, f"{type(exc).__name__}: {exc}"
 
     def _observation(self) -> dict[str, Any]:
         episode = self._require_episode()
@@ -387,20 +404,14 @@ class VisualToolBenchEnv(gym.Env):
 
 @dataclass
 class PendingStep:
-    """A parsed action whose tool calls have not run yet (see ``VisualToolBenchEnv.begin_step``)."""
+    """A parsed action and its planned tool calls: ``begin_step`` makes it, ``execute`` fills in the
+    calls' results and images, ``end_step`` applies it. Plain data: it holds no reference to the env."""
 
-    env: VisualToolBenchEnv
     parsed: ParsedAction
     record: StepRecord
     calls: list[ToolCallRecord] = field(default_factory=list)
     new_images: list[ImageAsset] = field(default_factory=list)
     overhead_s: float = 0.0
-
-    def execute(self) -> "PendingStep":
-        """Run the tool calls (the slow part; safe to call from a worker thread, one per env)."""
-        if self.calls:
-            self.env._run_calls(self)
-        return self
 
 
 @dataclass
@@ -434,15 +445,6 @@ def task_info(task: Task) -> dict[str, Any]:
         "mode_label": task.mode_label,
         "metadata": copy.deepcopy(dict(task.metadata)),
     }
-
-
-def ablate(registry: ToolRegistry, tool_set: str) -> ToolRegistry:
-    """The paper's ablations: all tools, no vision tool, no tools."""
-    if tool_set == "all":
-        return registry
-    if tool_set == "no_vision":
-        return registry.without(VISION_TOOL)
-    return registry.only()
 
 
 def resolve_tasks(tasks: Any) -> tuple[Task, ...]:

@@ -17,7 +17,7 @@ import io
 import threading
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from PIL import Image
 
@@ -197,16 +197,33 @@ def _fresh(value: Any, resolve: Callable[[ImagePart], dict[str, Any]]) -> Any:
     return value
 
 
-def to_hf_messages(observation: dict[str, Any]) -> list[dict[str, Any]]:
+def is_image_part(part: Any) -> bool:
+    """An observation's image part: ``{"type": "image_url", ...}`` or the ``{"type": "image", "name": ...}`` placeholder."""
+    return isinstance(part, Mapping) and part.get("type") in ("image", "image_url")
+
+
+def map_image_parts(messages: Iterable[Mapping[str, Any]], convert: Callable[[Mapping[str, Any], int], Any]) -> list[dict[str, Any]]:
+    """Copies of ``messages`` with the i-th image part (counted over all messages, so
+    ``observation["images"][i]`` is its image) replaced by ``convert(part, i)``; the other parts
+    are copied as they are. The one walk over image parts that every converter builds on."""
+    index = -1
+    converted = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            parts = []
+            for part in content:
+                if is_image_part(part):
+                    index += 1
+                    parts.append(convert(part, index))
+                else:
+                    parts.append(dict(part) if isinstance(part, Mapping) else part)
+            content = parts
+        converted.append({**message, "content": content})
+    return converted
+
+
+def observation_to_processor_messages(observation: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The observation's messages for a transformers processor: image parts become ``{"type": "image", "image": PIL}``."""
-    images = iter(observation["images"])
-
-    def convert(part: Any) -> Any:
-        if isinstance(part, dict) and part.get("type") in ("image_url", "image"):
-            return {"type": "image", "image": next(images)}
-        return part
-
-    return [
-        {**message, "content": [convert(part) for part in message["content"]]} if isinstance(message.get("content"), list) else dict(message)
-        for message in observation["messages"]
-    ]
+    images = observation["images"]
+    return map_image_parts(observation["messages"], lambda part, i: {"type": "image", "image": images[i]})

@@ -5,7 +5,7 @@ non-LLM baseline agents):
 
 - ``read_text(image) -> list[OcrWord]``: the words with pixel boxes and confidences;
 - ``text_of(image) -> str``: the words joined in reading order;
-- ``can_read(image, needle) -> bool``: does ``needle`` occur in what the engine reads?
+- ``contains(text, needle) -> bool``: does ``needle`` (normalised) occur in what the engine read?
 
 The default engine is Tesseract 5 (Debian package ``tesseract-ocr``, installed by
 ``scripts/setup.sh``) driven through ``pytesseract``. It was chosen over rapidocr-onnxruntime:
@@ -128,8 +128,3 @@ def contains(read: str, needle: str) -> bool:
     body = r"\s*".join(re.escape(token) for token in target.split())
     pattern = r"(?<![0-9.])" * target[0].isdigit() + body + r"(?![0-9])" * target[-1].isdigit()
     return re.search(pattern, normalize(read)) is not None
-
-
-def can_read(image: ImageLike, needle: str, engine: OcrEngine | None = None) -> bool:
-    """Can the engine read ``needle`` (normalised) somewhere in ``image``?"""
-    return contains(text_of(image, engine), needle)

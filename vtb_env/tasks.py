@@ -106,12 +106,6 @@ class ImageRef:
     def sha256(self) -> str:
         return hashlib.sha256(self.read_bytes()).hexdigest()
 
-    @classmethod
-    def from_pil(cls, image: Image.Image, name: str) -> "ImageRef":
-        buffer = io.BytesIO()
-        image.save(buffer, format="PNG")
-        return cls(name=name, data=buffer.getvalue())
-
 
 @dataclass(frozen=True)
 class Rubric:
@@ -196,10 +190,6 @@ def parse_rubrics_json(text: str | Mapping[str, Any]) -> tuple[Rubric, ...]:
     if isinstance(data, list):
         return tuple(Rubric.from_official(str(item.get("id", i)) if isinstance(item, Mapping) else str(i), item) for i, item in enumerate(data))
     raise ValueError(f"rubrics must be a JSON object or list, got {type(data).__name__}")
-
-
-def rubrics_to_json(rubrics: tuple[Rubric, ...]) -> str:
-    return json.dumps({r.id: r.to_official() for r in rubrics}, ensure_ascii=False)
 
 
 def parse_trajectory_lenient(raw: str) -> Any:

@@ -45,6 +45,8 @@ class StepRecord:
 
 @dataclass
 class TurnRecord:
+    """One turn of an episode: its steps, the final answer (None: never given), and how it ended."""
+
     index: int
     steps: list[StepRecord] = field(default_factory=list)
     final_answer: str | None = None
@@ -63,6 +65,9 @@ class TurnRecord:
 
 @dataclass
 class EpisodeRecord:
+    """Everything that happened in one episode, turn by turn (what rewards and evaluation records read);
+    ``metadata`` holds the task labels, the config, the tools offered and the images shown."""
+
     task_id: str
     turns: list[TurnRecord] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)

@@ -14,8 +14,8 @@ from vtb_agents.ocr_baseline.episode import Episode
 from vtb_agents.ocr_baseline.questions import Question, named_rows
 from vtb_agents.ocr_baseline.rules import Missing, solve
 from vtb_agents.ocr_baseline.vision import enhance_code, repair_plan
-from vtb_env.config import VISION_TOOL
 from vtb_env.ocr import read_text
+from vtb_env.toolsets import VISION_TOOL
 
 MAX_VISION_CALLS = 3  # per turn; each call repairs the regions of one image
 _FIRST_PERSON = re.compile(r"\b(my|our|ours|mine|i|i'm|i've|me)\b", re.I)

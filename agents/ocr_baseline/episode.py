@@ -18,7 +18,7 @@ from vtb_agents.ocr_baseline.dialogue import (
 )
 from vtb_agents.ocr_baseline.questions import Question
 from vtb_agents.ocr_baseline.reading import Reading, parse_reading
-from vtb_env.config import VISION_TOOL
+from vtb_env.toolsets import VISION_TOOL
 
 Ocr = Callable[[Any], list[Any]]  # image -> OCR words
 

@@ -34,6 +34,8 @@ class JudgeItem:
 
 @dataclass
 class JudgeStats:
+    """Counts of one judge's work: exact checks, unanswered turns, cache hits, backend calls, failures."""
+
     checks: int = 0
     no_answer: int = 0
     cache_hits: int = 0
@@ -43,6 +45,10 @@ class JudgeStats:
 
 @dataclass
 class Judge:
+    """Grades answers against rubrics: an exact ``check`` when the rubric has one, else the LLM ``backend``
+    (``template`` prompt, majority of ``votes``), through ``cache``; ``backend=None`` means exact checks only
+    (a rubric without one is a judge error). ``stats`` counts its work."""
+
     backend: JudgeBackend | None = None
     cache: VerdictCache | None = None
     template: str = RUBRIC_JUDGE_TEMPLATE

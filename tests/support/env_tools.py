@@ -95,3 +95,13 @@ def exact_reward() -> EpisodeReward:
     """The environment's default reward, judged by exact rubric checks only (never a judge server,
     whatever ``VTB_JUDGE_*`` says), so that tests are hermetic."""
     return default_reward(judge=Judge(backend=None))
+
+
+def unserializable_actions():
+    """Dict actions that JSON cannot encode: a tuple key, a 100,000-deep nesting, a reference cycle."""
+    deep: dict = {"content": "hi"}
+    for _ in range(100_000):
+        deep = {"role": "assistant", "content": deep}
+    cyclic = {"role": "assistant"}
+    cyclic["self"] = cyclic
+    return [({(1, 2): "x", "content": "hi"}, "TypeError"), (deep, "RecursionError"), (cyclic, "ValueError: Circular reference")]

@@ -180,12 +180,12 @@ def judge_options(args: argparse.Namespace) -> Any:
 
 def judge_from_args(args: argparse.Namespace, out: Path) -> Any:
     """The judge of ``--judge`` with the ``--judge-*`` request options; the passes need an LLM judge."""
-    from vtb_app.evaluation.specs import SpecError, make_judge
+    from vtb_app.evaluation.specs import SpecError, judge_from_spec
 
     options = judge_options(args)
     if args.judge == "exact" and (args.process_metrics or args.error_types):
         raise SpecError("--process-metrics and --error-types need an LLM judge (--judge openai:MODEL@URL or hf:PATH), not 'exact'")
-    return make_judge(args.judge, cache_path=out / "judge_cache.sqlite" if args.judge != "exact" else None, options=options)
+    return judge_from_spec(args.judge, cache_path=out / "judge_cache.sqlite" if args.judge != "exact" else None, options=options)
 
 
 def _passes(args: argparse.Namespace) -> Any:
@@ -196,15 +196,17 @@ def _passes(args: argparse.Namespace) -> Any:
 
 def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any = None) -> tuple[int, Path, list[Any]]:
     """Run `vtb eval` with ``args``: (exit code, run dir, tasks)."""
-    from vtb_agents.ablations import ablate_agent, env_overrides
+    from vtb_agents.ablations import ablate_agent
     from vtb_app.evaluation.metrics import task_index
-    from vtb_app.evaluation.runner import Scoring, episode_reward, evaluate
+    from vtb_app.evaluation.runner import episode_reward, evaluate
     from vtb_app.evaluation.specs import SpecError, make_agent
     from vtb_app.evaluation.tables import print_comparison
     from vtb_env.config import EnvConfig
     from vtb_env.env import VisualToolBenchEnv
     from vtb_env.loaders import load_tasks
     from vtb_env.tools import default_tools
+    from vtb_env.toolsets import ablation_overrides
+    from vtb_rewards.compose import RewardConfig
 
     out = Path(args.out)
     if args.executor == "ray":
@@ -232,8 +234,8 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     # The model's own text-only labels come first; a task's built-in label is the fallback (seed 000).
     ids = {task.id for task in tasks}
     mode_labels = {tid: label for tid, label in (store.labels(model) if store else {}).items() if tid in ids}
-    env_config = EnvConfig.preset(args.preset, **env_overrides(ablation), max_dialogue_images=args.max_dialogue_images)
-    scoring = Scoring(args.critical_rule, args.multi_turn)
+    env_config = EnvConfig.preset(args.preset, **ablation_overrides(ablation), max_dialogue_images=args.max_dialogue_images)
+    scoring = RewardConfig(critical_rule=args.critical_rule, multi_turn=args.multi_turn)
     passes = _passes(args)
     concurrency = args.concurrency or default_concurrency(args.agent)
     config = {
@@ -250,7 +252,7 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
         "ablation": ablation,
         "samples": samples,
         "seed": args.seed,
-        "scoring": vars(scoring),
+        "scoring": scoring.scoring(),
         "passes": vars(passes),
     }
     if store is not None:
@@ -321,10 +323,11 @@ def run_label_modes(args: argparse.Namespace) -> int:
 def run_judge(args: argparse.Namespace) -> int:
     """Re-judge a run's saved answers into ``--out``; records judged incompletely there (or in the
     source) are judged again on every rerun until complete."""
-    from vtb_app.evaluation.runner import Progress, Scoring, rejudge, run_work
+    from vtb_app.evaluation.runner import Progress, rejudge, run_work
     from vtb_app.evaluation.specs import SpecError
     from vtb_app.evaluation.tables import print_comparison
     from vtb_env.loaders import load_tasks
+    from vtb_rewards.compose import RewardConfig
 
     source, out = Path(args.run), Path(args.out)
     config = read_config(source)
@@ -342,9 +345,9 @@ def run_judge(args: argparse.Namespace) -> int:
     tasks = {task.id: task for task in load_tasks(args.data or config["data"], limit=config.get("limit"))}
     scoring_config = {**config.get("scoring", {})}
     scoring_config.update({k: v for k, v in (("critical_rule", args.critical_rule), ("multi_turn", args.multi_turn)) if v})
-    scoring, passes = Scoring(**scoring_config), _passes(args)
+    scoring, passes = RewardConfig(**scoring_config), _passes(args)
     new_config = {**{k: v for k, v in config.items() if k != "config_hash"}, "judge": judge.judge_id, "judge_spec": args.judge,
-                  "scoring": vars(scoring), "passes": vars(passes), "rejudged_from": str(source.resolve()), "name": out.name}
+                  "scoring": scoring.scoring(), "passes": vars(passes), "rejudged_from": str(source.resolve()), "name": out.name}
     try:
         digest = write_config(out, new_config)
     except RunConflictError as exc:

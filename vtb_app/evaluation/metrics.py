@@ -179,7 +179,7 @@ def episode_mode_label(record: Mapping[str, Any], labels: Mapping[str, str] | No
     return None, "none"
 
 
-def summarize(run: Run, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+def summarize_run(run: Run, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """All report numbers for one run; ``labels`` (task id -> mode label): see ``episode_mode_label``.
 
     Denominators (paper §3: APR is the share of ALL tasks that pass): every (task, sample) the run

@@ -52,7 +52,6 @@ from vtb_app.evaluation.runner import (
     JudgePasses,
     Progress,
     RecordKeeper,
-    Scoring,
     _ImageStore,
     evaluate_item,
     plan_run,
@@ -64,6 +63,7 @@ from vtb_app.evaluation.specs import JudgeOptions, SpecError
 from vtb_env.config import EnvConfig
 from vtb_env.ray_cluster import alive_cpu_nodes, connect, import_ray
 from vtb_env.tasks import Task
+from vtb_rewards.compose import RewardConfig
 
 MAX_ATTEMPTS = 3  # workers lost by one episode before it is recorded as an error
 READY_TIMEOUT_S = 120.0  # an actor that cannot be placed by then (its node is full) is given up
@@ -80,7 +80,7 @@ class RunSpec:
     ablation: str = "strong"
     agent_options: Mapping[str, Any] = field(default_factory=dict)  # make_agent keywords: seed, temperature, ...
     judge_options: JudgeOptions = JudgeOptions()
-    scoring: Scoring = Scoring()
+    scoring: RewardConfig = field(default_factory=RewardConfig)
     passes: JudgePasses = JudgePasses()
     mode_labels: Mapping[str, str] = field(default_factory=dict)
     seed: int | None = 0  # the run's base seed (runner.sample_seed); None: no seed
@@ -109,7 +109,7 @@ class EpisodeWorker:
     def __init__(self, spec: RunSpec, tasks: Sequence[Task], cpus: int, run_dir: str, node_token: str):
         from vtb_agents.ablations import ablate_agent
         from vtb_app.evaluation.runner import episode_reward
-        from vtb_app.evaluation.specs import make_agent, make_judge
+        from vtb_app.evaluation.specs import judge_from_spec, make_agent
         from vtb_env.sandbox.pool import PROFILES, shared_sandbox
         from vtb_env.tools import default_tools
 
@@ -123,7 +123,7 @@ class EpisodeWorker:
         home = run_path if self.shared_fs else self.scratch
         self.store = _ImageStore(home) if spec.save_images else None
         cache_path = home / "judge_cache.sqlite" if spec.judge != "exact" else None
-        self.judge = make_judge(spec.judge, cache_path=cache_path, options=spec.judge_options)
+        self.judge = judge_from_spec(spec.judge, cache_path=cache_path, options=spec.judge_options)
         self.agent = ablate_agent(make_agent(spec.agent, **spec.agent_options), spec.ablation)
         self.reward = episode_reward(self.judge, spec.scoring, spec.mode_labels)
         self.tools = default_tools()

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from vtb_app.evaluation.html import write_html
-from vtb_app.evaluation.metrics import Run, pick_labels, summarize
+from vtb_app.evaluation.metrics import Run, pick_labels, summarize_run
 from vtb_app.evaluation.plots import write_plots
 from vtb_app.evaluation.tables import all_tables, render_text
 from vtb_rewards.mode import ModeLabelStore
@@ -29,7 +29,7 @@ def write_report(
     """
     loaded = [Run.load(path, name) for name, path in runs]
     labels = pick_labels(loaded, mode_labels)
-    summaries = [summarize(run, run_labels) for run, run_labels in zip(loaded, labels, strict=True)]
+    summaries = [summarize_run(run, run_labels) for run, run_labels in zip(loaded, labels, strict=True)]
     tables = all_tables(summaries)
     out_dir.mkdir(parents=True, exist_ok=True)
     text = out_dir / "tables.md"

@@ -34,29 +34,22 @@ from vtb_app.evaluation.records import (
     record_key,
     rejudge_records,
 )
-from vtb_env.tasks import Task
+from vtb_env.image_names import turn_image_names
+from vtb_env.reward import score_episode
+from vtb_env.tasks import ModeLabel, Task
 from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.compose import EpisodeReward, RewardConfig
 from vtb_rewards.judge.judge import Judge, judge_task
 from vtb_rewards.process import classify_errors, judge_key_steps, judge_tool_effectiveness, kcoverage_of
-from vtb_rewards.scoring import score_task
+from vtb_rewards.scoring import score_task, scored_report
 
 EnvFactory = Callable[[Sequence[Task]], Any]  # tasks -> a VisualToolBenchEnv
 MAX_STEPS_PER_TURN = 64  # a policy that never answers and never hits the cap cannot hang a run
 
 
-@dataclass(frozen=True)
-class Scoring:
-    """How verdicts become a task score: the critical rule and the multi-turn mode (vtb_rewards.scoring)."""
-
-    critical_rule: str = "weight>=4"
-    multi_turn: str = "pooled"
-
-
-def episode_reward(judge: Judge, scoring: Scoring, mode_labels: Mapping[str, str] | None = None) -> EpisodeReward:
-    """The env's reward for an evaluation: default weights, this run's judge, critical rule and labels."""
-    config = RewardConfig(critical_rule=scoring.critical_rule, multi_turn=scoring.multi_turn)  # type: ignore[arg-type]
-    return EpisodeReward(config, judge, mode_labels)  # type: ignore[arg-type]
+def episode_reward(judge: Judge, scoring: RewardConfig, mode_labels: Mapping[str, ModeLabel] | None = None) -> EpisodeReward:
+    """The env's reward for an evaluation: this run's judge, scoring configuration and labels."""
+    return EpisodeReward(scoring, judge, mode_labels)
 
 
 def ok_record(played: PlayedEpisode, judged: Mapping[str, Any], mode_label: str | None = None) -> dict[str, Any]:
@@ -86,35 +79,24 @@ def ok_record(played: PlayedEpisode, judged: Mapping[str, Any], mode_label: str 
     }
 
 
-def judge_episode(task: Task, answers: Sequence[str | None], judge: Judge, scoring: Scoring) -> dict[str, Any]:
+def judge_episode(task: Task, answers: Sequence[str | None], judge: Judge, scoring: RewardConfig) -> dict[str, Any]:
     """Verdicts (per turn, with rubric text and weight, for reports) and the task score."""
     verdicts = judge_task(judge, task, list(answers))
-    score = score_task(task, verdicts, scoring.critical_rule, scoring.multi_turn)  # type: ignore[arg-type]
-    return {
-        "verdicts": [
-            [
-                {
-                    "rubric_id": rubric.id,
-                    "description": rubric.description,
-                    "weight": rubric.weight,
-                    "critical": rubric.is_critical(scoring.critical_rule),  # type: ignore[arg-type]
-                    "status": turn_verdicts[rubric.id].status,
-                    "explanation": turn_verdicts[rubric.id].explanation,
-                    "source": turn_verdicts[rubric.id].source,
-                    "error": turn_verdicts[rubric.id].error,
-                }
-                for rubric in turn.rubrics
-            ]
-            for turn, turn_verdicts in zip(task.turns, verdicts, strict=False)
-        ],
-        "score": {"score": score.score, "passed": score.passed, "complete": score.complete, "n_judge_errors": score.n_judge_errors},
-        "judge": judge.judge_id,
-    }
+    score = score_task(task, verdicts, scoring.critical_rule, scoring.multi_turn)
+    return {**scored_report(task, verdicts, score, scoring.critical_rule), "judge": judge.judge_id}
+
+
+def reward_judged(played: "PlayedEpisode", judge: Judge, scoring: RewardConfig) -> dict[str, Any] | None:
+    """The verdicts and task score the env's reward made at the episode's end (``info["reward_details"]``),
+    when they are this run's: same judge and scoring. None: the answers must be judged here."""
+    details = played.reward_details
+    if details is None or details.get("judge") != judge.judge_id or details.get("scoring") != scoring.scoring():
+        return None
+    return {key: details[key] for key in ("verdicts", "score", "judge")}
 
 
 def task_summary(task: Task) -> dict[str, Any]:
     """What reports need of a task (prompts, golden answers, and image names as the env shows them: image_<k>.png)."""
-    first = [sum(len(t.images) for t in task.turns[:i]) + 1 for i in range(len(task.turns))]
     return {
         "id": task.id,
         "turncase": task.turncase,
@@ -122,7 +104,7 @@ def task_summary(task: Task) -> dict[str, Any]:
         "eval_focus": task.eval_focus,
         "mode_label": task.mode_label,
         "turns": [
-            {"prompt": turn.prompt, "golden_answer": turn.golden_answer, "images": [f"image_{first[i] + j}.png" for j in range(len(turn.images))]}
+            {"prompt": turn.prompt, "golden_answer": turn.golden_answer, "images": turn_image_names(task, i)}
             for i, turn in enumerate(task.turns)
         ],
     }
@@ -168,6 +150,7 @@ class PlayedEpisode:
     reward: float  # the env's composed per-episode reward (vtb_rewards.compose)
     reward_components: dict[str, float] | None  # info["reward_components"]; None when the reward failed
     reward_error: str | None
+    reward_details: dict[str, Any] | None = None  # info["reward_details"]: the reward's verdicts and task score
 
 
 def play_episode(env: Any, agent: Agent, task: Task, store: _ImageStore | None = None, seed: int | None = None) -> PlayedEpisode:
@@ -187,7 +170,8 @@ def play_episode(env: Any, agent: Agent, task: Task, store: _ImageStore | None =
             raise RuntimeError(f"episode exceeded {steps} steps without ending")
     if store is not None:
         store.save(observation, _image_hashes(info["record"]), files)
-    return PlayedEpisode(info["record"], files, bool(truncated), float(reward), info.get("reward_components"), info.get("reward_error"))
+    return PlayedEpisode(info["record"], files, bool(truncated), float(reward), info.get("reward_components"), info.get("reward_error"),
+                         info.get("reward_details"))
 
 
 def run_episode(env: Any, agent: Agent, task: Task, store: _ImageStore | None = None, seed: int | None = None) -> tuple[EpisodeRecord, dict[str, str], bool]:
@@ -293,12 +277,12 @@ def error_type(judge: Judge, task: Task, answers: Sequence[str | None], verdicts
 
 
 def judge_record(
-    task: Task, episode: EpisodeRecord, judge: Judge, scoring: Scoring, passes: JudgePasses = JudgePasses(),
-    mode_label: str | None = None, with_reward: bool = True,
+    task: Task, episode: EpisodeRecord, judge: Judge, scoring: RewardConfig, passes: JudgePasses = JudgePasses(),
+    mode_label: str | None = None, with_reward: bool = True, verdicts: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Everything judged about a finished episode: verdicts and score, the reward (unless the env
-    just computed it: ``with_reward=False``), and the optional passes."""
-    judged = judge_episode(task, episode.final_answers, judge, scoring)
+    """Everything judged about a finished episode: verdicts and score (judged here unless ``verdicts``
+    gives them), the reward (unless the env just computed it: ``with_reward=False``), and the optional passes."""
+    judged = dict(verdicts) if verdicts is not None else judge_episode(task, episode.final_answers, judge, scoring)
     if with_reward:
         judged.update(rescore_reward(task, episode, judge, scoring, mode_label))
     if passes.process_metrics:
@@ -309,7 +293,7 @@ def judge_record(
     return judged
 
 
-def rescore_reward(task: Task, episode: EpisodeRecord, judge: Judge, scoring: Scoring, mode_label: str | None = None) -> dict[str, Any]:
+def rescore_reward(task: Task, episode: EpisodeRecord, judge: Judge, scoring: RewardConfig, mode_label: ModeLabel | None = None) -> dict[str, Any]:
     """The env's composed reward, from a saved episode, with ``judge`` and ``scoring``.
 
     Its judge shares the backend and cache (the verdicts just made are cache hits) but keeps
@@ -317,14 +301,11 @@ def rescore_reward(task: Task, episode: EpisodeRecord, judge: Judge, scoring: Sc
     """
     reward_judge = Judge(judge.backend, judge.cache, judge.template, judge.votes)
     reward = episode_reward(reward_judge, scoring, {task.id: mode_label} if mode_label else {})
-    try:
-        value, components = reward(task, episode)
-    except Exception as exc:  # a reward that fails is recorded, as the env does
-        return {"reward": 0.0, "reward_components": None, "reward_error": f"{type(exc).__name__}: {exc}"}
-    return {"reward": value, "reward_components": components, "reward_error": None}
+    score = score_episode(reward, task, episode)  # a reward that fails is recorded, as the env does
+    return {"reward": score.reward, "reward_components": score.components, "reward_error": score.error}
 
 
-def rejudge(record: Mapping[str, Any], task: Task, judge: Judge, scoring: Scoring, passes: JudgePasses, config_hash: str) -> dict[str, Any]:
+def rejudge(record: Mapping[str, Any], task: Task, judge: Judge, scoring: RewardConfig, passes: JudgePasses, config_hash: str) -> dict[str, Any]:
     """A saved ``ok`` record judged again (no model calls): new verdicts, score, reward, passes."""
     episode = EpisodeRecord.from_dict(record["episode"]) if record.get("episode") else None
     if episode is None:  # an imported record without an episode: rubrics only
@@ -343,12 +324,12 @@ def evaluate_item(
     sample: int,
     *,
     seed: int | None,
-    scoring: Scoring,
+    scoring: RewardConfig,
     passes: JudgePasses,
     store: _ImageStore | None,
     config_hash: str,
     identity: Mapping[str, Any] | None,
-    mode_labels: Mapping[str, str],
+    mode_labels: Mapping[str, ModeLabel],
 ) -> dict[str, Any]:
     """One (task, sample): play, judge, and the record to append (``ok``, or ``error`` with its message).
 
@@ -367,7 +348,8 @@ def evaluate_item(
     try:
         played = play_episode(get_env(), agent, task, store, seed=item_seed)
         episode, episode_s = played.record, time.time() - start
-        judged = judge_record(task, episode, judge, scoring, passes, mode_labels.get(task.id), with_reward=False)
+        judged = judge_record(task, episode, judge, scoring, passes, mode_labels.get(task.id), with_reward=False,
+                              verdicts=reward_judged(played, judge, scoring))
         timings = {"wall_s": time.time() - start, "episode_s": episode_s, "judge_s": time.time() - start - episode_s}
         record = {**base, **ok_record(played, judged, mode_labels.get(task.id)),
                   "usage": summarize_calls(agent.drain_records()), "timings": timings, "started_at": start}
@@ -378,7 +360,7 @@ def evaluate_item(
                 "usage": summarize_calls(agent.drain_records()), "timings": {"wall_s": time.time() - start}}
 
 
-def rejudge_item(record: dict[str, Any], task: Task, judge: Judge, scoring: Scoring, passes: JudgePasses, config_hash: str) -> dict[str, Any]:
+def rejudge_item(record: dict[str, Any], task: Task, judge: Judge, scoring: RewardConfig, passes: JudgePasses, config_hash: str) -> dict[str, Any]:
     """An incompletely judged ``ok`` record judged again (the work item of ``--resume`` for it)."""
     try:
         rejudged = rejudge(record, task, judge, scoring, passes, config_hash)
@@ -475,7 +457,7 @@ def evaluate(
     concurrency: int = 1,
     seed: int | None = 0,
     resume: bool = False,
-    scoring: Scoring = Scoring(),
+    scoring: RewardConfig = RewardConfig(),
     passes: JudgePasses = JudgePasses(),
     save_images: bool = True,
     progress: bool = True,

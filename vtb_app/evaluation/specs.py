@@ -68,7 +68,7 @@ class JudgeOptions:
     structured: str = "auto"
 
 
-def make_judge(spec: str, cache_path: str | Path | None = None, options: JudgeOptions = JudgeOptions()) -> Judge:
+def judge_from_spec(spec: str, cache_path: str | Path | None = None, options: JudgeOptions = JudgeOptions()) -> Judge:
     from vtb_rewards.judge.cache import VerdictCache
 
     if spec == "exact":

@@ -1,4 +1,4 @@
-"""The report's tables, as rows (for text and HTML alike) from run summaries (``metrics.summarize``)."""
+"""The report's tables, as rows (for text and HTML alike) from run summaries (``metrics.summarize_run``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from vtb_app.evaluation.metrics import (
     TURNCASES,
     Run,
     pick_labels,
-    summarize,
+    summarize_run,
 )
 from vtb_rewards.process import ERROR_TYPES
 
@@ -185,6 +185,6 @@ def render_text(table: Table) -> str:
 def print_comparison(paths: Sequence[Path]) -> list[dict[str, Any]]:
     """Print the overall comparison table of the runs at ``paths`` (no plots: matplotlib stays unloaded); their summaries."""
     runs = [Run.load(path) for path in paths]
-    summaries = [summarize(run, labels) for run, labels in zip(runs, pick_labels(runs), strict=True)]
+    summaries = [summarize_run(run, labels) for run, labels in zip(runs, pick_labels(runs), strict=True)]
     print(render_text(with_note(comparison_table(summaries), scoring_note(summaries))))
     return summaries

@@ -42,10 +42,12 @@ from typing import Any, Mapping, Sequence
 
 from vtb_app.evaluation.metrics import task_index
 from vtb_app.evaluation.records import RECORDS_FILE, RunLog, ok_keys, record_key, write_config
-from vtb_app.evaluation.runner import PlayedEpisode, Scoring, episode_reward, judge_episode, ok_record, task_summary
+from vtb_app.evaluation.runner import PlayedEpisode, episode_reward, judge_episode, ok_record, task_summary
 from vtb_app.evaluation.tables import print_comparison
+from vtb_env.reward import score_episode
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
+from vtb_rewards.compose import RewardConfig
 from vtb_rewards.judge.backends import BackendError
 from vtb_rewards.judge.judge import Judge
 from vtb_rewards.judge.prompt import RUBRIC_JUDGE_TEMPLATE, render
@@ -191,10 +193,10 @@ def import_toolkit(
     config: Mapping[str, Any],
     judge: Judge,
     judge_rows: Mapping[str, Mapping[str, Any]] | None = None,
-    scoring: Scoring = Scoring(),
+    scoring: RewardConfig = RewardConfig(),
 ) -> tuple[int, int, int]:
     """Append one record per response row not yet imported: (ok, errors, already done)."""
-    digest = write_config(out, {**config, "judge": judge.judge_id, "scoring": vars(scoring)})
+    digest = write_config(out, {**config, "judge": judge.judge_id, "scoring": scoring.scoring()})
     done = ok_keys(out / RECORDS_FILE)  # the toolkit's verdicts are fixed: `vtb judge` retries its judge errors
     reward = episode_reward(judge, scoring)
     identity = {"agent": config["agent"]["name"], "model": config["model"], "judge": judge.judge_id, "ablation": config["ablation"],
@@ -220,8 +222,8 @@ def import_toolkit(
                 if judge_row is not None:
                     judge.backend.add(task, episode.final_answers, judge_row)
             judged = judge_episode(judged_task, episode.final_answers, judge, scoring)
-            value, components = reward(judged_task, episode)
-            played = PlayedEpisode(episode, {}, False, value, components, None)
+            score = score_episode(reward, judged_task, episode)
+            played = PlayedEpisode(episode, {}, False, score.reward, score.components, score.error)
             toolkit = {k: judge_row.get(k) for k in ("score", "accuracy")} if judge_row is not None else None
             log.append({**base, **ok_record(played, judged), "toolkit": toolkit,
                         "usage": {"toolkit_num_tool_calls": [p.get("num_tool_calls") for p in response_turns(row)]}})
@@ -245,7 +247,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from vtb_app.evaluation.specs import make_judge
+    from vtb_app.evaluation.specs import judge_from_spec
     from vtb_env.loaders import load_tasks
 
     if (args.judge_results is None) == (args.judge is None):
@@ -266,7 +268,7 @@ def run_import(args: argparse.Namespace) -> int:
     if args.judge_results:
         judge = Judge(ToolkitVerdicts(args.toolkit_judge))
     else:
-        judge = make_judge(args.judge, cache_path=out / "judge_cache.sqlite" if args.judge != "exact" else None)
+        judge = judge_from_spec(args.judge, cache_path=out / "judge_cache.sqlite" if args.judge != "exact" else None)
     model = args.model or Path(args.responses).stem
     config = {
         "name": out.name,
@@ -282,7 +284,7 @@ def run_import(args: argparse.Namespace) -> int:
                           "judge_results": str(Path(args.judge_results).resolve()) if args.judge_results else None},
     }
     ok, errors, skipped = import_toolkit(responses, tasks, out, config=config, judge=judge, judge_rows=judge_rows,
-                                         scoring=Scoring(args.critical_rule, args.multi_turn))
+                                         scoring=RewardConfig(critical_rule=args.critical_rule, multi_turn=args.multi_turn))
     print(f"imported {ok} toolkit episodes ({errors} harness errors, {skipped} already imported) into {out / RECORDS_FILE}")
     print_comparison([out])
     return 0

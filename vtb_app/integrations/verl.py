@@ -46,6 +46,7 @@ from vtb_agents.rollout import ChatRenderer, append_env_reply, score_unfinished,
 from vtb_app.integrations.verl_rows import AGENT_NAME, DEFAULT_FACTORY, IMAGES_KEY, task_from_row
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
+from vtb_env.image_names import task_image_name, tool_image_name
 from vtb_env.parsers import parse_action
 from vtb_env.tools.base import NamedImage, ToolContext, ToolRegistry
 
@@ -228,7 +229,7 @@ class VTBTool(BaseTool):
         if state is None:
             created = self._created.get(instance_id, {})
             images = _prompt_images(agent_data) or list((getattr(agent_data, "tools_kwargs", None) or {}).get(IMAGES_KEY) or [])
-            named = [NamedImage(f"image_{k}.png", bytes(data)) for k, data in enumerate(images, start=1)]
+            named = [NamedImage(task_image_name(k), bytes(data)) for k, data in enumerate(images, start=1)]
             state = _TRAJECTORIES[key] = _Trajectory(str(created.get("task_id", "")), int(created.get("turn_index", 0)), named)
         return state
 
@@ -243,7 +244,7 @@ class VTBTool(BaseTool):
             state.failures += result.error is not None
             text, shown = result.text, []
             for image in result.images:  # the env's naming, in order
-                name = f"transformed_image_{state.next_image_index}.png"
+                name = tool_image_name(state.next_image_index)
                 state.next_image_index += 1
                 state.images.append(NamedImage(name, image.data))
                 if self.return_images:

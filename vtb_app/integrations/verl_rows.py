@@ -17,6 +17,7 @@ import json
 from dataclasses import replace
 from typing import Any, Sequence
 
+from vtb_env.image_names import turn_image_names
 from vtb_env.tasks import ImageRef, Task
 
 DATA_SOURCE = "visualtoolbench"
@@ -71,10 +72,8 @@ def tool_agent_row(
     if not 0 <= turn_index < len(task.turns):
         raise ValueError(f"task {task.id!r} has {len(task.turns)} turns; turn_index {turn_index} is out of range")
     messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    number = 1
     for k, turn in enumerate(task.turns[: turn_index + 1]):
-        names = [f"image_{number + j}.png" for j in range(len(turn.images))]
-        number += len(names)
+        names = turn_image_names(task, k)
         marker = "<image>" if show_images else ""
         messages.append({"role": "user", "content": turn.prompt + "".join(f"\n[{name}]{marker}" for name in names)})
         if k < turn_index:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from vtb_env.image_names import task_image_name
 from vtb_env.loaders.common import BadRow, DatasetError
 from vtb_env.tasks import ImageRef, Task, Turn, parse_rubrics_json
 
@@ -223,7 +224,7 @@ def row_to_task(row: Mapping[str, Any], layout: Layout, *, base_dir: Path | None
         refs = []
         for value in turn_images[t]:
             k += 1
-            refs.append(_image_ref(value, f"image_{k}.png", base_dir))
+            refs.append(_image_ref(value, task_image_name(k), base_dir))
         if answers[t] is None:
             raise BadRow(f"missing field {layout.golden_answers!r} for turn {t + 1}")
         turns.append(

@@ -16,6 +16,8 @@ OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
 
 class HermesParser(ToolCallParser):
+    """Hermes ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` blocks (Qwen and most chat templates)."""
+
     name = "hermes"
 
     def detect(self, text: str) -> bool:

@@ -23,6 +23,8 @@ _END_TOKENS = re.compile(r"<\|(?:eom_id|eot_id)\|>")
 
 
 class Llama3JsonParser(ToolCallParser):
+    """Llama 3 JSON calls ``{"name": ..., "parameters": ...}``, optionally after ``<|python_tag|>``."""
+
     name = "llama3_json"
 
     def detect(self, text: str) -> bool:

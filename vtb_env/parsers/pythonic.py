@@ -20,6 +20,8 @@ _LOOKS_LIKE_CALL = re.compile(r"^\s*\[\s*[A-Za-z_][\w.]*\s*\(")
 
 
 class PythonicParser(ToolCallParser):
+    """Pythonic call lists ``[name(arg=value), ...]`` (Llama 4, Llama 3.2), optionally in ``<|python_start|>``."""
+
     name = "pythonic"
 
     def detect(self, text: str) -> bool:

@@ -76,7 +76,7 @@ def probe_task(task: Task, engine: ocr.OcrEngine | None = None) -> ProbeResult:
     return ProbeResult(task.id, task.mode_label or "", len(facts), before, after)
 
 
-def summarize(results: Iterable[ProbeResult]) -> dict[str, float]:
+def summarize_probes(results: Iterable[ProbeResult]) -> dict[str, float]:
     """The headline shares: tool-required tasks that need the tools, twins read directly."""
     results = list(results)
     required = [r for r in results if r.mode_label == "tool_required"]

@@ -81,7 +81,7 @@ class Tool(ABC):
 
 
 class ToolRegistry:
-    """The tools offered in an episode, by name. Ablations are subsets: ``registry.without("python_image_processing")``."""
+    """The tools offered in an episode, by name. Ablations are subsets (``vtb_env.toolsets.ablate``)."""
 
     def __init__(self, tools: Iterable[Tool]):
         self._tools: dict[str, Tool] = {}

@@ -22,6 +22,8 @@ class CacheMiss(LookupError):
 
 
 class ReplayCache:
+    """Record/replay of tool results in SQLite, so online tools give the same answers on every run (``MODES``)."""
+
     def __init__(self, path: str, mode: str = "auto"):
         if mode not in MODES:
             raise ValueError(f"cache mode must be one of {MODES}, got {mode!r}")

@@ -103,6 +103,8 @@ def _bounded(value: Any) -> int | float:
 
 
 class Calculator(Tool):
+    """``calculator``: evaluates an arithmetic expression safely (no Python ``eval``)."""
+
     name = "calculator"
     schema = CALCULATOR
 

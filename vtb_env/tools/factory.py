@@ -1,4 +1,4 @@
-"""Building the tool registry from configuration, and the named ablation sets."""
+"""Building the tool registry from configuration (the tool sets are in ``vtb_env.toolsets``)."""
 
 from __future__ import annotations
 
@@ -14,14 +14,7 @@ from vtb_env.tools.weather import DEFAULT_ARCHIVE, HistoricalWeather, OpenMeteo,
 from vtb_env.tools.web import BrowserGetPageText, WebSearch
 from vtb_env.tools.web_offline import DEFAULT_CORPUS, LocalCorpus
 from vtb_env.tools.web_online import PageFetcher, SerpApiSearch
-
-ALL_TOOLS = ("python_image_processing", "python_interpreter", "web_search", "browser_get_page_text",
-             "historical_weather", "calculator")
-TOOL_SETS: dict[str, tuple[str, ...]] = {
-    "all": ALL_TOOLS,
-    "no_vision": tuple(name for name in ALL_TOOLS if name != "python_image_processing"),
-    "none": (),
-}
+from vtb_env.toolsets import ALL_TOOLS, TOOL_SETS
 
 
 @dataclass

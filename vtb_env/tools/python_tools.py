@@ -12,18 +12,18 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 from typing import Any, Mapping
 
 from PIL import Image
 
+from vtb_env.image_names import TOOL_IMAGE_NAME
 from vtb_env.sandbox import ExecResult, Sandbox, SandboxError, shared_sandbox
 from vtb_env.sandbox.limits import capped_listing
 from vtb_env.tasks import MAX_IMAGE_PIXELS
 from vtb_env.tools.base import NamedImage, Tool, ToolContext, ToolResult
 from vtb_env.tools.schemas import PYTHON_IMAGE_PROCESSING, PYTHON_INTERPRETER, python_image_processing_schema
+from vtb_env.toolsets import VISION_TOOL
 
-TRANSFORMED = re.compile(r"transformed_image_(\d+)\.png")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 MAX_TEXT_CHARS = 10_000  # stdout/stderr shown to the model, per stream
 MAX_PIXELS_PER_CALL = 64_000_000  # all images one call returns, together (one full-size image)
@@ -78,7 +78,7 @@ class PythonInterpreter(_SandboxedPython):
 
 
 class PythonImageProcessing(_SandboxedPython):
-    name = "python_image_processing"
+    name = VISION_TOOL
     schema = PYTHON_IMAGE_PROCESSING
     profile = "image"
 
@@ -91,20 +91,18 @@ class PythonImageProcessing(_SandboxedPython):
         if isinstance(result, ToolResult):
             return result
         images, problems = _returned_images(result.files)
-        indices = [int(m.group(1)) for m in (TRANSFORMED.fullmatch(i.name) for i in images) if m]
         body, error = self._report(result, images=[image.name for image in images],
                                    skipped_files=capped_listing(problems + result.skipped_files))
         if error is None and not images:
             body["note"] = "no image was saved; save results as transformed_image_<i>.png to get them back"
-        meta = {"duration_s": result.duration_s,
-                "next_image_index": max([context.next_image_index - 1, *indices]) + 1}
+        meta = {"duration_s": result.duration_s}
         return ToolResult(text=json.dumps(body), images=images, error=error, meta=meta)
 
 
 def _returned_images(files: Mapping[str, bytes]) -> tuple[list[NamedImage], list[str]]:
     """Transformed images in index order, then other image files by name, while the call's pixel budget lasts."""
     def order(name: str) -> tuple[int, int, str]:
-        match = TRANSFORMED.fullmatch(name)
+        match = TOOL_IMAGE_NAME.fullmatch(name)
         return (0, int(match.group(1)), name) if match else (1, 0, name)
 
     images, problems, budget = [], [], MAX_PIXELS_PER_CALL

@@ -43,6 +43,8 @@ class WeatherUnavailable(LookupError):
 
 
 class WeatherBackend(Protocol):
+    """Where ``historical_weather`` looks a day up: the bundled archive or Open-Meteo."""
+
     def lookup(self, location: str, date: str) -> dict[str, Any]: ...
 
 
@@ -149,6 +151,8 @@ class OpenMeteo:
 
 
 class HistoricalWeather(Tool):
+    """``historical_weather``: one day's weather at a place, from its backend, through the cache."""
+
     name = "historical_weather"
     schema = HISTORICAL_WEATHER
 

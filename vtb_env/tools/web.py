@@ -19,10 +19,14 @@ _PAGE_SUFFIX = re.compile(r"#page=(\d+)$")
 
 
 class SearchBackend(Protocol):
+    """Where ``web_search`` finds results: the offline corpus or SerpAPI."""
+
     def search(self, query: str, num_results: int) -> list[dict[str, str]]: ...
 
 
 class PageBackend(Protocol):
+    """Where ``browser_get_page_text`` gets a page: the offline corpus or the web (``PageFetcher``)."""
+
     def page(self, url: str) -> dict[str, str]: ...
 
 
@@ -31,6 +35,8 @@ def _cached(cache: ReplayCache | None, kind: str, key: Any, fetch: Callable[[], 
 
 
 class WebSearch(Tool):
+    """``web_search``: titles, URLs and snippets from its backend, recorded/replayed through the cache."""
+
     name = "web_search"
     schema = WEB_SEARCH
 
@@ -56,6 +62,8 @@ class WebSearch(Tool):
 
 
 class BrowserGetPageText(Tool):
+    """``browser_get_page_text``: a page's text (at most ``page_chars`` characters) from its backend."""
+
     name = "browser_get_page_text"
     schema = BROWSER_GET_PAGE_TEXT
 

@@ -23,7 +23,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 class PageNotFound(LookupError):
-    pass
+    """No page with that URL in the offline corpus."""
 
 
 def iter_documents(folder: str | os.PathLike) -> Iterator[dict[str, str]]:

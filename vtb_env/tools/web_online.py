@@ -121,6 +121,9 @@ def deadline_client(timeout_s: float) -> httpx.Client:
 
 @dataclass
 class PageFetcher:
+    """Fetches web pages for ``browser_get_page_text`` with an SSRF guard (private networks refused unless
+    allowed), a time limit over all redirects and a size cap."""
+
     allow_private: bool = False
     timeout_s: float = 15.0  # the whole fetch, every redirect hop included
     max_bytes: int = 5 * 1024 * 1024
