@@ -47,7 +47,9 @@ def test_eval_survives_a_kill_resumes_without_loss_or_duplicates_and_retries_err
         return {"content": "The answer is 13."}
 
     with ChatServer(respond, latency_s=0.4) as server:
-        args = ["eval", "--data", str(data), "--agent", f"openai:m@{server.base_url}", "--out", str(out), "--no-progress"]
+        # one episode at a time (the openai: default is 64 in flight): the kill lands between records
+        args = ["eval", "--data", str(data), "--agent", f"openai:m@{server.base_url}", "--out", str(out), "--no-progress",
+                "--concurrency", "1"]
         process = vtb(*args)
         deadline = time.time() + 60
         while time.time() < deadline and len(list(iter_records(out / "records.jsonl"))) < 2:
