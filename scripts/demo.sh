@@ -14,6 +14,6 @@ for ablation in strong no_tools; do
   .venv/bin/vtb eval --data demo --agent ocr-baseline --judge exact --ablation "$ablation" \
     --concurrency 2 --out "$out/$ablation" --resume
 done
-echo "== vtb report (MCC: the demo tasks' mode labels, by construction)"
+echo "== vtb report (MCC: mode labels from the no_tools run of the same agent, its text-only pass)"
 .venv/bin/vtb report "with tools=$out/strong" "no tools=$out/no_tools" --out "$out/report"
 echo "demo finished in $((SECONDS - start)) s"

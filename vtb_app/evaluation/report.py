@@ -22,10 +22,10 @@ def write_report(
 ) -> dict[str, Path]:
     """Write ``tables.md``, ``summary.json``, ``*.png`` and ``report.html`` to ``out_dir``.
 
-    Mode-selection labels per episode (``metrics.episode_mode_label``): the task's own label
-    (synthetic tasks), else the run model's labels in ``mode_labels`` (``vtb label-modes``) or,
-    without a store, from a ``no_tools`` run of the same model among ``runs``, else the label
-    the eval run used.
+    Mode-selection labels per episode (``metrics.episode_mode_label``): the run model's own
+    text-only labels first (``mode_labels`` from ``vtb label-modes`` or, without a store, a
+    ``no_tools`` run of the same model among ``runs``), then the label the eval run used, and
+    the task's built-in label (synthetic tasks) only as the fallback.
     """
     loaded = [Run.load(path, name) for name, path in runs]
     labels = pick_labels(loaded, mode_labels)
