@@ -157,9 +157,10 @@ def test_vtb_eval_against_both_servers(scripted_vlm_server, judge_server, vllm_m
     [record] = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert record["status"] == "ok" and record["answers"] == [SCRIPTED_ANSWER]
     assert record["tool_use"] == {"calls": 1, "failed_calls": 0, "used_tools": True}
-    # The env's reward asked the judge server during the episode; the record's scoring reuses that verdict.
+    # The env's reward asked the judge server during the episode; the record keeps that verdict
+    # (evaluation judges once: the verdict is the LLM's own, not a second lookup through the cache).
     verdicts = {v["rubric_id"]: (v["status"], v["source"]) for v in record["verdicts"][0]}
-    assert verdicts == {"count": ("Met", "check"), "colour": ("Not Met", "check"), "judged": ("Met", "cache")}
+    assert verdicts == {"count": ("Met", "check"), "colour": ("Not Met", "check"), "judged": ("Met", "llm")}
     assert record["verdicts"][0][2]["explanation"] == json.loads(JUDGE_VERDICT)["explanation"]
     assert record["score"]["score"] == pytest.approx(7 / 8) and record["score"]["passed"] is True
     config = json.loads((out / "config.json").read_text())
