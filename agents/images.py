@@ -113,7 +113,9 @@ class EncodedImages:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable, source: Any, make: Callable[[], tuple[str, tuple[int, int]]]) -> tuple[str, tuple[int, int]]:
+    def get(
+        self, key: Hashable, source: Any, make: Callable[[], tuple[str, tuple[int, int]]]
+    ) -> tuple[str, tuple[int, int]]:
         """The cached (url, size) of ``key``, else ``make()``'s, cached (``source`` is held with it)."""
         with self._lock:
             entry = self._entries.get(key)

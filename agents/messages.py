@@ -27,7 +27,9 @@ class ObservationError(ValueError):
     """The observation does not match its images (more placeholders than images, wrong type)."""
 
 
-def to_chat_messages(observation: Observation, policy: ImagePolicy, cache: EncodedImages | None = None) -> tuple[list[dict[str, Any]], int]:
+def to_chat_messages(
+    observation: Observation, policy: ImagePolicy, cache: EncodedImages | None = None
+) -> tuple[list[dict[str, Any]], int]:
     """Request-ready messages and the longest image side sent (0 when there are no images)."""
     cache = cache if cache is not None else EncodedImages(max_bytes=0)
     images = list(observation.get("images") or ())

@@ -189,7 +189,9 @@ class OpenAIChatAgent(BaseAgent):
                     raise TooManyImagesError(
                         f"{self.name}: the server accepts at most {limit or '?'} image(s) per prompt and this dialogue has "
                         f"{len(observation.get('images') or ())}; raise vLLM's --limit-mm-per-prompt or set the env's "
-                        f"max_dialogue_images (server said: {problem})", limit or None)
+                        f"max_dialogue_images (server said: {problem})",
+                        limit or None,
+                    )
                 if _rejects_image(response) and largest_side:
                     smaller = policy.shrunk(largest_side)
                     if smaller is None:
@@ -208,7 +210,9 @@ class OpenAIChatAgent(BaseAgent):
         self.record(CallRecord(latency_s=time.perf_counter() - start, attempts=attempts, error=problem))
         raise AgentCallError(f"{self.name}: {problem}")
 
-    def _parse(self, response: httpx.Response, start: float, attempts: int, image_shrinks: int) -> tuple[Action, CallRecord]:
+    def _parse(
+        self, response: httpx.Response, start: float, attempts: int, image_shrinks: int
+    ) -> tuple[Action, CallRecord]:
         latency = time.perf_counter() - start
         try:
             payload = response.json()

@@ -53,7 +53,9 @@ class Generator(Protocol):
     text-only policies).
     """
 
-    def __call__(self, prompts: Sequence[list[int]], images: Sequence[list[Image.Image]] | None = None) -> list[Generation]: ...
+    def __call__(
+        self, prompts: Sequence[list[int]], images: Sequence[list[Image.Image]] | None = None
+    ) -> list[Generation]: ...
 
 
 def is_processor(processing_class: Any) -> bool:
@@ -84,7 +86,15 @@ class HFGenerator:
     prompts' images then go to ``generate`` as pixel inputs).
     """
 
-    def __init__(self, model: Any, processing_class: Any, *, max_new_tokens: int = 256, temperature: float = 1.0, top_p: float = 1.0):
+    def __init__(
+        self,
+        model: Any,
+        processing_class: Any,
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+    ):
         self.model = model
         self.processor = processing_class if is_processor(processing_class) else None
         tokenizer = getattr(processing_class, "tokenizer", processing_class)
@@ -93,7 +103,9 @@ class HFGenerator:
         self.stop_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(self.stop_ids))
 
-    def __call__(self, prompts: Sequence[list[int]], images: Sequence[list[Image.Image]] | None = None) -> list[Generation]:
+    def __call__(
+        self, prompts: Sequence[list[int]], images: Sequence[list[Image.Image]] | None = None
+    ) -> list[Generation]:
         import torch
 
         if not prompts:
@@ -107,9 +119,16 @@ class HFGenerator:
         self.model.eval()
         with torch.no_grad():
             out = self.model.generate(
-                input_ids=input_ids, attention_mask=attention_mask, **pixels, do_sample=True, temperature=self.temperature,
-                top_p=self.top_p, max_new_tokens=self.max_new_tokens, pad_token_id=self.pad_id,
-                return_dict_in_generate=True, output_scores=True,
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                **pixels,
+                do_sample=True,
+                temperature=self.temperature,
+                top_p=self.top_p,
+                max_new_tokens=self.max_new_tokens,
+                pad_token_id=self.pad_id,
+                return_dict_in_generate=True,
+                output_scores=True,
             )
         self.model.train(was_training)
         new = out.sequences[:, width:]
@@ -127,10 +146,14 @@ class VLLMGenerator:
     def __init__(self, trainer: Any):
         self.trainer = trainer
 
-    def __call__(self, prompts: Sequence[list[int]], images: Sequence[list[Image.Image]] | None = None) -> list[Generation]:
+    def __call__(
+        self, prompts: Sequence[list[int]], images: Sequence[list[Image.Image]] | None = None
+    ) -> list[Generation]:
         images = [list(row) or None for row in images] if images and any(images) else None
         _, completion_ids, logprobs, _ = self.trainer.vllm_generation.generate(list(prompts), images, num_generations=1)
-        return [Generation(list(ids), [row[0] for row in lps]) for ids, lps in zip(completion_ids, logprobs, strict=True)]
+        return [
+            Generation(list(ids), [row[0] for row in lps]) for ids, lps in zip(completion_ids, logprobs, strict=True)
+        ]
 
 
 class ChatRenderer:
@@ -149,10 +172,15 @@ class ChatRenderer:
     def is_vision(self) -> bool:
         return self.processor is not None
 
-    def text(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], add_generation_prompt: bool) -> str:
+    def text(
+        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], add_generation_prompt: bool
+    ) -> str:
         return self.tokenizer.apply_chat_template(
-            [_plain_images(m) for m in messages], tools=list(tools) or None, tokenize=False,
-            add_generation_prompt=add_generation_prompt, **self.template_kwargs,
+            [_plain_images(m) for m in messages],
+            tools=list(tools) or None,
+            tokenize=False,
+            add_generation_prompt=add_generation_prompt,
+            **self.template_kwargs,
         )
 
     def encode(self, text: str, images: Sequence[Image.Image] = ()) -> list[int]:
@@ -161,8 +189,10 @@ class ChatRenderer:
             return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
         placeholders = text.count(self.processor.image_token)
         if placeholders != len(images):
-            raise ValueError(f"the rendered text has {placeholders} image placeholders ({self.processor.image_token!r}) but {len(images)} images "
-                f"arrived with it")
+            raise ValueError(
+                f"the rendered text has {placeholders} image placeholders ({self.processor.image_token!r}) but {len(images)} images "
+                f"arrived with it"
+            )
         if not images:
             return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
         return list(self.processor(text=[text], images=[list(images)], add_special_tokens=False)["input_ids"][0])
@@ -171,7 +201,10 @@ class ChatRenderer:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
 
     def appended_tokens(
-        self, before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]],
+        self,
+        before: Sequence[dict[str, Any]],
+        after: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]],
         images: Sequence[Image.Image] = (),
     ) -> list[int]:
         """Tokens the template adds going from ``before`` (ending with the policy's message) to ``after`` + generation prompt.
@@ -181,8 +214,10 @@ class ChatRenderer:
         head = self.text(before, tools, add_generation_prompt=False)
         full = self.text(after, tools, add_generation_prompt=True)
         if not full.startswith(head):
-            raise ValueError("the chat template is not prefix-preserving: appending messages rewrote earlier text, so env tokens cannot be isolated")
-        return self.encode(full[len(head):], images)
+            raise ValueError(
+                "the chat template is not prefix-preserving: appending messages rewrote earlier text, so env tokens cannot be isolated"
+            )
+        return self.encode(full[len(head) :], images)
 
 
 def _plain_images(message: dict[str, Any]) -> dict[str, Any]:
@@ -198,7 +233,9 @@ class Episode:
     completion_ids: list[int] = field(default_factory=list)
     env_mask: list[int] = field(default_factory=list)  # 1: policy token (trained on), 0: env token
     logprobs: list[float] = field(default_factory=list)  # sampling log-probs; 0.0 for env tokens
-    images: list[Image.Image] = field(default_factory=list)  # every image shown, in placeholder order (prompt, tools, later turns)
+    images: list[Image.Image] = field(
+        default_factory=list
+    )  # every image shown, in placeholder order (prompt, tools, later turns)
     image_names: list[str] = field(default_factory=list)  # their names (image_<k>.png, transformed_image_<i>.png)
     reward: float = 0.0
     components: dict[str, float] = field(default_factory=dict)
@@ -252,13 +289,25 @@ def run_episodes(
         raise ValueError(f"{len(task_ids)} episodes need {len(task_ids)} environments; the pool has {len(pool)}")
     for env in pool.envs[: len(task_ids)]:
         if env.config.history == "golden":
-            raise ValueError("rollouts need history='model': golden history rewrites the dialogue, so it is not one token sequence")
+            raise ValueError(
+                "rollouts need history='model': golden history rewrites the dialogue, so it is not one token sequence"
+            )
     indices = list(range(len(task_ids)))
     resets = pool.reset(seed=seed, options=[{"task_id": t} for t in task_ids], indices=indices)
     live = []
     for i, (task_id, (obs, info)) in enumerate(zip(task_ids, resets, strict=True)):
         episode = start_episode(renderer, task_id, obs)
-        live.append(_Live(i, episode, obs["messages"], obs["tools"], info["task"].get("mode_label"), info["record"], time.perf_counter()))
+        live.append(
+            _Live(
+                i,
+                episode,
+                obs["messages"],
+                obs["tools"],
+                info["task"].get("mode_label"),
+                info["record"],
+                time.perf_counter(),
+            )
+        )
     filler = live[0].episode.prompt_ids[:1]
     while True:
         active = [s for s in live if not s.done]
@@ -267,7 +316,9 @@ def run_episodes(
             break
         padding = width - len(active)
         images = [s.episode.images for s in active] + [[]] * padding if renderer.is_vision else None
-        generations = generate([s.episode.prompt_ids + s.episode.completion_ids for s in active] + [filler] * padding, images)
+        generations = generate(
+            [s.episode.prompt_ids + s.episode.completion_ids for s in active] + [filler] * padding, images
+        )
         actions: list[str | None] = [None] * len(pool)
         for state, gen in zip(active, generations, strict=False):
             state.episode.extend(gen.token_ids, gen.logprobs)
@@ -297,17 +348,23 @@ def start_episode(renderer: ChatRenderer, task_id: str, observation: dict[str, A
 
 
 def append_env_reply(
-    renderer: ChatRenderer, episode: Episode, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], observation: dict[str, Any]
+    renderer: ChatRenderer,
+    episode: Episode,
+    messages: Sequence[dict[str, Any]],
+    tools: Sequence[dict[str, Any]],
+    observation: dict[str, Any],
 ) -> list[dict[str, Any]]:
     """Append what the env added after the policy's message (env tokens, mask 0, and new images) to ``episode``.
 
     ``messages`` is the dialogue before the policy's message; returns the env's dialogue now.
     """
     after = observation["messages"]  # the old ones, the env's copy of the policy's message, then new ones
-    new_images = _rgb(observation["images"][len(episode.images):])
-    episode.extend(renderer.appended_tokens(after[: len(messages) + 1], after, tools, _shown(renderer, new_images)), None)
+    new_images = _rgb(observation["images"][len(episode.images) :])
+    episode.extend(
+        renderer.appended_tokens(after[: len(messages) + 1], after, tools, _shown(renderer, new_images)), None
+    )
     episode.images += new_images
-    episode.image_names += observation["image_names"][len(episode.image_names):]
+    episode.image_names += observation["image_names"][len(episode.image_names) :]
     return list(after)
 
 
@@ -360,7 +417,12 @@ def summarize(episodes: Sequence[Episode], group_size: int) -> dict[str, float]:
     outcomes = [e.mode_outcome for e in episodes if e.mode_outcome is not None]
     if outcomes:
         confusion = ConfusionMatrix.from_outcomes(outcomes)
-        metrics.update({"mode/mcc": confusion.mcc(), **{f"mode/{k}": float(v) for k, v in confusion.to_dict().items() if k in ("TP", "FN", "TN", "FP")}})
+        metrics.update(
+            {
+                "mode/mcc": confusion.mcc(),
+                **{f"mode/{k}": float(v) for k, v in confusion.to_dict().items() if k in ("TP", "FN", "TN", "FP")},
+            }
+        )
     advantages = group_advantages([e.reward for e in episodes], group_size)
     groups = [episodes[i : i + group_size] for i in range(0, n, group_size)]
     metrics["group/frac_zero_std"] = sum(len({e.reward for e in g}) == 1 for g in groups) / len(groups)

@@ -36,7 +36,10 @@ class TextOnlyAgent(BaseAgent):
         return self.inner.drain_records()
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "inner": self.inner.describe() if hasattr(self.inner, "describe") else self.inner.name}
+        return {
+            **super().describe(),
+            "inner": self.inner.describe() if hasattr(self.inner, "describe") else self.inner.name,
+        }
 
     def close(self) -> None:
         if hasattr(self.inner, "close"):

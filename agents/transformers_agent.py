@@ -179,7 +179,9 @@ def _until_stop(ids: list[int], stop_ids: set[int]) -> list[int]:
     return ids
 
 
-def to_template_messages(observation: Observation, *, keep_images: bool) -> tuple[list[dict[str, Any]], list[Image.Image]]:
+def to_template_messages(
+    observation: Observation, *, keep_images: bool
+) -> tuple[list[dict[str, Any]], list[Image.Image]]:
     """Chat-template messages (content parts ``{"type": "image"}`` / ``{"type": "text"}``) and their images.
 
     Without ``keep_images`` (text-only models) image parts become the text ``[image]`` and

@@ -46,8 +46,30 @@ from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3I
 BOS, EOT, PAD, UNK, IMAGE = "<|begin_of_text|>", "<|eot_id|>", "<|pad|>", "[UNK]", "<image>"
 HEADER_OPEN, HEADER_CLOSE = "<|start_header_id|>", "<|end_header_id|>"
 _IDEFICS3_SPECIALS = ["<fake_token_around_image>", "<global-img>", "<end_of_utterance>"]
-_WORDS = ["system", "user", "assistant", "ipython", "image", "The", "the", "What", "what", "is", "in", "this", "png", "[", "]", ".", "?", ",", ":",
-    "{", "}", '"']
+_WORDS = [
+    "system",
+    "user",
+    "assistant",
+    "ipython",
+    "image",
+    "The",
+    "the",
+    "What",
+    "what",
+    "is",
+    "in",
+    "this",
+    "png",
+    "[",
+    "]",
+    ".",
+    "?",
+    ",",
+    ":",
+    "{",
+    "}",
+    '"',
+]
 
 ZOOM_CODE = (
     "import glob\n"
@@ -57,7 +79,9 @@ ZOOM_CODE = (
     "index = len(glob.glob('transformed_image_*.png'))\n"
     "image.crop((0, 0, w // 2, h // 2)).resize((w, h)).save(f'transformed_image_{index}.png')"
 )
-CALL_TEXT = "<tool_call>" + json.dumps({"name": "python_image_processing", "arguments": {"code": ZOOM_CODE}}) + "</tool_call>"
+CALL_TEXT = (
+    "<tool_call>" + json.dumps({"name": "python_image_processing", "arguments": {"code": ZOOM_CODE}}) + "</tool_call>"
+)
 ANSWER_TEXT = "The answer is 42."
 
 # Llama-3-like markup; images as <image>; assistant messages end without <|eot_id|> (see module doc).
@@ -84,12 +108,17 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     word_level.pre_tokenizer = pre_tokenizers.Whitespace()
     word_level.add_special_tokens([AddedToken(token, special=True, normalized=False) for token in specials])
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=word_level, bos_token=BOS, eos_token=EOT, pad_token=PAD, unk_token=UNK,
+        tokenizer_object=word_level,
+        bos_token=BOS,
+        eos_token=EOT,
+        pad_token=PAD,
+        unk_token=UNK,
         additional_special_tokens=[IMAGE, HEADER_OPEN, HEADER_CLOSE, *_IDEFICS3_SPECIALS],
         extra_special_tokens={"image_token": IMAGE},
     )
-    tokenizer.add_tokens([AddedToken(text, special=False, normalized=False) for text in (CALL_TEXT,
-        ANSWER_TEXT)])  # not special: decoding with skip_special_tokens keeps them
+    tokenizer.add_tokens(
+        [AddedToken(text, special=False, normalized=False) for text in (CALL_TEXT, ANSWER_TEXT)]
+    )  # not special: decoding with skip_special_tokens keeps them
     tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
 
@@ -100,7 +129,13 @@ def action_token_ids(tokenizer: PreTrainedTokenizerFast) -> dict[str, int]:
 
 
 def build_two_action_vlm(
-    path: str | Path, *, image_size: int = 64, patch_size: int = 8, hidden_size: int = 64, layers: int = 2, seed: int = 0
+    path: str | Path,
+    *,
+    image_size: int = 64,
+    patch_size: int = 8,
+    hidden_size: int = 64,
+    layers: int = 2,
+    seed: int = 0,
 ) -> Path:
     """Write the random-weight policy (model, processor, generation config) to ``path`` and return it.
 
@@ -110,16 +145,32 @@ def build_two_action_vlm(
     tokenizer = build_tokenizer()
     head_dim, scale_factor = 32, 2
     text = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=layers,
-        num_attention_heads=hidden_size // head_dim, num_key_value_heads=hidden_size // head_dim, head_dim=head_dim,
-        max_position_embeddings=8192, tie_word_embeddings=False,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=hidden_size // head_dim,
+        num_key_value_heads=hidden_size // head_dim,
+        head_dim=head_dim,
+        max_position_embeddings=8192,
+        tie_word_embeddings=False,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
     )
     config = Idefics3Config(
-        vision_config=dict(hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=1, num_attention_heads=2,
-                           image_size=image_size, patch_size=patch_size),
-        text_config=text.to_dict(), scale_factor=scale_factor,
-        image_token_id=tokenizer.convert_tokens_to_ids(IMAGE), tie_word_embeddings=False,
+        vision_config=dict(
+            hidden_size=hidden_size,
+            intermediate_size=2 * hidden_size,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            image_size=image_size,
+            patch_size=patch_size,
+        ),
+        text_config=text.to_dict(),
+        scale_factor=scale_factor,
+        image_token_id=tokenizer.convert_tokens_to_ids(IMAGE),
+        tie_word_embeddings=False,
     )
     image_processor = Idefics3ImageProcessorPil(
         do_image_splitting=False, size={"longest_edge": image_size}, max_image_size={"longest_edge": image_size}

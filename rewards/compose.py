@@ -70,7 +70,9 @@ class RewardConfig:
 
 def format_validity(task: "Task", record: "EpisodeRecord") -> float:
     """Share of steps without parse errors; 0 when some turn of the task got no final answer."""
-    answered = len(record.turns) >= len(task.turns) and all(t.final_answer is not None for t in record.turns[: len(task.turns)])
+    answered = len(record.turns) >= len(task.turns) and all(
+        t.final_answer is not None for t in record.turns[: len(task.turns)]
+    )
     steps = [step for turn in record.turns for step in turn.steps]
     if not answered or not steps:
         return 0.0
@@ -85,7 +87,12 @@ class EpisodeReward:
     ``judge_incomplete`` (1 when any did).
     """
 
-    def __init__(self, config: RewardConfig | None = None, judge: Judge | None = None, mode_labels: Mapping[str, "ModeLabel"] | None = None):
+    def __init__(
+        self,
+        config: RewardConfig | None = None,
+        judge: Judge | None = None,
+        mode_labels: Mapping[str, "ModeLabel"] | None = None,
+    ):
         self.config = config or RewardConfig()
         self.judge = judge if judge is not None else Judge(backend=None)
         self.mode_labels = dict(mode_labels or {})
@@ -98,7 +105,11 @@ class EpisodeReward:
         cfg = self.config
         verdicts = judge_task(self.judge, task, record.final_answers)
         scored = score_task(task, verdicts, cfg.critical_rule, cfg.multi_turn)
-        details = {**scored_report(task, verdicts, scored, cfg.critical_rule), "judge": self.judge.judge_id, "scoring": cfg.scoring()}
+        details = {
+            **scored_report(task, verdicts, scored, cfg.critical_rule),
+            "judge": self.judge.judge_id,
+            "scoring": cfg.scoring(),
+        }
         values: dict[str, float] = {
             "rubric_score": scored.score,
             "passed": float(scored.passed),

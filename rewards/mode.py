@@ -60,7 +60,9 @@ class ConfusionMatrix:
         When a margin is empty the numerator is 0 too, so MCC = 0 (chance level), as in sklearn.
         """
         numerator = self.tp * self.tn - self.fp * self.fn
-        denominator = math.sqrt(float(self.tp + self.fp) * (self.tp + self.fn) * (self.tn + self.fp) * (self.tn + self.fn))
+        denominator = math.sqrt(
+            float(self.tp + self.fp) * (self.tp + self.fn) * (self.tn + self.fp) * (self.tn + self.fn)
+        )
         return numerator / (denominator + epsilon)
 
     def to_dict(self) -> dict[str, float | int]:
@@ -133,7 +135,9 @@ class ModeLabelStore:
     def get(self, model: str, task_id: str) -> ModeLabel | None:
         return self._labels.get(model, {}).get(task_id)
 
-    def record_text_only(self, model: str, results: Mapping[str, bool] | Iterable[tuple[str, bool]]) -> dict[str, ModeLabel]:
+    def record_text_only(
+        self, model: str, results: Mapping[str, bool] | Iterable[tuple[str, bool]]
+    ) -> dict[str, ModeLabel]:
         """Store labels from text-only pass results (``{task_id: passed}``) and save; returns them."""
         pairs = results.items() if isinstance(results, Mapping) else results
         new = {task_id: label_from_text_only(passed) for task_id, passed in pairs}

@@ -120,7 +120,9 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_JUDGED_TEXT_CHARS else text[:MAX_JUDGED_TEXT_CHARS] + " [...]"
 
 
-def judge_key_steps(judge: Judge, task: "Task", record: "EpisodeRecord", template: str = KEY_STEP_JUDGE_TEMPLATE) -> list[list[Verdict]]:
+def judge_key_steps(
+    judge: Judge, task: "Task", record: "EpisodeRecord", template: str = KEY_STEP_JUDGE_TEMPLATE
+) -> list[list[Verdict]]:
     """Per turn that has key steps, the judge's presence verdict for each step, in order."""
     step_judge = replace(judge, template=template, stats=judge.stats)
     presence = []
@@ -128,7 +130,9 @@ def judge_key_steps(judge: Judge, task: "Task", record: "EpisodeRecord", templat
         steps = key_steps_for(turn)
         if steps:
             reasoning = _clip(turn_record.reasoning)
-            presence.append(step_judge.judge([JudgeItem(turn.prompt, turn.golden_answer, step, reasoning) for step in steps]))
+            presence.append(
+                step_judge.judge([JudgeItem(turn.prompt, turn.golden_answer, step, reasoning) for step in steps])
+            )
     return presence
 
 
@@ -136,11 +140,19 @@ def kcoverage_of(presence: Sequence[Sequence[Verdict]], reading: str = "prefix")
     """Mean KCoverage over the judged turns under ``reading`` ("prefix" or "furthest")."""
     metric = KCOVERAGE_READINGS[reading]
     values = [metric([v.met for v in verdicts]) for verdicts in presence]
-    return Measured(sum(values) / len(values) if values else None, sum(map(len, presence)), sum(v.is_error for vs in presence for v in vs))
+    return Measured(
+        sum(values) / len(values) if values else None,
+        sum(map(len, presence)),
+        sum(v.is_error for vs in presence for v in vs),
+    )
 
 
 def judge_kcoverage(
-    judge: Judge, task: "Task", record: "EpisodeRecord", template: str = KEY_STEP_JUDGE_TEMPLATE, reading: str = "prefix"
+    judge: Judge,
+    task: "Task",
+    record: "EpisodeRecord",
+    template: str = KEY_STEP_JUDGE_TEMPLATE,
+    reading: str = "prefix",
 ) -> Measured:
     """Mean KCoverage over the turns that have key steps (None if none has)."""
     return kcoverage_of(judge_key_steps(judge, task, record, template), reading)
@@ -202,7 +214,9 @@ def tool_success_rate(record: "EpisodeRecord") -> float | None:
 
 ErrorType = Literal["visual_perception", "reasoning", "calculation", "other", "judge_error"]
 ERROR_TYPES: tuple[str, ...] = ("visual_perception", "reasoning", "calculation", "other")
-_ERROR_TYPE = re.compile(r"error_type[\"']?\s*[:=]\s*[\"']?\s*(visual[ _]perception|reasoning|calculation|other)", re.IGNORECASE)
+_ERROR_TYPE = re.compile(
+    r"error_type[\"']?\s*[:=]\s*[\"']?\s*(visual[ _]perception|reasoning|calculation|other)", re.IGNORECASE
+)
 
 
 ERROR_TYPE_SCHEMA = {
@@ -228,7 +242,9 @@ def classify_errors(
 ) -> list[ErrorType]:
     """Optional pass: one error type per failed answer, given (question, golden, unmet rubrics, answer)."""
     prompts = [
-        render(template, question=q, golden_answer=g, criterion="\n".join(f"- {r}" for r in unmet) or "(none)", answer=a)
+        render(
+            template, question=q, golden_answer=g, criterion="\n".join(f"- {r}" for r in unmet) or "(none)", answer=a
+        )
         for q, g, unmet, a in failures
     ]
     return [parse_error_type(reply) for reply in backend.complete_many(prompts, schema=ERROR_TYPE_SCHEMA)]

@@ -99,7 +99,9 @@ def score_task(
     return TaskScore(task.id, score, passed, turns, sum(t.n_judge_errors for t in turns))
 
 
-def scored_report(task: "Task", verdicts_by_turn: Sequence[Mapping[str, Verdict]], scored: TaskScore, rule: "CriticalRule") -> dict[str, Any]:
+def scored_report(
+    task: "Task", verdicts_by_turn: Sequence[Mapping[str, Verdict]], scored: TaskScore, rule: "CriticalRule"
+) -> dict[str, Any]:
     """Verdicts (per turn, with rubric text and weight, for reports) and the task score, as records store them."""
     return {
         "verdicts": [
@@ -118,7 +120,12 @@ def scored_report(task: "Task", verdicts_by_turn: Sequence[Mapping[str, Verdict]
             ]
             for turn, turn_verdicts in zip(task.turns, verdicts_by_turn, strict=False)
         ],
-        "score": {"score": scored.score, "passed": scored.passed, "complete": scored.complete, "n_judge_errors": scored.n_judge_errors},
+        "score": {
+            "score": scored.score,
+            "passed": scored.passed,
+            "complete": scored.complete,
+            "n_judge_errors": scored.n_judge_errors,
+        },
     }
 
 
@@ -150,7 +157,13 @@ class GroupStats:
         self.n_incomplete += not complete
 
     def to_dict(self) -> dict[str, float | int]:
-        return {"n": self.n, "apr": self.apr, "ars": self.ars, "n_passed": self.n_passed, "n_incomplete": self.n_incomplete}
+        return {
+            "n": self.n,
+            "apr": self.apr,
+            "ars": self.ars,
+            "n_passed": self.n_passed,
+            "n_incomplete": self.n_incomplete,
+        }
 
 
 @dataclass
@@ -163,7 +176,10 @@ class DatasetReport:
     def to_dict(self) -> dict:
         return {
             "overall": self.overall.to_dict(),
-            **{name: {key: stats.to_dict() for key, stats in sorted(groups.items())} for name, groups in self.by_group.items()},
+            **{
+                name: {key: stats.to_dict() for key, stats in sorted(groups.items())}
+                for name, groups in self.by_group.items()
+            },
         }
 
 

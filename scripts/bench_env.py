@@ -52,8 +52,17 @@ class FixedTool(Tool):
 
     def __init__(self, name: str, image: bytes | None = None):
         self.name = name
-        self.schema = {"type": "function", "function": {"name": name, "description": "bench", "parameters": {"type": "object",
-            "properties": {"code": {"type": "string", "maxLength": 5000}, "expression": {"type": "string"}}}}}
+        self.schema = {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": "bench",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"code": {"type": "string", "maxLength": 5000}, "expression": {"type": "string"}},
+                },
+            },
+        }
         self.image = image
 
     def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
@@ -75,7 +84,9 @@ def timed(fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
     return percentiles(samples)
 
 
-def env_overheads(preset: str, action: str, tools: ToolRegistry, task: Task, steps: int, steps_per_episode: int = 10) -> tuple[float, float]:
+def env_overheads(
+    preset: str, action: str, tools: ToolRegistry, task: Task, steps: int, steps_per_episode: int = 10
+) -> tuple[float, float]:
     env = VisualToolBenchEnv(tasks=[task], tools=tools, config=preset)  # the default reward (no rubrics here)
     samples: list[float] = []
     while len(samples) < steps:
@@ -100,17 +111,23 @@ def main(argv: list[str] | None = None) -> int:
     raw_json = timed(lambda: json.loads(call_json), 2000)
     raw_png = timed(lambda: encode(image, "PNG"), 5)
     raw_jpeg = timed(lambda: encode(image, "JPEG", quality=85), 20)
-    print(f"raw work: json.loads p50 {raw_json[0] * 1e6:.1f} us | PNG encode 2000x1500 p50 {raw_png[0] * 1e3:.1f} ms | JPEG q85 encode p50 "
-        f"{raw_jpeg[0] * 1e3:.1f} ms")
+    print(
+        f"raw work: json.loads p50 {raw_json[0] * 1e6:.1f} us | PNG encode 2000x1500 p50 {raw_png[0] * 1e3:.1f} ms | JPEG q85 encode p50 "
+        f"{raw_jpeg[0] * 1e3:.1f} ms"
+    )
     print(f"image: 2000x1500, PNG {len(png) / 1e6:.1f} MB")
     print(f"{'case':<28}{'p50':>12}{'p99':>12}{'p50 / raw':>14}  raw")
     image_steps = max(20, args.steps // 5)
     for preset in ("default", "official"):
         text = env_overheads(preset, CALL, tools, task, args.steps)
-        print(f"{preset + ' text step':<28}{text[0] * 1e6:>10.0f}us{text[1] * 1e6:>10.0f}us{text[0] / raw_json[0]:>13.0f}x  json.loads")
+        print(
+            f"{preset + ' text step':<28}{text[0] * 1e6:>10.0f}us{text[1] * 1e6:>10.0f}us{text[0] / raw_json[0]:>13.0f}x  json.loads"
+        )
         img = env_overheads(preset, IMAGE_CALL, tools, task, image_steps, steps_per_episode=5)
-        print(f"{preset + ' 2000x1500 image step':<28}{img[0] * 1e3:>10.1f}ms{img[1] * 1e3:>10.1f}ms{img[0] / raw_jpeg[0]:>13.2f}x  JPEG q85 encode "
-            f"({img[0] / raw_png[0]:.3f}x PNG encode)")
+        print(
+            f"{preset + ' 2000x1500 image step':<28}{img[0] * 1e3:>10.1f}ms{img[1] * 1e3:>10.1f}ms{img[0] / raw_jpeg[0]:>13.2f}x  JPEG q85 encode "
+            f"({img[0] / raw_png[0]:.3f}x PNG encode)"
+        )
     return 0
 
 

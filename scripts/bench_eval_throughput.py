@@ -42,7 +42,12 @@ def write_tasks(root: Path, n: int) -> Path:
     rubric = {"r1": {"description": "states 9", "weight": 5, "check": {"type": "number", "value": 9}}}
     with open(root / "tasks.jsonl", "w") as handle:
         for i in range(n):
-            turn = {"prompt": f"[t{i}] What is the total?", "images": ["img.png"], "golden_answer": "9", "rubrics": rubric}
+            turn = {
+                "prompt": f"[t{i}] What is the total?",
+                "images": ["img.png"],
+                "golden_answer": "9",
+                "rubrics": rubric,
+            }
             handle.write(json.dumps({"id": f"t{i}", "turns": [turn]}) + "\n")
     return root
 
@@ -62,8 +67,16 @@ def requests_per_second(latency: float, concurrency: int, per_slot: int, workdir
     with ChatServer(lambda request: {"content": "The total is 9."}, latency_s=latency) as server:
         agent = OpenAIChatAgent("m", server.base_url)
         start = time.perf_counter()
-        evaluate(tasks, agent, lambda ts: VisualToolBenchEnv(ts, tools=tools), Judge(backend=None), workdir / f"run{concurrency}",
-                 concurrency=concurrency, progress=False, save_images=False)
+        evaluate(
+            tasks,
+            agent,
+            lambda ts: VisualToolBenchEnv(ts, tools=tools),
+            Judge(backend=None),
+            workdir / f"run{concurrency}",
+            concurrency=concurrency,
+            progress=False,
+            save_images=False,
+        )
         elapsed = time.perf_counter() - start
         agent.close()
         requests = len(server.requests)
@@ -98,7 +111,9 @@ def old_within_policy(url: str, policy: ImagePolicy) -> tuple[str, tuple[int, in
         image.load()
     except (binascii.Error, ValueError, OSError) as exc:
         raise ValueError(exc) from exc
-    too_big = (policy.max_side and max(image.size) > policy.max_side) or (policy.max_bytes and len(data) > policy.max_bytes)
+    too_big = (policy.max_side and max(image.size) > policy.max_side) or (
+        policy.max_bytes and len(data) > policy.max_bytes
+    )
     return image_data_url(image, policy) if too_big else (url, image.size)
 
 
@@ -145,23 +160,44 @@ def main() -> None:
     args = parser.parse_args()
 
     print(f"1. requests/s against a server with {args.latency:.2f} s latency (ideal = concurrency / latency)")
-    print(f"{'concurrency':>11} {'requests':>9} {'ideal':>8} {'vtb eval req/s':>15} {'ratio':>6} {'agent only req/s':>17} {'ratio':>6}")
+    print(
+        f"{'concurrency':>11} {'requests':>9} {'ideal':>8} {'vtb eval req/s':>15} {'ratio':>6} {'agent only req/s':>17} {'ratio':>6}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for concurrency in args.concurrency:
             rate, n = requests_per_second(args.latency, concurrency, args.requests_per_slot, Path(tmp))
             alone = agent_requests_per_second(args.latency, concurrency, args.requests_per_slot)
             ideal = concurrency / args.latency
-            print(f"{concurrency:>11} {n:>9} {ideal:>8.1f} {rate:>15.1f} {rate / ideal:>6.2f} {alone:>17.1f} {alone / ideal:>6.2f}", flush=True)
+            print(
+                f"{concurrency:>11} {n:>9} {ideal:>8.1f} {rate:>15.1f} {rate / ideal:>6.2f} {alone:>17.1f} {alone / ideal:>6.2f}",
+                flush=True,
+            )
 
     urls = [photo_url(i) for i in range(4)]
-    observation = {"messages": [{"role": "user", "content": [{"type": "text", "text": "Which photo shows the receipt?"},
-                                                             *({"type": "image_url", "image_url": {"url": u}} for u in urls)]}]}
-    print(f"\n2. client CPU per request, 4 photos of 12 megapixels ({sum(len(u) for u in urls) / 4 / 1e6:.1f} MB data URLs each), "
-          f"{args.cpu_requests} requests of one episode")
+    observation = {
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Which photo shows the receipt?"},
+                    *({"type": "image_url", "image_url": {"url": u}} for u in urls),
+                ],
+            }
+        ]
+    }
+    print(
+        f"\n2. client CPU per request, 4 photos of 12 megapixels ({sum(len(u) for u in urls) / 4 / 1e6:.1f} MB data URLs each), "
+        f"{args.cpu_requests} requests of one episode"
+    )
     print(f"{'image policy':<28} {'before (ms)':>12} {'after (ms)':>11} {'speed-up':>9}")
-    for label, policy in (("default (sent as they are)", ImagePolicy()), ("max_side=2048 (resized)", ImagePolicy(max_side=2048))):
+    for label, policy in (
+        ("default (sent as they are)", ImagePolicy()),
+        ("max_side=2048 (resized)", ImagePolicy(max_side=2048)),
+    ):
         before, after = cpu_per_request(observation, policy, args.cpu_requests)
-        print(f"{label:<28} {1000 * before:>12.1f} {1000 * after:>11.1f} {before / max(after, 1e-9):>8.0f}x", flush=True)
+        print(
+            f"{label:<28} {1000 * before:>12.1f} {1000 * after:>11.1f} {before / max(after, 1e-9):>8.0f}x", flush=True
+        )
 
 
 if __name__ == "__main__":

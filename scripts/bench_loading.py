@@ -63,7 +63,12 @@ def generate(path: Path, rows: int, seed: int = 0) -> dict:
                     per_turn[int(rng.integers(0, n_turns))].append(pool[int(rng.integers(0, POOL_SIZE))])
                 n_images += sum(map(len, per_turn))
                 turns = [
-                    {"prompt": f"question {i}.{t}", "answer": "42", "images": images, "rubrics": {f"r{i}-{t}": rubric("says 42", 5, "yes")}}
+                    {
+                        "prompt": f"question {i}.{t}",
+                        "answer": "42",
+                        "images": images,
+                        "rubrics": {f"r{i}-{t}": rubric("says 42", 5, "yes")},
+                    }
                     for t, images in enumerate(per_turn)
                 ]
                 batch.append(make_row(f"{i:024x}", turns, prompt_category="physics", eval_focus="region_switch_qa"))
@@ -112,7 +117,9 @@ def phase_baseline(path: Path) -> dict:
 
 def run_phase(name: str, path: Path) -> dict:
     """Each phase in its own process: ru_maxrss is a per-process high-water mark."""
-    out = subprocess.run([sys.executable, __file__, "--phase", name, str(path)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--phase", name, str(path)], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -134,7 +141,9 @@ def main() -> None:
     path = workdir / "test-00000-of-00001.parquet"
     started = time.perf_counter()
     info = generate(path, args.rows)
-    print(f"generated {info['rows']} rows, {info['images']} images, {info['file_mb']} MB in {time.perf_counter() - started:.1f}s: {path}")
+    print(
+        f"generated {info['rows']} rows, {info['images']} images, {info['file_mb']} MB in {time.perf_counter() - started:.1f}s: {path}"
+    )
     with path.open("rb") as handle:  # warm the page cache so neither phase pays the first disk read
         while handle.read(1 << 24):
             pass
@@ -145,7 +154,9 @@ def main() -> None:
             f"peak RSS {r['peak_rss_mb']:7.0f} MB (after imports {r['rss_after_imports_mb']:.0f} MB)"
         )
     stream, base = results["stream"], results["baseline"]
-    print(f"stream/baseline: time x{stream['seconds'] / base['seconds']:.2f}, peak RSS x{stream['peak_rss_mb'] / base['peak_rss_mb']:.2f}")
+    print(
+        f"stream/baseline: time x{stream['seconds'] / base['seconds']:.2f}, peak RSS x{stream['peak_rss_mb'] / base['peak_rss_mb']:.2f}"
+    )
     if not args.keep:
         path.unlink()
         workdir.rmdir()

@@ -32,20 +32,27 @@ def _fill(prefix: str, unit: str, size: int, suffix: str = "") -> str:
 def benign(size: int) -> str:
     """A normal hermes action: reasoning text, then one call whose code argument fills the size."""
     code = "x = img.crop((0, 0, 10, 10))\n" * max((size - 200) // 29, 1)
-    return "<think>Crop the corner first.</think>" + '<tool_call>{"name": "python_interpreter", "arguments": ' + json.dumps({"code": code}) + "}</tool_call>"
+    return (
+        "<think>Crop the corner first.</think>"
+        + '<tool_call>{"name": "python_interpreter", "arguments": '
+        + json.dumps({"code": code})
+        + "}</tool_call>"
+    )
 
 
 ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "hermes unbalanced quotes": lambda n: _fill('<tool_call>{"a"a"a', '"a', n),
     "hermes quote-space runs": lambda n: _fill('<tool_call>{"', 'a" ', n),
     "hermes 4 KB quote blocks": lambda n: _fill("", '<tool_call>{"' + 'a" ' * 1300 + "</tool_call>", n),
-    "hermes 8 KB quote blocks": lambda n: _fill("", "<tool_call>{\"" + "a\" " * 2700 + "</tool_call>", n),
+    "hermes 8 KB quote blocks": lambda n: _fill("", '<tool_call>{"' + 'a" ' * 2700 + "</tool_call>", n),
     "unclosed <think> x N": lambda n: _fill("", "<think>", n),
     "<function= x N": lambda n: _fill("", "<function=", n),
     "<function=f><parameter= x N": lambda n: _fill("<function=f>", "<parameter=", n),
     "deep JSON nesting": lambda n: _fill("<tool_call>", '{"a":', n),
     "deep bracket nesting": lambda n: _fill("<tool_call>", "[", n),
-    "10k+ hermes calls": lambda n: _fill("", '<tool_call>{"name": "calculator", "arguments": {"expression": "1"}}</tool_call>', n),
+    "10k+ hermes calls": lambda n: _fill(
+        "", '<tool_call>{"name": "calculator", "arguments": {"expression": "1"}}</tool_call>', n
+    ),
     "10k+ pythonic calls": lambda n: _fill("[", 'calculator(expression="1"), ', n, "]"),
     "llama3 JSON stream": lambda n: _fill("", '{"name": "calculator", "parameters": {"expression": "1"}}; ', n),
     "pythonic deep operators": lambda n: _fill("[f(a=", "1+", n, "1)]"),

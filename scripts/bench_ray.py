@@ -38,8 +38,16 @@ def run_threads(tasks: list, samples: int, cores: int, out: Path) -> float:
     judge, env_config = judge_from_spec("exact"), EnvConfig.preset("default")
     reward = episode_reward(judge, RewardConfig())
     start = time.perf_counter()
-    result = evaluate(tasks, OcrBaselineAgent(), lambda ts: VisualToolBenchEnv(ts, reward=reward, config=env_config), judge, out,
-                      samples=samples, concurrency=cores, progress=False)
+    result = evaluate(
+        tasks,
+        OcrBaselineAgent(),
+        lambda ts: VisualToolBenchEnv(ts, reward=reward, config=env_config),
+        judge,
+        out,
+        samples=samples,
+        concurrency=cores,
+        progress=False,
+    )
     wall = time.perf_counter() - start
     close_shared()  # the next core count starts its own sandbox servers, pinned to its cores
     assert result.failed == 0, f"{result.failed} thread episodes failed"
@@ -74,17 +82,25 @@ def main() -> None:
     levels = sorted({len(available) if c == "all" else int(c) for c in args.cores.split(",")})
     tasks = load_tasks("demo", limit=args.tasks)
     episodes = len(tasks) * args.samples
-    print(f"{episodes} episodes (OCR baseline, demo tasks, exact judge); {len(available)} cores available; load average {os.getloadavg()[0]:.1f}")
-    print(f"{'cores':>5} {'threads s':>10} {'ep/s':>6} {'ray start s':>11} {'ray s':>7} {'ep/s':>6} {'ray/threads':>11} {'overhead/ep s':>13} same")
+    print(
+        f"{episodes} episodes (OCR baseline, demo tasks, exact judge); {len(available)} cores available; load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"{'cores':>5} {'threads s':>10} {'ep/s':>6} {'ray start s':>11} {'ray s':>7} {'ep/s':>6} {'ray/threads':>11} {'overhead/ep s':>13} same"
+    )
     with tempfile.TemporaryDirectory(prefix="vtb-bench-ray-") as scratch:
         for cores in levels:
             os.sched_setaffinity(0, available[:cores])
             root = Path(scratch) / str(cores)
             threads_s = run_threads(tasks, args.samples, cores, root / "threads")
-            ray_start_s, ray_s = run_ray(tasks, args.samples, cores, root / "ray", temp_dir=str(Path(scratch) / f"r{cores}"))
+            ray_start_s, ray_s = run_ray(
+                tasks, args.samples, cores, root / "ray", temp_dir=str(Path(scratch) / f"r{cores}")
+            )
             same = outcomes(root / "threads") == outcomes(root / "ray")
-            print(f"{cores:>5} {threads_s:>10.2f} {episodes / threads_s:>6.2f} {ray_start_s:>11.2f} {ray_s:>7.2f} {episodes / ray_s:>6.2f} "
-                  f"{ray_s / threads_s:>11.2f} {(ray_s - threads_s) / episodes:>13.3f} {same}")
+            print(
+                f"{cores:>5} {threads_s:>10.2f} {episodes / threads_s:>6.2f} {ray_start_s:>11.2f} {ray_s:>7.2f} {episodes / ray_s:>6.2f} "
+                f"{ray_s / threads_s:>11.2f} {(ray_s - threads_s) / episodes:>13.3f} {same}"
+            )
     os.sched_setaffinity(0, available)
 
 

@@ -29,12 +29,19 @@ REPLY = {"content": json.dumps({"explanation": "The answer states the value.", "
 
 
 def items(n: int, tag: str) -> list[JudgeItem]:
-    return [JudgeItem(f"Question {tag}", "The price is $16.", f"Rubric {tag}-{i}: reports $16", "It costs $16.") for i in range(n)]
+    return [
+        JudgeItem(f"Question {tag}", "The price is $16.", f"Rubric {tag}-{i}: reports $16", "It costs $16.")
+        for i in range(n)
+    ]
 
 
-def throughput(server: ChatServer, concurrency: int, n: int, cache: VerdictCache | None = None, tag: str = "") -> tuple[float, int, int]:
+def throughput(
+    server: ChatServer, concurrency: int, n: int, cache: VerdictCache | None = None, tag: str = ""
+) -> tuple[float, int, int]:
     """(rubrics/s, requests the server answered, judge errors). Connection errors are retried."""
-    backend = OpenAIChatBackend("bench-judge", server.base_url, max_concurrency=concurrency, timeout_s=30, retries=3, backoff_s=0.05)
+    backend = OpenAIChatBackend(
+        "bench-judge", server.base_url, max_concurrency=concurrency, timeout_s=30, retries=3, backoff_s=0.05
+    )
     before = len(server.requests)
     started = time.perf_counter()
     verdicts = Judge(backend, cache=cache).judge(items(n, tag or f"c{concurrency}"))
@@ -43,10 +50,17 @@ def throughput(server: ChatServer, concurrency: int, n: int, cache: VerdictCache
 
 
 def bench_episode() -> tuple[Task, EpisodeRecord]:
-    rubrics = tuple(Rubric(id=f"r{i}", description=f"reports {i}", weight=1 + i % 5, check={"type": "number", "value": i}) for i in range(6))
+    rubrics = tuple(
+        Rubric(id=f"r{i}", description=f"reports {i}", weight=1 + i % 5, check={"type": "number", "value": i})
+        for i in range(6)
+    )
     rubrics += (Rubric(id="style", description="is concise", weight=2),)
-    task = Task(id="bench", turns=(Turn(prompt="Q", golden_answer="0 1 2 3 4 5", rubrics=rubrics),), mode_label="tool_required")
-    calls = [ToolCallRecord(call_id=f"c{i}", name="python_image_processing", arguments={"code": "crop"}) for i in range(5)]
+    task = Task(
+        id="bench", turns=(Turn(prompt="Q", golden_answer="0 1 2 3 4 5", rubrics=rubrics),), mode_label="tool_required"
+    )
+    calls = [
+        ToolCallRecord(call_id=f"c{i}", name="python_image_processing", arguments={"code": "crop"}) for i in range(5)
+    ]
     steps = [StepRecord(action_text="crop", reasoning="zoom in", tool_calls=[call]) for call in calls]
     steps.append(StepRecord(action_text="0 1 2 3 4 5", final_answer="0 1 2 3 4 5"))
     return task, EpisodeRecord(task_id="bench", turns=[TurnRecord(index=0, steps=steps, final_answer="0 1 2 3 4 5")])
@@ -74,17 +88,23 @@ def main() -> None:
             n = 8 if concurrency == 1 else 4 * concurrency
             rate, requests, errors = throughput(server, concurrency, n)
             baseline = baseline or rate
-            print(f"  concurrency {concurrency:>2}: {rate:7.1f} rubrics/s  ({n} rubrics, {requests} answered, {errors} judge errors; "
-                f"x{rate / baseline:.1f} vs concurrency 1, ideal x{concurrency})")
+            print(
+                f"  concurrency {concurrency:>2}: {rate:7.1f} rubrics/s  ({n} rubrics, {requests} answered, {errors} judge errors; "
+                f"x{rate / baseline:.1f} vs concurrency 1, ideal x{concurrency})"
+            )
         cache = VerdictCache(Path(tmp) / "verdicts.sqlite")
         throughput(server, 32, 512, cache, tag="cached")
         rate, requests, _ = throughput(server, 32, 512, cache, tag="cached")
-        print(f"  cache hits   : {rate:7.0f} rubrics/s  ({requests} requests for 512 rubrics, x{rate / baseline:.0f} vs concurrency 1)")
+        print(
+            f"  cache hits   : {rate:7.0f} rubrics/s  ({requests} requests for 512 rubrics, x{rate / baseline:.0f} vs concurrency 1)"
+        )
 
         backend = OpenAIChatBackend("bench-judge", server.base_url, max_concurrency=8, retries=0)
         exact = reward_overhead_us(EpisodeReward(judge=Judge(backend=None)), args.episodes)
         cached = reward_overhead_us(EpisodeReward(judge=Judge(backend, cache=cache)), args.episodes)
-        print(f"reward overhead per episode (7 rubrics, 5 tool calls): exact checks {exact:.0f} us; with cached LLM verdicts {cached:.0f} us")
+        print(
+            f"reward overhead per episode (7 rubrics, 5 tool calls): exact checks {exact:.0f} us; with cached LLM verdicts {cached:.0f} us"
+        )
 
 
 if __name__ == "__main__":

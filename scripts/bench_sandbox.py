@@ -64,7 +64,10 @@ def timed(fn, runs: int) -> list[float]:
 
 def summary(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    return {"p50_ms": statistics.median(ordered) * 1e3, "p95_ms": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] * 1e3}
+    return {
+        "p50_ms": statistics.median(ordered) * 1e3,
+        "p95_ms": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] * 1e3,
+    }
 
 
 def in_process(code: str, workdir: str):
@@ -76,19 +79,22 @@ def in_process(code: str, workdir: str):
                 exec(compile(code, "<job>", "exec"), {"__name__": "__main__"})
         finally:
             os.chdir(cwd)
+
     return run
 
 
 def fresh_subprocess(code: str, workdir: str):
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    return lambda: subprocess.run([sys.executable, "-c", code], cwd=workdir, env=env, check=True,
-                                  stdout=subprocess.DEVNULL)
+    return lambda: subprocess.run(
+        [sys.executable, "-c", code], cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL
+    )
 
 
 def in_sandbox(sandbox: Sandbox, code: str, files: dict[str, bytes]):
     def run():
         result = sandbox.run(code, files, collect_files=True)
         assert result.exit_code == 0, result.stderr
+
     return run
 
 
@@ -112,30 +118,45 @@ def main() -> None:
     print(f"test image: 2000x1500 PNG, {len(png) / 1e6:.1f} MB")
     with open(os.path.join(workdir, "image_1.png"), "wb") as f:
         f.write(png)
-    job6, job1, job_default = JOB.format(level=", compress_level=6"), JOB.format(level=", compress_level=1"), JOB.format(level="")
+    job6, job1, job_default = (
+        JOB.format(level=", compress_level=6"),
+        JOB.format(level=", compress_level=1"),
+        JOB.format(level=""),
+    )
     import cv2  # noqa: F401  (in-process gets the same imports the sandbox preloads)
+
     cv2.setNumThreads(1)
     figures: dict[str, dict] = {}
     with Sandbox(1) as sandbox:
         sandbox.start()
         layers, notes = sandbox.layers, sandbox.notes
         trivial_runs = max(50, args.runs)
-        figures["image (a) in-process, PNG level 6 (PIL default)"] = summary(timed(in_process(job_default, workdir), args.runs))
+        figures["image (a) in-process, PNG level 6 (PIL default)"] = summary(
+            timed(in_process(job_default, workdir), args.runs)
+        )
         figures["image (a) in-process, PNG level 1"] = summary(timed(in_process(job1, workdir), args.runs))
         figures["image (b) fresh python -c, advertised imports"] = summary(
-            timed(fresh_subprocess(PRELOAD + job_default, workdir), max(5, args.runs // 2)))
+            timed(fresh_subprocess(PRELOAD + job_default, workdir), max(5, args.runs // 2))
+        )
         figures["image (b') fresh python -c, PIL import only"] = summary(
-            timed(fresh_subprocess(job_default, workdir), max(5, args.runs // 2)))
+            timed(fresh_subprocess(job_default, workdir), max(5, args.runs // 2))
+        )
         figures["image (c) sandbox, PNG level 6"] = summary(timed(in_sandbox(sandbox, job6, files), args.runs))
-        figures["image (c) sandbox, default (PNG level 1)"] = summary(timed(in_sandbox(sandbox, job_default, files), args.runs))
+        figures["image (c) sandbox, default (PNG level 1)"] = summary(
+            timed(in_sandbox(sandbox, job_default, files), args.runs)
+        )
         figures["trivial (a) in-process"] = summary(timed(in_process(TRIVIAL, workdir), trivial_runs))
         figures["trivial (b) fresh python -c, advertised imports"] = summary(
-            timed(fresh_subprocess(PRELOAD + TRIVIAL, workdir), max(10, args.runs // 2)))
+            timed(fresh_subprocess(PRELOAD + TRIVIAL, workdir), max(10, args.runs // 2))
+        )
         figures["trivial (b') fresh python -c, no imports"] = summary(
-            timed(fresh_subprocess(TRIVIAL, workdir), max(10, args.runs // 2)))
+            timed(fresh_subprocess(TRIVIAL, workdir), max(10, args.runs // 2))
+        )
         figures["trivial (c) sandbox"] = summary(timed(in_sandbox(sandbox, TRIVIAL, {}), trivial_runs))
-        rates = {"image jobs/s, 1 slot": throughput(sandbox, job_default, files, 2 * args.runs),
-                 "trivial calls/s, 1 slot": throughput(sandbox, TRIVIAL, {}, 200)}
+        rates = {
+            "image jobs/s, 1 slot": throughput(sandbox, job_default, files, 2 * args.runs),
+            "trivial calls/s, 1 slot": throughput(sandbox, TRIVIAL, {}, 200),
+        }
     with Sandbox(2) as sandbox:
         sandbox.start()
         rates["image jobs/s, 2 slots"] = throughput(sandbox, job_default, files, 2 * args.runs)
@@ -145,8 +166,13 @@ def main() -> None:
     b_min = figures["image (b') fresh python -c, PIL import only"]["p50_ms"]
     c = figures["image (c) sandbox, default (PNG level 1)"]["p50_ms"]
     c6 = figures["image (c) sandbox, PNG level 6"]["p50_ms"]
-    ratios = {"image (c)/(a)": c / a, "image (b)/(c)": b / c, "image (b')/(c)": b_min / c, "image (c, level 6)/(a)": c6 / a,
-              "image (c, level 6)/(a, level 1)": c6 / figures["image (a) in-process, PNG level 1"]["p50_ms"]}
+    ratios = {
+        "image (c)/(a)": c / a,
+        "image (b)/(c)": b / c,
+        "image (b')/(c)": b_min / c,
+        "image (c, level 6)/(a)": c6 / a,
+        "image (c, level 6)/(a, level 1)": c6 / figures["image (a) in-process, PNG level 1"]["p50_ms"],
+    }
     print(f"\ncpus: {os.cpu_count()}   python {sys.version.split()[0]}")
     print(f"active layers: {', '.join(layers)}")
     for note in notes:
@@ -161,8 +187,11 @@ def main() -> None:
         print(f"{name:52s} {value:9.1f}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"layers": layers, "notes": notes, "latency": figures, "ratios": ratios, "throughput": rates}, f,
-                      indent=2)
+            json.dump(
+                {"layers": layers, "notes": notes, "latency": figures, "ratios": ratios, "throughput": rates},
+                f,
+                indent=2,
+            )
 
 
 if __name__ == "__main__":

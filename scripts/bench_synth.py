@@ -22,7 +22,9 @@ def main() -> None:
     parser.add_argument("--probe", type=int, default=40, help="tasks (of those) run through the OCR probe")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--difficulty", type=float, default=0.5)
-    parser.add_argument("--generator", default="v2", help="v2 (default) or v1; speed is also measured for the other one")
+    parser.add_argument(
+        "--generator", default="v2", help="v2 (default) or v1; speed is also measured for the other one"
+    )
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
@@ -35,7 +37,9 @@ def main() -> None:
         start = time.perf_counter()
         made = generate(args.n, args.seed, difficulty=args.difficulty, generator=generator)
         speed[generator] = len(made) / (time.perf_counter() - start)
-        print(f"generation {generator}: {len(made)} tasks = {speed[generator]:.1f} tasks/s (one core, difficulty {args.difficulty})")
+        print(
+            f"generation {generator}: {len(made)} tasks = {speed[generator]:.1f} tasks/s (one core, difficulty {args.difficulty})"
+        )
         if generator == args.generator:
             tasks = made
     print(f"speed v2/v1: {speed['v2'] / speed['v1']:.2f}")

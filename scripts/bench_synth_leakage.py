@@ -23,13 +23,20 @@ import numpy as np
 def thumbnails(tasks) -> tuple[np.ndarray, np.ndarray]:
     from PIL import Image
 
-    x = np.stack([np.asarray(t.images[0].open().convert("RGB").resize((64, 64), Image.Resampling.BOX), np.float32).ravel() / 255
-                  for t in tasks])
+    x = np.stack(
+        [
+            np.asarray(t.images[0].open().convert("RGB").resize((64, 64), Image.Resampling.BOX), np.float32).ravel()
+            / 255
+            for t in tasks
+        ]
+    )
     y = np.array([t.mode_label == "tool_required" for t in tasks], int)
     return x, y
 
 
-def probe_mcc(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray], features: str, seed: int = 0) -> float:
+def probe_mcc(
+    train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray], features: str, seed: int = 0
+) -> float:
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import matthews_corrcoef
     from sklearn.preprocessing import StandardScaler
@@ -68,8 +75,11 @@ def main() -> None:
             elapsed += time.perf_counter() - start
             data[seed] = thumbnails(tasks)
         a, b = data[args.train_seed], data[args.test_seed]
-        row = {"tasks_per_seed": args.n, "tasks_per_s": round(2 * args.n / elapsed, 2),
-               "required_share": [round(float(a[1].mean()), 3), round(float(b[1].mean()), 3)]}
+        row = {
+            "tasks_per_seed": args.n,
+            "tasks_per_s": round(2 * args.n / elapsed, 2),
+            "required_share": [round(float(a[1].mean()), 3), round(float(b[1].mean()), 3)],
+        }
         for features in ("pixels64", "relu256"):
             row[f"mcc_{features}_{args.train_seed}->{args.test_seed}"] = round(probe_mcc(a, b, features), 3)
             row[f"mcc_{features}_{args.test_seed}->{args.train_seed}"] = round(probe_mcc(b, a, features), 3)

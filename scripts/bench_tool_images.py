@@ -18,12 +18,14 @@ from vtb_env.observation import ImageAsset
 from vtb_env.sandbox import Limits, Sandbox
 from vtb_env.tools import ToolContext, python_tools
 
-CODE = ("from PIL import Image, ImageDraw\n"
-        "for i in range(4):\n"
-        "    im = Image.new('RGB', (8000, 8000), (i * 40, 90, 160))\n"
-        "    ImageDraw.Draw(im).line((0, 0, 7999, 7999), fill=(255, 255, 255), width=9)\n"
-        "    im.save(f'transformed_image_{i}.png')\n"
-        "    del im\n")
+CODE = (
+    "from PIL import Image, ImageDraw\n"
+    "for i in range(4):\n"
+    "    im = Image.new('RGB', (8000, 8000), (i * 40, 90, 160))\n"
+    "    ImageDraw.Draw(im).line((0, 0, 7999, 7999), fill=(255, 255, 255), width=9)\n"
+    "    im.save(f'transformed_image_{i}.png')\n"
+    "    del im\n"
+)
 
 
 def rss_mib() -> float:
@@ -44,12 +46,16 @@ def main() -> None:
         start = time.perf_counter()
         result = tool.run({"code": CODE}, ToolContext(task_id="bench"))
         tool_s = time.perf_counter() - start
-        assets = [ImageAsset.validated(f"transformed_image_{i}.png", image.data) for i, image in enumerate(result.images)]
+        assets = [
+            ImageAsset.validated(f"transformed_image_{i}.png", image.data) for i, image in enumerate(result.images)
+        ]
         total_s = time.perf_counter() - start
         end_rss = rss_mib()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"images returned: {len(assets)} (encoded {sum(len(a.data) for a in assets) / 2**20:.1f} MiB); "
-          f"tool message {len(result.text)} chars")
+    print(
+        f"images returned: {len(assets)} (encoded {sum(len(a.data) for a in assets) / 2**20:.1f} MiB); "
+        f"tool message {len(result.text)} chars"
+    )
     print(f"RSS before {start_rss:.0f} MiB, after {end_rss:.0f} MiB (+{end_rss - start_rss:.0f}), peak {peak:.0f} MiB")
     print(f"time: tool call {tool_s:.1f} s (sandbox work + checks), with ingestion {total_s:.1f} s")
 

@@ -43,7 +43,9 @@ GREEDY_TEMPERATURE = 1e-4  # HFGenerator always samples; this makes it the argma
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--tasks", default="synth:192:0", help="training tasks: synth:N:SEED or any vtb_env.loaders source")
     p.add_argument("--eval-tasks", default="synth:48:1", help="held-out tasks (use another seed)")
     p.add_argument("--max-steps", type=int, default=60)
@@ -53,9 +55,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--max-tool-calls", type=int, default=1, help="per turn; a call after the cap truncates the episode")
     p.add_argument("--image-size", type=int, default=64, help="policy's image resolution (longest edge)")
-    p.add_argument("--eval-modes", default="sampled,greedy", help="held-out decoding: sampled (training temperature), greedy, or both")
+    p.add_argument(
+        "--eval-modes",
+        default="sampled,greedy",
+        help="held-out decoding: sampled (training temperature), greedy, or both",
+    )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--policy-dir", default=None, help="where to build the policy and save the trained one (default: a temp dir)")
+    p.add_argument(
+        "--policy-dir", default=None, help="where to build the policy and save the trained one (default: a temp dir)"
+    )
     p.add_argument("--plot", default=None, help="PNG path for the curve")
     p.add_argument("--json", default=None, help="write all figures here")
     args = p.parse_args(argv)
@@ -66,14 +74,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def env_config(max_tool_calls: int) -> EnvConfig:
     """What ``train_grpo.train`` builds with ``--system-prompt none``; evaluation uses the same."""
-    return EnvConfig.preset("default", max_tool_calls=max_tool_calls, cap_scope="turn", image_parts="name", system_prompt=None)
+    return EnvConfig.preset(
+        "default", max_tool_calls=max_tool_calls, cap_scope="turn", image_parts="name", system_prompt=None
+    )
 
 
 def episode_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
     """Held-out figures: MCC, mode reward, tool-call success, composed reward, tool-use rate."""
     outcomes = [e.mode_outcome for e in episodes if e.mode_outcome is not None]
     mode_rewards = [e.components["mode"] for e in episodes if "mode" in e.components]
-    calls = [call for e in episodes for call in e.record.tool_calls]  # calls past the cap count as failed, as in the env's tool_success
+    calls = [
+        call for e in episodes for call in e.record.tool_calls
+    ]  # calls past the cap count as failed, as in the env's tool_success
     confusion = ConfusionMatrix.from_outcomes(outcomes)
     return {
         "mcc": confusion.mcc(),
@@ -85,18 +97,31 @@ def episode_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
     }
 
 
-def evaluate(model: Any, processor: Any, tasks: Sequence[Task], tools: ToolRegistry, max_tool_calls: int, *, temperature: float, seed: int) -> dict[str, float]:
+def evaluate(
+    model: Any,
+    processor: Any,
+    tasks: Sequence[Task],
+    tools: ToolRegistry,
+    max_tool_calls: int,
+    *,
+    temperature: float,
+    seed: int,
+) -> dict[str, float]:
     """One episode per task in the real env; metrics of ``episode_metrics``."""
     pool = EnvPool([VisualToolBenchEnv(tasks=tasks, tools=tools, config=env_config(max_tool_calls)) for _ in tasks])
     try:
         generate = HFGenerator(model, processor, max_new_tokens=1, temperature=temperature)
-        episodes = run_episodes(pool, [t.id for t in tasks], generate, ChatRenderer(processor), max_completion_tokens=4096, seed=seed)
+        episodes = run_episodes(
+            pool, [t.id for t in tasks], generate, ChatRenderer(processor), max_completion_tokens=4096, seed=seed
+        )
     finally:
         pool.close()
     return episode_metrics(episodes)
 
 
-def evaluate_modes(model: Any, processor: Any, tasks: Sequence[Task], tools: ToolRegistry, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+def evaluate_modes(
+    model: Any, processor: Any, tasks: Sequence[Task], tools: ToolRegistry, args: argparse.Namespace
+) -> dict[str, dict[str, float]]:
     """``evaluate`` for each of ``--eval-modes``, each from the same torch seed."""
     import torch
 
@@ -104,7 +129,9 @@ def evaluate_modes(model: Any, processor: Any, tasks: Sequence[Task], tools: Too
     figures = {}
     for mode in args.eval_modes.split(","):
         torch.manual_seed(args.seed)
-        figures[mode] = evaluate(model, processor, tasks, tools, args.max_tool_calls, temperature=temperatures[mode], seed=args.seed)
+        figures[mode] = evaluate(
+            model, processor, tasks, tools, args.max_tool_calls, temperature=temperatures[mode], seed=args.seed
+        )
     return figures
 
 
@@ -116,10 +143,16 @@ def training_curve(log_history: Sequence[dict[str, Any]], window: int = 5) -> li
     """
     counts = ("TP", "FN", "TN", "FP")
     curve = [
-        {"step": entry["step"], "reward": entry["vtb/reward"], "mode_reward": entry.get("vtb/reward/mode", float("nan")),
-         "mcc": entry.get("vtb/mode/mcc", float("nan")), "tool_use": entry.get("vtb/reward/used_tools", float("nan")),
-         **{k: int(entry.get(f"vtb/mode/{k}", 0)) for k in counts}}
-        for entry in log_history if "vtb/reward" in entry
+        {
+            "step": entry["step"],
+            "reward": entry["vtb/reward"],
+            "mode_reward": entry.get("vtb/reward/mode", float("nan")),
+            "mcc": entry.get("vtb/mode/mcc", float("nan")),
+            "tool_use": entry.get("vtb/reward/used_tools", float("nan")),
+            **{k: int(entry.get(f"vtb/mode/{k}", 0)) for k in counts},
+        }
+        for entry in log_history
+        if "vtb/reward" in entry
     ]
     for i, point in enumerate(curve):
         pooled = {k.lower(): sum(p[k] for p in curve[max(0, i - window + 1) : i + 1]) for k in counts}
@@ -151,7 +184,9 @@ def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[
         before = evaluate_modes(AutoModelForImageTextToText.from_pretrained(policy), processor, eval_tasks, tools, args)
         _print_eval("held-out before training", before)
         train_start = time.perf_counter()
-        trainer = train_grpo.train(_grpo_args(train_grpo, args, policy, policy_dir / "trained"), tasks=train_tasks, tools=tools)
+        trainer = train_grpo.train(
+            _grpo_args(train_grpo, args, policy, policy_dir / "trained"), tasks=train_tasks, tools=tools
+        )
         train_seconds = time.perf_counter() - train_start
         curve = training_curve(trainer.state.log_history)
         after = evaluate_modes(trainer.model, processor, eval_tasks, tools, args)
@@ -162,32 +197,69 @@ def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[
         if scratch is not None:
             scratch.cleanup()
     return {
-        "tasks": args.tasks, "eval_tasks": args.eval_tasks, "n_train_tasks": len(train_tasks), "n_eval_tasks": len(eval_tasks),
-        "args": vars(args), "curve": curve, "before": before, "after": after,
-        "train_seconds": train_seconds, "total_seconds": time.perf_counter() - start,
+        "tasks": args.tasks,
+        "eval_tasks": args.eval_tasks,
+        "n_train_tasks": len(train_tasks),
+        "n_eval_tasks": len(eval_tasks),
+        "args": vars(args),
+        "curve": curve,
+        "before": before,
+        "after": after,
+        "train_seconds": train_seconds,
+        "total_seconds": time.perf_counter() - start,
     }
 
 
 def _grpo_args(train_grpo: Any, args: argparse.Namespace, policy: Path, output_dir: Path) -> argparse.Namespace:
-    return train_grpo.parse_args([
-        "--model", str(policy), "--output-dir", str(output_dir), "--tasks", args.tasks,
-        "--num-generations", str(args.num_generations), "--tasks-per-step", str(args.tasks_per_step),
-        "--max-steps", str(args.max_steps), "--learning-rate", str(args.learning_rate), "--temperature", str(args.temperature),
-        "--max-new-tokens", "1", "--max-tool-calls", str(args.max_tool_calls), "--cap-scope", "turn", "--system-prompt", "none",
-        "--loss-type", "grpo", "--seed", str(args.seed),
-    ])
+    return train_grpo.parse_args(
+        [
+            "--model",
+            str(policy),
+            "--output-dir",
+            str(output_dir),
+            "--tasks",
+            args.tasks,
+            "--num-generations",
+            str(args.num_generations),
+            "--tasks-per-step",
+            str(args.tasks_per_step),
+            "--max-steps",
+            str(args.max_steps),
+            "--learning-rate",
+            str(args.learning_rate),
+            "--temperature",
+            str(args.temperature),
+            "--max-new-tokens",
+            "1",
+            "--max-tool-calls",
+            str(args.max_tool_calls),
+            "--cap-scope",
+            "turn",
+            "--system-prompt",
+            "none",
+            "--loss-type",
+            "grpo",
+            "--seed",
+            str(args.seed),
+        ]
+    )
 
 
 def _print_eval(title: str, figures: dict[str, dict[str, float]]) -> None:
     for mode, m in figures.items():
-        print(f"{title} ({mode}): MCC {m['mcc']:+.3f}  mode reward {m['mode_reward']:.3f}  tool-call success {m['tool_call_success']:.3f}  "
-              f"reward {m['reward']:.4f}  tool use {m['tool_use']:.2f}  TP/FN/TN/FP {m['TP']}/{m['FN']}/{m['TN']}/{m['FP']}", flush=True)
+        print(
+            f"{title} ({mode}): MCC {m['mcc']:+.3f}  mode reward {m['mode_reward']:.3f}  tool-call success {m['tool_call_success']:.3f}  "
+            f"reward {m['reward']:.4f}  tool use {m['tool_use']:.2f}  TP/FN/TN/FP {m['TP']}/{m['FN']}/{m['TN']}/{m['FP']}",
+            flush=True,
+        )
 
 
 def print_curve(curve: Sequence[dict[str, float]]) -> None:
     print("step  reward  mode_reward  tool_use  batch_MCC  MCC_last_5_steps")
     for p in curve:
-        print(f"{p['step']:4d}  {p['reward']:.4f}  {p['mode_reward']:.3f}        {p['tool_use']:.2f}      {p['mcc']:+.3f}     {p['mcc_window']:+.3f}")
+        print(
+            f"{p['step']:4d}  {p['reward']:.4f}  {p['mode_reward']:.3f}        {p['tool_use']:.2f}      {p['mcc']:+.3f}     {p['mcc_window']:+.3f}"
+        )
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
@@ -209,15 +281,24 @@ def plot(result: dict[str, Any], path: Path) -> None:
         if key not in result["after"]:
             continue
         for ax, metric in ((ax_reward, "reward"), (ax_mode, "mode_reward"), (ax_mcc, "mcc")):
-            ax.plot([0, last], [result["before"][key][metric], result["after"][key][metric]], marker, linestyle=":", label=f"held-out ({key})")
+            ax.plot(
+                [0, last],
+                [result["before"][key][metric], result["after"][key][metric]],
+                marker,
+                linestyle=":",
+                label=f"held-out ({key})",
+            )
     ax_reward.set(xlabel="GRPO step", ylabel="composed reward", title="composed reward (env)")
     ax_mode.set(xlabel="GRPO step", ylabel="mode reward", title="mode reward", ylim=(-0.05, 1.05))
     ax_mcc.set(xlabel="GRPO step", ylabel="MCC", title="mode-selection MCC", ylim=(-1.05, 1.05))
     for ax in (ax_reward, ax_mode, ax_mcc):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(f"two-action Idefics3 policy, GRPO on {result['tasks']}, held-out {result['eval_tasks']} "
-                 f"({result['total_seconds'] / 60:.1f} min, CPU)", fontsize=9)
+    fig.suptitle(
+        f"two-action Idefics3 policy, GRPO on {result['tasks']}, held-out {result['eval_tasks']} "
+        f"({result['total_seconds'] / 60:.1f} min, CPU)",
+        fontsize=9,
+    )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -230,8 +311,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     print_curve(result["curve"])
     for mode in result["after"]:
         b, a = result["before"][mode], result["after"][mode]
-        print(f"held-out {mode}: MCC {b['mcc']:+.3f} -> {a['mcc']:+.3f}; mode reward {b['mode_reward']:.3f} -> {a['mode_reward']:.3f}; "
-              f"tool-call success {b['tool_call_success']:.3f} -> {a['tool_call_success']:.3f}; reward {b['reward']:.4f} -> {a['reward']:.4f}")
+        print(
+            f"held-out {mode}: MCC {b['mcc']:+.3f} -> {a['mcc']:+.3f}; mode reward {b['mode_reward']:.3f} -> {a['mode_reward']:.3f}; "
+            f"tool-call success {b['tool_call_success']:.3f} -> {a['tool_call_success']:.3f}; reward {b['reward']:.4f} -> {a['reward']:.4f}"
+        )
     print(f"training {result['train_seconds']:.0f} s; total {result['total_seconds']:.0f} s")
     if args.plot:
         plot(result, Path(args.plot))

@@ -23,13 +23,24 @@ def _word(text: str, x: int, y: int) -> OcrWord:
 
 
 def test_rows_from_side_by_side_panels_lab_ranges_and_misread_digits():
-    words = [_word("Garden", 0, 0), _word("Salad", 70, 0), _word("$9.50", 200, 1), _word("Lemon", 400, 0), _word("Soda", 470, 0),
-             _word("ii", 600, 0),  # "11" read as "ii"
-             _word("Glucose", 0, 40), _word("95.0", 100, 40), _word("mg/dL", 160, 40), _word("(70-140)", 230, 40)]
+    words = [
+        _word("Garden", 0, 0),
+        _word("Salad", 70, 0),
+        _word("$9.50", 200, 1),
+        _word("Lemon", 400, 0),
+        _word("Soda", 470, 0),
+        _word("ii", 600, 0),  # "11" read as "ii"
+        _word("Glucose", 0, 40),
+        _word("95.0", 100, 40),
+        _word("mg/dL", 160, 40),
+        _word("(70-140)", 230, 40),
+    ]
     rows = {row.label: row for row in parse_reading(words).rows}
     assert (rows["Garden Salad"].value, rows["Lemon Soda"].value) == (9.5, 11.0)
     assert rows["Glucose"].value == 95.0 and rows["Glucose"].extra == (70.0, 140.0)
-    named = named_rows("What is the total of the price of the lemon soda and the price of the Garden Salad?", list(rows.values()))
+    named = named_rows(
+        "What is the total of the price of the lemon soda and the price of the Garden Salad?", list(rows.values())
+    )
     assert [row.label for row in named] == ["Lemon Soda", "Garden Salad"]  # in the order the question names them
     assert named_rows("Who painted this?", list(rows.values())) == []
 
@@ -40,12 +51,18 @@ def _env(tasks, tools=None):
 
 def _passes(task, answers) -> list[bool]:
     """Per turn: are all critical checks met?"""
-    return [all(run_check(r.check, a) for r in turn.rubrics if r.check and r.critical) for turn, a in zip(task.turns, answers, strict=False)]
+    return [
+        all(run_check(r.check, a) for r in turn.rubrics if r.check and r.critical)
+        for turn, a in zip(task.turns, answers, strict=False)
+    ]
 
 
 def _demo(focus: str, label: str, scene: str | None = None):
-    return next(t for t in load_tasks("demo") if t.eval_focus == focus and t.mode_label == label
-                and (scene is None or t.metadata.get("scene") == scene))
+    return next(
+        t
+        for t in load_tasks("demo")
+        if t.eval_focus == focus and t.mode_label == label and (scene is None or t.metadata.get("scene") == scene)
+    )
 
 
 @pytest.mark.slow
@@ -90,11 +107,22 @@ def test_answers_do_not_depend_on_anything_but_the_observation():
     task = _demo("progressive_visual_reasoning", "tool_redundant", "timetable")
     garbage = Rubric(id="g", description="garbage", weight=1, check={"type": "text", "any_of": ["zzz"]})
     scrambled = dataclasses.replace(
-        task, id="scrambled", mode_label="tool_required", eval_focus="follow_up_test",
+        task,
+        id="scrambled",
+        mode_label="tool_required",
+        eval_focus="follow_up_test",
         metadata={"key_facts": [{"text": "99:99"}], "degradations": {"image_1.png": ["rotate_90"]}, "twin_id": "x"},
-        turns=tuple(dataclasses.replace(turn, golden_answer="42", rubrics=(garbage,), key_steps=("nonsense",),
-                                        tool_trajectory_raw='[{"tool": "calculator", "arguments": {"expression": "1+1"}}]')
-                    for turn in task.turns))
+        turns=tuple(
+            dataclasses.replace(
+                turn,
+                golden_answer="42",
+                rubrics=(garbage,),
+                key_steps=("nonsense",),
+                tool_trajectory_raw='[{"tool": "calculator", "arguments": {"expression": "1+1"}}]',
+            )
+            for turn in task.turns
+        ),
+    )
     env = _env([task, scrambled])
     agent = OcrBaselineAgent()
     try:
@@ -110,20 +138,62 @@ def test_answers_do_not_depend_on_anything_but_the_observation():
 # kind of question the baseline must take it for: a change of wording the rules no longer
 # understand fails here instead of silently lowering the baseline's scores.
 _KIND_OF_TEMPLATE = {
-    "ROUTE": "route", "RIDE_SPLIT": "two_values", "RESULTS_SPLIT": "two_values", "TOTAL_SPLIT": "two_values",
-    "DIFFERENCE_SPLIT": "two_values", "WEATHER": "weather", "DIVIDEND": "dividend", "ORDER": "order", "SPEED": "speed",
-    "SHARE": "share", "LIMIT": "limit", "CYCLING": "route", "MEAN": "two_values", "VALUE": "lookup",
-    "CHANGED_SINCE": "changed_since", "CHANGED_MOST": "change_most", "IN_RANGE": "lab_range", "HIGHEST": "highest",
-    "LATEST": "highest", "MORE_THAN_THAT": "that", "MINUTES_AFTER": "that",
+    "ROUTE": "route",
+    "RIDE_SPLIT": "two_values",
+    "RESULTS_SPLIT": "two_values",
+    "TOTAL_SPLIT": "two_values",
+    "DIFFERENCE_SPLIT": "two_values",
+    "WEATHER": "weather",
+    "DIVIDEND": "dividend",
+    "ORDER": "order",
+    "SPEED": "speed",
+    "SHARE": "share",
+    "LIMIT": "limit",
+    "CYCLING": "route",
+    "MEAN": "two_values",
+    "VALUE": "lookup",
+    "CHANGED_SINCE": "changed_since",
+    "CHANGED_MOST": "change_most",
+    "IN_RANGE": "lab_range",
+    "HIGHEST": "highest",
+    "LATEST": "highest",
+    "MORE_THAN_THAT": "that",
+    "MINUTES_AFTER": "that",
 }
 _KIND_OF_VAGUE = {  # the underspecified question merged with the user's reply to the clarifying question
-    "menu": "two_values", "receipt": "two_values", "quotes": "lookup", "portfolio": "lookup", "timetable": "two_values",
-    "scoreboard": "behind", "league": "behind", "lab": "lab_range", "chart": "lookup", "measurements": "lookup", "map": "route",
+    "menu": "two_values",
+    "receipt": "two_values",
+    "quotes": "lookup",
+    "portfolio": "lookup",
+    "timetable": "two_values",
+    "scoreboard": "behind",
+    "league": "behind",
+    "lab": "lab_range",
+    "chart": "lookup",
+    "measurements": "lookup",
+    "map": "route",
 }
-_FIELDS = {"start": "Alder", "end": "Birchwood", "a": "Garden Salad", "b": "Lemon Soda", "c": "the reading for S-3",
-           "what": "menu", "ticker": "NRTH", "qa": 2, "qb": 3, "unit": "order", "pct": 15, "extra": "tip", "km": 24,
-           "test": "Glucose", "speed": 18, "phrase": "the price of the Lasagna", "later": "the same menu a year later",
-           "row": "dish", "highest": "most expensive dish"}
+_FIELDS = {
+    "start": "Alder",
+    "end": "Birchwood",
+    "a": "Garden Salad",
+    "b": "Lemon Soda",
+    "c": "the reading for S-3",
+    "what": "menu",
+    "ticker": "NRTH",
+    "qa": 2,
+    "qb": 3,
+    "unit": "order",
+    "pct": 15,
+    "extra": "tip",
+    "km": 24,
+    "test": "Glucose",
+    "speed": 18,
+    "phrase": "the price of the Lasagna",
+    "later": "the same menu a year later",
+    "row": "dish",
+    "highest": "most expensive dish",
+}
 
 
 def test_the_rules_know_every_question_template_of_the_generator():

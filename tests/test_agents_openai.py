@@ -17,7 +17,11 @@ from vtb_agents.openai_chat import AgentCallError, OpenAIChatAgent, Sampling
 
 TOOL = {
     "type": "function",
-    "function": {"name": "calculator", "description": "math", "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}}},
+    "function": {
+        "name": "calculator",
+        "description": "math",
+        "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}},
+    },
 }
 CALL = {"id": "call_1", "type": "function", "function": {"name": "calculator", "arguments": '{"expression": "2+2"}'}}
 

@@ -14,7 +14,11 @@ pytestmark = pytest.mark.slow  # builds and runs several tiny checkpoints (~10 s
 
 TOOL = {
     "type": "function",
-    "function": {"name": "calculator", "description": "math", "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}}},
+    "function": {
+        "name": "calculator",
+        "description": "math",
+        "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}},
+    },
 }
 CALL = {"name": "calculator", "arguments": {"expression": "6 * 7"}}
 
@@ -26,8 +30,17 @@ def observation(with_image: bool, after_tool: bool = False) -> dict:
     messages = [{"role": "user", "content": content}]
     if after_tool:
         messages += [
-            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "calculator",
-                "arguments": json.dumps(CALL["arguments"])}}]},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "calculator", "arguments": json.dumps(CALL["arguments"])},
+                    }
+                ],
+            },
             {"role": "tool", "tool_call_id": "c1", "content": '{"result": 42}'},
         ]
     return {"messages": messages, "images": [Image.new("RGB", (40, 30), "red")] if with_image else [], "tools": [TOOL]}
@@ -42,7 +55,9 @@ def test_scripted_text_model_emits_the_tool_call_then_the_answer(scripted_llama)
     agent = TransformersAgent(scripted_llama, max_new_tokens=8)
     assert not agent.is_vision
     first = agent.act(observation(with_image=False))
-    assert first.startswith("<tool_call>") and json.loads(first.split("<tool_call>")[1].split("</tool_call>")[0]) == CALL
+    assert (
+        first.startswith("<tool_call>") and json.loads(first.split("<tool_call>")[1].split("</tool_call>")[0]) == CALL
+    )
     assert agent.act(observation(with_image=False, after_tool=True)) == "The answer is 42."
     records = agent.drain_records()
     assert len(records) == 2 and all(r.prompt_tokens > 0 and r.completion_tokens >= 1 for r in records)
@@ -87,7 +102,9 @@ def test_mllama_cross_attends_to_the_observation_image(tmp_path):
     image_position = inputs["input_ids"][0].tolist().index(agent.processor.image_token_id)
     mask = inputs["cross_attention_mask"][0, :, 0, 0]  # per token: attends to the image's first tile
     assert mask[image_position:].all() and not mask[:image_position].any()  # text from the image on sees it
-    model_inputs = {k: v for k, v in inputs.items() if k not in ("max_new_tokens", "pad_token_id", "eos_token_id", "do_sample")}
+    model_inputs = {
+        k: v for k, v in inputs.items() if k not in ("max_new_tokens", "pad_token_id", "eos_token_id", "do_sample")
+    }
     with torch.inference_mode():
         logits = agent.model(**model_inputs).logits[0, -1]
         blank = agent.model(**{**model_inputs, "pixel_values": torch.zeros_like(inputs["pixel_values"])}).logits[0, -1]

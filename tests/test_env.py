@@ -30,7 +30,9 @@ from vtb_env.tools.python_tools import PythonImageProcessing
 
 
 def make_env(tasks=None, config="default", **kwargs) -> VisualToolBenchEnv:
-    return VisualToolBenchEnv(tasks=tasks or [make_task("a", turns=2)], tools=small_tools(), reward=exact_reward(), config=config, **kwargs)
+    return VisualToolBenchEnv(
+        tasks=tasks or [make_task("a", turns=2)], tools=small_tools(), reward=exact_reward(), config=config, **kwargs
+    )
 
 
 def roles(observation):
@@ -41,21 +43,34 @@ def test_scripted_two_turn_episode_produces_the_expected_trajectory():
     env = make_env(render_mode="ansi")
     obs, info = env.reset(seed=0)
     assert roles(obs) == ["system", "user"] and obs["messages"][0]["content"] == STRONG_SYSTEM_PROMPT
-    assert obs["image_names"] == ["image_1.png"] and [t["function"]["name"] for t in obs["tools"]] == ["python_image_processing", "calculator", "web_search"]
+    assert obs["image_names"] == ["image_1.png"] and [t["function"]["name"] for t in obs["tools"]] == [
+        "python_image_processing",
+        "calculator",
+        "web_search",
+    ]
     assert info["task"]["id"] == "a" and "golden_answer" not in json.dumps(info["task"])
     assert obs in env.observation_space
 
     # Turn 1, round 1: two parallel calls; the vision call saves two images.
-    obs, reward, terminated, truncated, info = env.step("<think>zoom first</think>" + hermes("python_image_processing",
-        code="save; save") + hermes("calculator", expression="13+3"))
+    obs, reward, terminated, truncated, info = env.step(
+        "<think>zoom first</think>"
+        + hermes("python_image_processing", code="save; save")
+        + hermes("calculator", expression="13+3")
+    )
     assert (reward, terminated, truncated) == (0.0, False, False)
     assert roles(obs) == ["system", "user", "assistant", "tool", "tool", "user"]
     assistant = obs["messages"][2]
     assert [call["id"] for call in assistant["tool_calls"]] == ["call_1", "call_2"]
     assert [m["tool_call_id"] for m in obs["messages"][3:5]] == ["call_1", "call_2"]
-    assert json.loads(obs["messages"][3]["content"]) == {"saved": ["transformed_image_0.png", "transformed_image_1.png"], "visible": ["image_1.png"]}
+    assert json.loads(obs["messages"][3]["content"]) == {
+        "saved": ["transformed_image_0.png", "transformed_image_1.png"],
+        "visible": ["image_1.png"],
+    }
     assert obs["image_names"] == ["image_1.png", "transformed_image_0.png", "transformed_image_1.png"]
-    assert [p["text"] for p in obs["messages"][5]["content"] if p["type"] == "text"][1:] == ["[transformed_image_0.png]", "[transformed_image_1.png]"]
+    assert [p["text"] for p in obs["messages"][5]["content"] if p["type"] == "text"][1:] == [
+        "[transformed_image_0.png]",
+        "[transformed_image_1.png]",
+    ]
     assert obs in env.observation_space
 
     # Final answer of turn 1 (reasoning removed); turn 2 arrives with image_2.png.
@@ -66,18 +81,33 @@ def test_scripted_two_turn_episode_produces_the_expected_trajectory():
 
     # Turn 2: a pythonic call (the vision tool now sees every image so far), then the answer.
     obs, *_ = env.step('[python_image_processing(code="save")]')
-    assert json.loads(obs["messages"][-2]["content"])["visible"] == ["image_1.png", "transformed_image_0.png", "transformed_image_1.png", "image_2.png"]
+    assert json.loads(obs["messages"][-2]["content"])["visible"] == [
+        "image_1.png",
+        "transformed_image_0.png",
+        "transformed_image_1.png",
+        "image_2.png",
+    ]
     assert obs["image_names"][-1] == "transformed_image_2.png"
     obs, reward, terminated, truncated, info = env.step("The answer is 20.")
     assert (terminated, truncated, reward) == (True, False, 1.0)
-    assert info["reward_components"]["rubric_score"] == 1.0 and info["reward_components"]["tool_success"] == 1.0 and obs["tools"] == []
+    assert (
+        info["reward_components"]["rubric_score"] == 1.0
+        and info["reward_components"]["tool_success"] == 1.0
+        and obs["tools"] == []
+    )
 
     record = info["record"]
     assert record.final_answers == ["It is 10.", "The answer is 20."]
-    assert [[c.name for c in turn.tool_calls] for turn in record.turns] == [["python_image_processing", "calculator"], ["python_image_processing"]]
+    assert [[c.name for c in turn.tool_calls] for turn in record.turns] == [
+        ["python_image_processing", "calculator"],
+        ["python_image_processing"],
+    ]
     assert record.turns[0].steps[0].reasoning == "zoom first" and record.turns[0].steps[0].parser == "hermes"
     assert record.turns[1].steps[0].parser == "pythonic"
-    assert [image["name"] for image in record.tool_calls[0].images] == ["transformed_image_0.png", "transformed_image_1.png"]
+    assert [image["name"] for image in record.tool_calls[0].images] == [
+        "transformed_image_0.png",
+        "transformed_image_1.png",
+    ]
     assert [image["name"] for image in record.metadata["images"]] == ["image_1.png", "image_2.png"]
     assert all(len(image["sha256"]) == 64 for call in record.tool_calls for image in call.images)
     assert all(step.env_overhead_s > 0 for turn in record.turns for step in turn.steps)
@@ -85,8 +115,13 @@ def test_scripted_two_turn_episode_produces_the_expected_trajectory():
 
 
 def test_every_action_format_drives_a_call():
-    message = {"role": "assistant", "content": None, "tool_calls": [{"id": "abc", "type": "function", "function": {"name": "calculator",
-        "arguments": '{"expression": "2"}'}}]}
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "abc", "type": "function", "function": {"name": "calculator", "arguments": '{"expression": "2"}'}}
+        ],
+    }
     actions = [
         hermes("calculator", expression="2"),
         '<|python_tag|>{"name": "calculator", "parameters": {"expression": "2"}}',
@@ -114,7 +149,11 @@ def test_every_action_format_drives_a_call():
         (hermes("python_image_processing", code="x" * 5001), "invalid_call", "5001 characters, must be at most 5000"),
         (hermes("calculator", expression="fail"), "tool_error", "cannot evaluate"),
         ({"foo": "bar"}, "parse_error", "an assistant message needs 'content' and/or 'tool_calls'"),
-        ({"role": "assistant", "content": [{"type": "text", "text": None}]}, "parse_error", "'text' must be a string, got NoneType"),
+        (
+            {"role": "assistant", "content": [{"type": "text", "text": None}]},
+            "parse_error",
+            "'text' must be a string, got NoneType",
+        ),
     ],
 )
 def test_malformed_and_failing_calls_become_error_tool_messages(action, kind, fragment):
@@ -134,8 +173,15 @@ def test_malformed_and_failing_calls_become_error_tool_messages(action, kind, fr
 def test_env_never_raises_on_strange_actions():
     env = make_env()
     env.reset(seed=0)
-    for action in [None, 3.5, {"role": "assistant", "tool_calls": "nope"}, {"role": "assistant", "tool_calls": [None]}, "[calc(", "<tool_call>",
-        "<|python_tag|>"]:
+    for action in [
+        None,
+        3.5,
+        {"role": "assistant", "tool_calls": "nope"},
+        {"role": "assistant", "tool_calls": [None]},
+        "[calc(",
+        "<tool_call>",
+        "<|python_tag|>",
+    ]:
         obs, reward, terminated, truncated, info = env.step(action)
         assert obs in env.observation_space and not terminated
 
@@ -158,7 +204,9 @@ def test_5000_pythonic_calls_take_one_quick_step():
     env = make_env()
     env.reset(seed=0)
     start = time.perf_counter()
-    obs, _, terminated, truncated, info = env.step("[" + ", ".join(f'calculator(expression="{i}")' for i in range(5000)) + "]")
+    obs, _, terminated, truncated, info = env.step(
+        "[" + ", ".join(f'calculator(expression="{i}")' for i in range(5000)) + "]"
+    )
     elapsed = time.perf_counter() - start
     assert elapsed < 2.0, f"{elapsed:.1f} s (was 104 s)"
     kinds = [call.error_kind for call in info["record"].tool_calls]
@@ -180,7 +228,11 @@ def test_history_model_keeps_the_exchange_and_golden_replaces_it():
         answer = obs["messages"][-2]["content"]
         assert answer == ("It is 10." if history == "model" else "Golden 10")
         # Earlier turns' task images stay; the tool images vanish with the golden history.
-        assert obs["image_names"] == (["image_1.png", "transformed_image_0.png", "image_2.png"] if history == "model" else ["image_1.png", "image_2.png"])
+        assert obs["image_names"] == (
+            ["image_1.png", "transformed_image_0.png", "image_2.png"]
+            if history == "model"
+            else ["image_1.png", "image_2.png"]
+        )
         obs, *_ = env.step(hermes("python_image_processing", code="save"))
         assert obs["image_names"][-1] == "transformed_image_1.png"  # indices are per episode
 
@@ -231,7 +283,11 @@ def test_official_cap_counts_rounds_and_uses_the_placeholder():
     assert roles(obs)[-3:] == ["user", "assistant", "user"] and obs["messages"][-2]["content"] == "Golden 10"
     env.step(three_calls)
     obs, reward, terminated, truncated, info = env.step(three_calls)
-    assert truncated and not terminated and info["record"].final_answers == [CAP_PLACEHOLDER_ANSWER, CAP_PLACEHOLDER_ANSWER]
+    assert (
+        truncated
+        and not terminated
+        and info["record"].final_answers == [CAP_PLACEHOLDER_ANSWER, CAP_PLACEHOLDER_ANSWER]
+    )
     assert obs["messages"][-1]["content"] == "Golden 20"
 
 
@@ -246,7 +302,11 @@ def test_official_preset_sends_jpeg_and_default_passes_bytes_through():
 def test_reingestion_message_follows_all_tool_messages_in_call_order():
     env = make_env()
     env.reset(seed=0)
-    action = hermes("python_image_processing", code="save") + hermes("calculator", expression="1") + hermes("python_image_processing", code="save save")
+    action = (
+        hermes("python_image_processing", code="save")
+        + hermes("calculator", expression="1")
+        + hermes("python_image_processing", code="save save")
+    )
     obs, *_, info = env.step(action)
     assert roles(obs)[-5:] == ["assistant", "tool", "tool", "tool", "user"]
     second = json.loads(obs["messages"][-2]["content"])
@@ -325,8 +385,12 @@ def test_prompts_tool_sets_and_configuration_errors():
     obs, *_ = env.step(hermes("calculator", expression="1"))
     assert "available tools: none" in obs["messages"][-1]["content"]
     assert EnvConfig.preset("official").differences(EnvConfig.preset("default")) == {
-        "preset_name": ("official", "default"), "cap_unit": ("rounds", "calls"), "cap_scope": ("turn", "task"), "at_cap": ("placeholder", "ask_final"),
-        "history": ("golden", "model"), "image_encoding": ("jpeg", "original"),
+        "preset_name": ("official", "default"),
+        "cap_unit": ("rounds", "calls"),
+        "cap_scope": ("turn", "task"),
+        "at_cap": ("placeholder", "ask_final"),
+        "history": ("golden", "model"),
+        "image_encoding": ("jpeg", "original"),
     }
     with pytest.raises(ValueError, match="history"):
         EnvConfig(history="oracle")
@@ -385,37 +449,52 @@ def test_default_reward_pools_the_turns_and_reports_its_components():
 
 
 def test_gymnasium_make_and_html_render():
-    env = gymnasium.make("VisualToolBench-v0", tasks=[make_task("a")], tools=small_tools(), reward=exact_reward(), render_mode="html")
+    env = gymnasium.make(
+        "VisualToolBench-v0", tasks=[make_task("a")], tools=small_tools(), reward=exact_reward(), render_mode="html"
+    )
     env.reset(seed=1)
     env.step(hermes("python_image_processing", code="save"))
     page = env.render()
-    assert page.startswith("<!doctype html>") and page.count("<img src=\"data:image/png;base64,") == 2
+    assert page.startswith("<!doctype html>") and page.count('<img src="data:image/png;base64,') == 2
     env.close()
 
 
 def test_large_image_step_observation_contains_it():
-    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([ImageMakerTool(size=(2000, 1500))]), reward=exact_reward())
+    env = VisualToolBenchEnv(
+        tasks=[make_task("a")], tools=ToolRegistry([ImageMakerTool(size=(2000, 1500))]), reward=exact_reward()
+    )
     env.reset(seed=0)
     obs, *_ = env.step(hermes("python_image_processing", code="save"))
     assert obs["images"][-1].size == (2000, 1500) and len(png()) > 0
 
 
 def test_full_episode_through_the_real_vision_tool():
-    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([PythonImageProcessing()]), reward=exact_reward())
+    env = VisualToolBenchEnv(
+        tasks=[make_task("a")], tools=ToolRegistry([PythonImageProcessing()]), reward=exact_reward()
+    )
     obs, _ = env.reset(seed=0)
     assert "image_1.png" in obs["tools"][0]["function"]["description"]  # the schema lists the visible files
     code = (
         "from PIL import Image\nimg = Image.open('image_1.png')\nprint(img.size)\n"
         "img.crop((0, 0, 20, 10)).save('transformed_image_0.png')\nimg.resize((5, 5)).save('other.png')"
     )
-    obs, *_ , info = env.step(hermes("python_image_processing", code=code))
+    obs, *_, info = env.step(hermes("python_image_processing", code=code))
     assert roles(obs)[-3:] == ["assistant", "tool", "user"]
     output = obs["messages"][-2]["content"]
-    assert json.loads(output.split("\n[")[0])["stdout"] == "(41, 30)\n" and "other.png is shown as transformed_image_1.png" in output
+    assert (
+        json.loads(output.split("\n[")[0])["stdout"] == "(41, 30)\n"
+        and "other.png is shown as transformed_image_1.png" in output
+    )
     assert obs["image_names"] == ["image_1.png", "transformed_image_0.png", "transformed_image_1.png"]
     assert [image.size for image in obs["images"]] == [(41, 30), (20, 10), (5, 5)]
-    obs, *_ = env.step(hermes("python_image_processing", code="from PIL import Image\nprint(Image.open('transformed_image_1.png').size)"))
-    assert json.loads(obs["messages"][-1]["content"].split("\n[")[0])["stdout"] == "(5, 5)\n"  # the renamed file is visible next round
+    obs, *_ = env.step(
+        hermes(
+            "python_image_processing", code="from PIL import Image\nprint(Image.open('transformed_image_1.png').size)"
+        )
+    )
+    assert (
+        json.loads(obs["messages"][-1]["content"].split("\n[")[0])["stdout"] == "(5, 5)\n"
+    )  # the renamed file is visible next round
     obs, reward, terminated, truncated, info = env.step("It is 10.")
     assert terminated and reward == 1.0 and info["record"].tool_calls[0].ok
 
@@ -434,23 +513,36 @@ def test_scripted_episode_over_a_demo_task_with_the_default_tools():
     env = VisualToolBenchEnv(tasks=[task], reward=exact_reward())
     obs, info = env.reset(seed=0)
     assert roles(obs) == ["system", "user"] and obs["image_names"] == ["image_1.png"] and info["task"]["id"] == task.id
-    assert [t["function"]["name"] for t in obs["tools"]] == ["python_image_processing", "python_interpreter", "web_search", "browser_get_page_text",
-        "historical_weather", "calculator"]
+    assert [t["function"]["name"] for t in obs["tools"]] == [
+        "python_image_processing",
+        "python_interpreter",
+        "web_search",
+        "browser_get_page_text",
+        "historical_weather",
+        "calculator",
+    ]
     size = obs["images"][0].size
 
-    obs, reward, terminated, truncated, info = env.step("<think>zoom into the top-left quarter</think>" + hermes("python_image_processing", code=ZOOM_CODE))
+    obs, reward, terminated, truncated, info = env.step(
+        "<think>zoom into the top-left quarter</think>" + hermes("python_image_processing", code=ZOOM_CODE)
+    )
     assert (reward, terminated, truncated, info["parse_errors"]) == (0.0, False, False, [])
     assert roles(obs) == ["system", "user", "assistant", "tool", "user"]
     assert json.loads(obs["messages"][3]["content"].split("\n[")[0])["stdout"] == f"{size}\n"
     labels = [p["text"] for p in obs["messages"][4]["content"] if p["type"] == "text"]
-    assert labels[1:] == ["[transformed_image_0.png]"] and obs["image_names"] == ["image_1.png", "transformed_image_0.png"]
+    assert labels[1:] == ["[transformed_image_0.png]"] and obs["image_names"] == [
+        "image_1.png",
+        "transformed_image_0.png",
+    ]
     assert obs["images"][1].size == size and obs in env.observation_space
 
     obs, reward, terminated, truncated, info = env.step("I zoomed in, but cannot read the bars.")
     assert terminated and not truncated and obs["tools"] == [] and roles(obs)[-1] == "assistant"
     record = info["record"]
     assert record.final_answers == ["I zoomed in, but cannot read the bars."] and record.used_tools
-    assert [(c.name, c.ok, [i["name"] for i in c.images]) for c in record.tool_calls] == [("python_image_processing", True, ["transformed_image_0.png"])]
+    assert [(c.name, c.ok, [i["name"] for i in c.images]) for c in record.tool_calls] == [
+        ("python_image_processing", True, ["transformed_image_0.png"])
+    ]
     components = info["reward_components"]
     assert {"rubric_score", "passed", "mode", "format", "tool_success"} <= components.keys()
     assert components["format"] == 1.0 and components["tool_success"] == 1.0 and components["judge_errors"] == 0.0

@@ -26,7 +26,12 @@ def test_batched_step_runs_tool_calls_concurrently():
     assert elapsed < 1.2, f"4 calls of 0.4 s took {elapsed:.2f} s: not concurrent"
     assert all(r.observation["messages"][-1]["role"] == "tool" and r.reward == 0.0 for r in results)
     finals = pool.step(["It is 10.", None, "It is 10.", "nothing"])
-    assert finals[1] is None and finals[0].terminated and finals[0].reward == 1.0 and finals[3].info["reward_components"]["rubric_score"] == 0.0
+    assert (
+        finals[1] is None
+        and finals[0].terminated
+        and finals[0].reward == 1.0
+        and finals[3].info["reward_components"]["rubric_score"] == 0.0
+    )
     pool.close()
 
 
@@ -50,12 +55,17 @@ def test_fast_episodes_complete_while_a_slow_call_runs():
 
 
 def test_batched_results_match_sequential_stepping():
-    actions = [[hermes("python_image_processing", code="save save"), "It is 10."], [hermes("calculator", expression="9"), "It is 9."]]
+    actions = [
+        [hermes("python_image_processing", code="save save"), "It is 10."],
+        [hermes("calculator", expression="9"), "It is 9."],
+    ]
     pool = make_pool(2)
     pool.reset(seed=5)
     batched = [pool.step([a[k] for a in actions]) for k in range(2)][-1]
     for i, env_actions in enumerate(actions):
-        env = VisualToolBenchEnv(tasks=[make_task(f"t{j}") for j in range(4)], tools=small_tools(), reward=exact_reward())
+        env = VisualToolBenchEnv(
+            tasks=[make_task(f"t{j}") for j in range(4)], tools=small_tools(), reward=exact_reward()
+        )
         env.reset(seed=5 + i)
         for action in env_actions:
             obs, reward, terminated, truncated, info = env.step(action)
@@ -98,7 +108,9 @@ def test_a_slow_to_parse_action_does_not_hold_up_the_batch():
     register_parser(SlowFormat())
     try:
         tasks = [make_task("t0")]
-        slow_env = VisualToolBenchEnv(tasks=tasks, tools=small_tools(), reward=exact_reward(), config=EnvConfig(tool_format="slow_test_format"))
+        slow_env = VisualToolBenchEnv(
+            tasks=tasks, tools=small_tools(), reward=exact_reward(), config=EnvConfig(tool_format="slow_test_format")
+        )
         pool = EnvPool([slow_env, VisualToolBenchEnv(tasks=tasks, tools=small_tools(), reward=exact_reward())])
         pool.reset(seed=0)
         slow = pool.submit(0, "It is 10.")

@@ -25,7 +25,9 @@ def test_official_preset_runs_at_most_the_round_cap_and_answers_the_rest():
     calls = info["record"].tool_calls
     assert len(calls) == 100 and [c.ok for c in calls[:20]] == [True] * 20
     assert {c.error_kind for c in calls[20:]} == {"over_round_cap"}
-    assert json.loads(observation["messages"][-1]["content"]) == {"error": "not executed: at most 20 tool calls run per round"}
+    assert json.loads(observation["messages"][-1]["content"]) == {
+        "error": "not executed: at most 20 tool calls run per round"
+    }
     observation, *_, info = env.step(hermes("calculator", expression="2"))  # the next round runs normally
     assert info["record"].tool_calls[-1].ok
 

@@ -43,7 +43,9 @@ def test_clean_text_joins_pairs_and_replaces_lone_surrogates():
     assert clean_text("ok ☕") == "ok ☕"
     assert clean_text("\ud83d\ude00") == "😀"  # a pair written as two code points is the real character
     assert clean_text(f"a{HALF_EMOJI}b\udcff.png") == "a\ufffdb\ufffd.png"
-    assert clean_value({f"k{HALF_EMOJI}": [f"v{HALF_EMOJI}", 1, None, {"x": 2.5}]}) == {"k\ufffd": ["v\ufffd", 1, None, {"x": 2.5}]}
+    assert clean_value({f"k{HALF_EMOJI}": [f"v{HALF_EMOJI}", 1, None, {"x": 2.5}]}) == {
+        "k\ufffd": ["v\ufffd", 1, None, {"x": 2.5}]
+    }
 
 
 ACTIONS = {
@@ -52,8 +54,17 @@ ACTIONS = {
     "pythonic": f'[calculator(expression="1{HALF_EMOJI}")]',
     "function_tag": f"<function=calculator><parameter=expression>1{HALF_EMOJI}</parameter></function>",
     "surrogate tool name": f'<tool_call>{{"name": "calc{HALF_EMOJI}", "arguments": {{}}}}</tool_call>',
-    "openai dict": {"role": "assistant", "content": f"hm{HALF_EMOJI}", "tool_calls": [
-        {"id": f"id{HALF_EMOJI}", "type": "function", "function": {"name": "calculator", "arguments": f'{{"expression": "1{HALF_EMOJI}"}}'}}]},
+    "openai dict": {
+        "role": "assistant",
+        "content": f"hm{HALF_EMOJI}",
+        "tool_calls": [
+            {
+                "id": f"id{HALF_EMOJI}",
+                "type": "function",
+                "function": {"name": "calculator", "arguments": f'{{"expression": "1{HALF_EMOJI}"}}'},
+            }
+        ],
+    },
     "final answer": f"<think>half {HALF_EMOJI}</think>It is 10 {HALF_EMOJI}",
 }
 
@@ -78,7 +89,11 @@ class SurrogateTool(Tool):
 
     def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         if arguments["expression"] == "fail":
-            return ToolResult(text=json.dumps({"error": f"bad {HALF_EMOJI}"}), error=f"bad {HALF_EMOJI}", meta={"kind": f"k{HALF_EMOJI}"})
+            return ToolResult(
+                text=json.dumps({"error": f"bad {HALF_EMOJI}"}),
+                error=f"bad {HALF_EMOJI}",
+                meta={"kind": f"k{HALF_EMOJI}"},
+            )
         return ToolResult(text=json.dumps({"out": f"x{HALF_EMOJI}"}), images=[NamedImage("\udcff.png", png())])
 
 
@@ -96,7 +111,9 @@ def test_surrogates_in_tool_results_are_cleaned():
 
 
 def test_real_vision_tool_writing_an_invalid_utf8_file_name():
-    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([PythonImageProcessing()]), reward=exact_reward())
+    env = VisualToolBenchEnv(
+        tasks=[make_task("a")], tools=ToolRegistry([PythonImageProcessing()]), reward=exact_reward()
+    )
     env.reset(seed=0)
     code = "import os\nfrom PIL import Image\nImage.open('image_1.png').save(os.fsdecode(b'\\xff.png'), format='PNG')\nprint(os.fsdecode(b'\\xfe'))"
     observation, *_, info = env.step(hermes("python_image_processing", code=code))
@@ -118,7 +135,9 @@ def test_observation_goes_through_a_real_tokenizer():
     observation, *_ = env.step(ACTIONS["hermes text"])
     for message in observation["messages"]:
         content = message["content"]
-        texts = [content] if isinstance(content, str) else [part["text"] for part in content if part.get("type") == "text"]
+        texts = (
+            [content] if isinstance(content, str) else [part["text"] for part in content if part.get("type") == "text"]
+        )
         for text in texts:
             assert tokenizer(text)["input_ids"] is not None
     assert tokenizer(json.dumps(observation["messages"][-2:], ensure_ascii=False))["input_ids"]
@@ -135,7 +154,11 @@ def test_fuzzed_actions_never_break_a_step_or_a_record(kind, text, name):
         "raw": text,
         "pythonic": f"[calculator(expression={text!r})]",
         "function": f"<function={name}><parameter=expression>{text}</parameter></function>",
-        "openai": {"role": "assistant", "content": text, "tool_calls": [{"function": {"name": name, "arguments": json.dumps({"expression": text})}}]},
+        "openai": {
+            "role": "assistant",
+            "content": text,
+            "tool_calls": [{"function": {"name": name, "arguments": json.dumps({"expression": text})}}],
+        },
     }[kind]
     env = make_env()
     env.reset(seed=0)

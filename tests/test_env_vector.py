@@ -31,7 +31,11 @@ def test_spaces_accept_what_the_env_emits_and_reject_other_things():
     actions, observations = AssistantActionSpace(), DialogueObservationSpace()
     actions.seed(0)
     assert actions.sample() in actions and {"role": "assistant", "content": "x"} in actions
-    assert 5 not in actions and {"role": "user", "content": "x"} not in actions and "x" * 10 not in AssistantActionSpace(max_length=5)
+    assert (
+        5 not in actions
+        and {"role": "user", "content": "x"} not in actions
+        and "x" * 10 not in AssistantActionSpace(max_length=5)
+    )
     sample = observations.sample()
     assert sample in observations
     assert {**sample, "images": ["not an image"], "image_names": ["n"]} not in observations
@@ -46,8 +50,9 @@ def test_spaces_accept_what_the_env_emits_and_reject_other_things():
 def _run_vector(vector_env):
     observations, infos = vector_env.reset(seed=3)
     assert len(observations) == 2 and all(obs in vector_env.single_observation_space for obs in observations)
-    observations, rewards, terminated, truncated, infos = vector_env.step((hermes("python_image_processing", code="save"), hermes("calculator",
-        expression="1")))
+    observations, rewards, terminated, truncated, infos = vector_env.step(
+        (hermes("python_image_processing", code="save"), hermes("calculator", expression="1"))
+    )
     assert observations[0]["image_names"][-1] == "transformed_image_0.png"
     assert observations[1]["messages"][-1]["role"] == "tool" and not terminated.any()
     return vector_env.step(("It is 10.", "It is 10."))

@@ -16,7 +16,14 @@ from vtb_app.evaluation.records import RunLog, done_keys, iter_records, latest_r
 
 
 def vtb(*args: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "vtb_app.cli", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "vtb_app.cli", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 def test_run_log_repairs_a_torn_line_and_the_last_ok_record_wins(tmp_path):
@@ -48,8 +55,18 @@ def test_eval_survives_a_kill_resumes_without_loss_or_duplicates_and_retries_err
 
     with ChatServer(respond, latency_s=0.4) as server:
         # one episode at a time (the openai: default is 64 in flight): the kill lands between records
-        args = ["eval", "--data", str(data), "--agent", f"openai:m@{server.base_url}", "--out", str(out), "--no-progress",
-                "--concurrency", "1"]
+        args = [
+            "eval",
+            "--data",
+            str(data),
+            "--agent",
+            f"openai:m@{server.base_url}",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--concurrency",
+            "1",
+        ]
         process = vtb(*args)
         deadline = time.time() + 60
         while time.time() < deadline and len(list(iter_records(out / "records.jsonl"))) < 2:
@@ -83,10 +100,19 @@ def test_eval_survives_a_kill_resumes_without_loss_or_duplicates_and_retries_err
     assert report.returncode == 0, stderr
     (summary,) = json.loads((tmp_path / "report" / "summary.json").read_text())["runs"]
     assert (summary["n"], summary["n_errors"], summary["apr"]) == (6, 0, pytest.approx(2 / 6))
-    header, row = [[cell.strip() for cell in line.strip("|").split("|")] for line in stdout.splitlines() if line.startswith("| ")][:2]
+    header, row = [
+        [cell.strip() for cell in line.strip("|").split("|")] for line in stdout.splitlines() if line.startswith("| ")
+    ][:2]
     assert (row[header.index("tasks")], row[header.index("errors")]) == ("6", "0")
     written = {path.name for path in (tmp_path / "report").iterdir()}
-    assert {"tables.md", "summary.json", "report.html", "apr_by_category.png", "apr_vs_tool_use.png", "image_operations.png"} <= written
+    assert {
+        "tables.md",
+        "summary.json",
+        "report.html",
+        "apr_by_category.png",
+        "apr_vs_tool_use.png",
+        "image_operations.png",
+    } <= written
 
 
 @pytest.mark.slow
@@ -94,7 +120,18 @@ def test_ctrl_c_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path):
     data = write_menu_tasks(tmp_path / "data", n=6)
     out = tmp_path / "run"
     with ChatServer(lambda request: {"content": "The answer is 13."}, latency_s=0.3) as server:
-        args = ["eval", "--data", str(data), "--agent", f"openai:m@{server.base_url}", "--out", str(out), "--no-progress", "--concurrency", "2"]
+        args = [
+            "eval",
+            "--data",
+            str(data),
+            "--agent",
+            f"openai:m@{server.base_url}",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--concurrency",
+            "2",
+        ]
         process = vtb(*args)
         deadline = time.time() + 60
         while time.time() < deadline and len(list(iter_records(out / "records.jsonl"))) < 2:
@@ -105,7 +142,9 @@ def test_ctrl_c_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path):
         before = [r["key"] for r in iter_records(out / "records.jsonl")]
         assert 2 <= len(before) < 6 and len(set(before)) == len(before), "the interrupt should land mid-run"
         assert "Traceback" not in stderr and f"interrupted: {len(before)} items done" in stderr and "--resume" in stderr
-        assert len(server.requests) == len(before)  # one request per episode: the episodes in flight finished and were kept
+        assert len(server.requests) == len(
+            before
+        )  # one request per episode: the episodes in flight finished and were kept
 
         resumed = vtb(*args, "--resume")
         stdout, stderr = resumed.communicate(timeout=120)
@@ -121,18 +160,45 @@ def test_ctrl_c_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path):
 def test_judge_rescores_saved_answers_with_another_rule(tmp_path):
     data = write_menu_tasks(tmp_path / "data", n=2)
     with ChatServer(lambda request: {"content": "13"}) as server:
-        run = vtb("eval", "--data", str(data), "--agent", f"openai:m@{server.base_url}", "--out", str(tmp_path / "run"), "--no-progress")
+        run = vtb(
+            "eval",
+            "--data",
+            str(data),
+            "--agent",
+            f"openai:m@{server.base_url}",
+            "--out",
+            str(tmp_path / "run"),
+            "--no-progress",
+        )
         assert run.wait(timeout=60) == 0, run.stderr.read()
     # "13" fails the weight-1 "answer" text check but passes the critical one; with critical = flag
     # (r2 is not flagged) the pass does not change, but scores are recomputed from fresh verdicts.
-    rejudge = vtb("judge", str(tmp_path / "run"), "--judge", "exact", "--critical-rule", "either", "--out", str(tmp_path / "rejudged"))
+    rejudge = vtb(
+        "judge",
+        str(tmp_path / "run"),
+        "--judge",
+        "exact",
+        "--critical-rule",
+        "either",
+        "--out",
+        str(tmp_path / "rejudged"),
+    )
     stdout, stderr = rejudge.communicate(timeout=60)
     assert rejudge.returncode == 0, stderr
     assert "re-judged 2 records" in stdout and "4 exact checks" in stdout
     records = latest_records(tmp_path / "rejudged" / "records.jsonl")
     assert {r["key"]: r["score"]["passed"] for r in records.values()} == {"menu-0#0": False, "menu-1#0": True}
     assert all(r["episode"] and r["answers"] == ["13"] for r in records.values())
-    again = vtb("judge", str(tmp_path / "run"), "--judge", "exact", "--out", str(tmp_path / "rejudged"), "--critical-rule", "either")
+    again = vtb(
+        "judge",
+        str(tmp_path / "run"),
+        "--judge",
+        "exact",
+        "--out",
+        str(tmp_path / "rejudged"),
+        "--critical-rule",
+        "either",
+    )
     assert "re-judged 0 records (2 already done)" in again.communicate(timeout=60)[0]
 
 

@@ -22,18 +22,38 @@ from vtb_env.prompts import NO_TOOLS_SYSTEM_PROMPT, STRONG_SYSTEM_PROMPT
 TASK_TAG = re.compile(r"\[(t\d+)\]")
 
 
-def write_tasks(root: Path, n: int, *, domains=("finance",), checks: bool = True, key_steps=(), turns: int = 1, images: int = 1) -> Path:
+def write_tasks(
+    root: Path, n: int, *, domains=("finance",), checks: bool = True, key_steps=(), turns: int = 1, images: int = 1
+) -> Path:
     """``n`` project-format tasks ``t0..``: "[tI] What is the total?", golden answer 9."""
     (root / "images").mkdir(parents=True, exist_ok=True)
     for k in range(images):
         Image.new("RGB", (64, 48), (40 * k, 90, 160)).save(root / "images" / f"img{k}.png")
-    rubric = {"description": "states that the total is 9", "weight": 5, **({"check": {"type": "number", "value": 9}} if checks else {})}
+    rubric = {
+        "description": "states that the total is 9",
+        "weight": 5,
+        **({"check": {"type": "number", "value": 9}} if checks else {}),
+    }
     with open(root / "tasks.jsonl", "w") as handle:
         for i in range(n):
-            turn = {"prompt": f"[t{i}] What is the total?", "images": [f"img{k}.png" for k in range(images)], "golden_answer": "9",
-                    "rubrics": {"r1": rubric}, "key_steps": list(key_steps)}
-            handle.write(json.dumps({"id": f"t{i}", "prompt_category": domains[i % len(domains)], "eval_focus": "region_switch_qa",
-                                     "turns": [turn] + [{**turn, "images": []} for _ in range(turns - 1)]}) + "\n")
+            turn = {
+                "prompt": f"[t{i}] What is the total?",
+                "images": [f"img{k}.png" for k in range(images)],
+                "golden_answer": "9",
+                "rubrics": {"r1": rubric},
+                "key_steps": list(key_steps),
+            }
+            handle.write(
+                json.dumps(
+                    {
+                        "id": f"t{i}",
+                        "prompt_category": domains[i % len(domains)],
+                        "eval_focus": "region_switch_qa",
+                        "turns": [turn] + [{**turn, "images": []} for _ in range(turns - 1)],
+                    }
+                )
+                + "\n"
+            )
     return root
 
 
@@ -77,7 +97,9 @@ def test_apr_counts_every_task_and_the_report_says_how(tmp_path, capsys):
         return {"content": "The total is 9."}
 
     with ChatServer(respond, latency_s=0.3) as agent:
-        code = vtb("eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--out", tmp_path / "run", "--no-progress")
+        code = vtb(
+            "eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--out", tmp_path / "run", "--no-progress"
+        )
     assert code == 1  # some episodes failed
     assert agent.peak_in_flight >= 4  # the default keeps many requests in flight (8 tasks, no --concurrency)
     out = capsys.readouterr().out
@@ -106,7 +128,13 @@ def test_apr_counts_every_task_and_the_report_says_how(tmp_path, capsys):
     groups = s["by_turncase_domain"]["single-turn"]
     # medicine -> Medical, sport -> Sports, chemistry -> STEM, astrology -> Other: none dropped.
     assert {d: groups[d]["n"] for d in ("Medical", "Sports", "STEM", "Finance", "Generalist", "Other")} == {
-        "Medical": 2, "Sports": 2, "STEM": 1, "Finance": 1, "Generalist": 1, "Other": 1}
+        "Medical": 2,
+        "Sports": 2,
+        "STEM": 1,
+        "Finance": 1,
+        "Generalist": 1,
+        "Other": 1,
+    }
 
 
 def test_default_concurrency_is_bounded_for_in_process_agents():
@@ -130,8 +158,18 @@ def test_judge_outages_are_visible_and_retried_by_resume_and_vtb_judge(tmp_path,
         return verdict("9" in request["messages"][0]["content"].split("**Model Answer:**")[-1])
 
     with ChatServer(answers()) as agent, ChatServer(judge) as judge_server:
-        run = ["eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--judge", f"openai:j@{judge_server.base_url}",
-               "--out", tmp_path / "run", "--no-progress"]
+        run = [
+            "eval",
+            "--data",
+            data,
+            "--agent",
+            f"openai:m@{agent.base_url}",
+            "--judge",
+            f"openai:j@{judge_server.base_url}",
+            "--out",
+            tmp_path / "run",
+            "--no-progress",
+        ]
         vtb(*run)
         out = capsys.readouterr().out
         records = latest_records(tmp_path / "run" / "records.jsonl").values()
@@ -153,7 +191,14 @@ def test_judge_outages_are_visible_and_retried_by_resume_and_vtb_judge(tmp_path,
 
         # vtb judge into a new directory: an outage leaves records incomplete; rerunning retries exactly those.
         outage["on"] = True
-        rejudge = ["judge", tmp_path / "run", "--judge", f"openai:j2@{judge_server.base_url}", "--out", tmp_path / "rejudged"]
+        rejudge = [
+            "judge",
+            tmp_path / "run",
+            "--judge",
+            f"openai:j2@{judge_server.base_url}",
+            "--out",
+            tmp_path / "rejudged",
+        ]
         assert vtb(*rejudge) == 1
         assert "3 records incompletely judged" in capsys.readouterr().out
         outage["on"] = False
@@ -170,13 +215,22 @@ def test_grpo_can_mask_episodes_whose_judging_failed():
     from vtb_rewards.grpo import group_advantages
     from vtb_rewards.judge.judge import Judge
 
-    task = Task.from_dict({"id": "t", "turns": [{"prompt": "q", "golden_answer": "9", "rubrics": {"r1": {"description": "says 9", "weight": 5}}}]})
-    record = EpisodeRecord("t", turns=[TurnRecord(0, steps=[StepRecord(action_text="9", final_answer="9")], final_answer="9")])
+    task = Task.from_dict(
+        {
+            "id": "t",
+            "turns": [{"prompt": "q", "golden_answer": "9", "rubrics": {"r1": {"description": "says 9", "weight": 5}}}],
+        }
+    )
+    record = EpisodeRecord(
+        "t", turns=[TurnRecord(0, steps=[StepRecord(action_text="9", final_answer="9")], final_answer="9")]
+    )
     masked, info = EpisodeReward(RewardConfig(judge_incomplete="mask"), Judge(backend=None))(task, record)
     assert masked != masked and info["masked"] == 1.0 and info["judge_incomplete"] == 1.0  # NaN
     counted, info = EpisodeReward(RewardConfig(), Judge(backend=None))(task, record)
     assert counted == counted and "masked" not in info  # default: scored as Not Met, flagged
-    assert group_advantages([1.0, masked, 0.0, 1.0], group_size=4, scale=False) == pytest.approx([1 / 3, 0.0, -2 / 3, 1 / 3])
+    assert group_advantages([1.0, masked, 0.0, 1.0], group_size=4, scale=False) == pytest.approx(
+        [1 / 3, 0.0, -2 / 3, 1 / 3]
+    )
 
 
 # -- 3: no episode can abort a run ---------------------------------------------------------------------
@@ -190,11 +244,26 @@ def test_deeply_nested_tool_arguments_never_abort_a_run_or_its_resume(tmp_path, 
     def respond(request):
         if task_of(request) == "t1" and not any(m["role"] == "tool" for m in request["messages"]):
             arguments = '{"expression": ' + nested + "}"
-            return {"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "calculator", "arguments": arguments}}]}
+            return {
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "calculator", "arguments": arguments}}
+                ]
+            }
         return {"content": "The total is 9."}
 
     with ChatServer(respond) as agent:
-        run = ["eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--out", tmp_path / "run", "--no-progress", "--concurrency", 2]
+        run = [
+            "eval",
+            "--data",
+            data,
+            "--agent",
+            f"openai:m@{agent.base_url}",
+            "--out",
+            tmp_path / "run",
+            "--no-progress",
+            "--concurrency",
+            2,
+        ]
         vtb(*run)
         records = latest_records(tmp_path / "run" / "records.jsonl")
         assert set(records) == {"t0#0", "t1#0", "t2#0"}  # every task has its record; the others were kept
@@ -209,8 +278,20 @@ def test_deeply_nested_tool_arguments_never_abort_a_run_or_its_resume(tmp_path, 
 def test_samples_get_their_own_seeds_recorded_per_record(tmp_path):
     data = write_tasks(tmp_path / "data", 2)
     with ChatServer(answers()) as agent:
-        vtb("eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--samples", 3, "--temperature", 1.0,
-            "--out", tmp_path / "run", "--no-progress")
+        vtb(
+            "eval",
+            "--data",
+            data,
+            "--agent",
+            f"openai:m@{agent.base_url}",
+            "--samples",
+            3,
+            "--temperature",
+            1.0,
+            "--out",
+            tmp_path / "run",
+            "--no-progress",
+        )
         seeds: dict[str, set] = {}
         for request in agent.requests:
             seeds.setdefault(task_of(request), set()).add(request["seed"])
@@ -219,8 +300,22 @@ def test_samples_get_their_own_seeds_recorded_per_record(tmp_path):
         assert {(r["task_id"], r["seed"]) for r in records} == {(t, s) for t, ss in seeds.items() for s in ss}
 
         before = len(agent.requests)
-        vtb("eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--samples", 2, "--seed", "none",
-            "--temperature", 1.0, "--out", tmp_path / "unseeded", "--no-progress")
+        vtb(
+            "eval",
+            "--data",
+            data,
+            "--agent",
+            f"openai:m@{agent.base_url}",
+            "--samples",
+            2,
+            "--seed",
+            "none",
+            "--temperature",
+            1.0,
+            "--out",
+            tmp_path / "unseeded",
+            "--no-progress",
+        )
         assert all("seed" not in r for r in agent.requests[before:])
         assert all(r["seed"] is None for r in latest_records(tmp_path / "unseeded" / "records.jsonl").values())
 
@@ -233,7 +328,11 @@ def test_process_metrics_and_error_types_reach_the_report(tmp_path, capsys):
 
     def agent_reply(request):
         if task_of(request) == "t0" and not any(m["role"] == "tool" for m in request["messages"]):
-            call = {"id": "c1", "type": "function", "function": {"name": "calculator", "arguments": json.dumps({"expression": "4+5"})}}
+            call = {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "calculator", "arguments": json.dumps({"expression": "4+5"})},
+            }
             return {"content": "I add the prices 4 and 5.", "tool_calls": [call]}
         return {"content": "The total is 9." if task_of(request) == "t0" else "The total is 7."}
 
@@ -249,13 +348,57 @@ def test_process_metrics_and_error_types_reach_the_report(tmp_path, capsys):
 
     with ChatServer(agent_reply) as agent, ChatServer(judge_reply) as judge:
         judge_spec = f"openai:j@{judge.base_url}"
-        assert vtb("eval", "--data", data, "--agent", "openai-text:m@" + agent.base_url, "--judge", judge_spec, "--out", tmp_path / "x",
-                   "--process-metrics", "--no-progress", "--judge-structured", "off") == 0
+        assert (
+            vtb(
+                "eval",
+                "--data",
+                data,
+                "--agent",
+                "openai-text:m@" + agent.base_url,
+                "--judge",
+                judge_spec,
+                "--out",
+                tmp_path / "x",
+                "--process-metrics",
+                "--no-progress",
+                "--judge-structured",
+                "off",
+            )
+            == 0
+        )
         capsys.readouterr()
-        assert vtb("eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--judge", "exact", "--process-metrics",
-                   "--out", tmp_path / "bad") == 2  # the passes need an LLM judge
-        assert vtb("eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--judge", judge_spec, "--out", tmp_path / "run",
-                   "--process-metrics", "--error-types", "--no-progress") == 0
+        assert (
+            vtb(
+                "eval",
+                "--data",
+                data,
+                "--agent",
+                f"openai:m@{agent.base_url}",
+                "--judge",
+                "exact",
+                "--process-metrics",
+                "--out",
+                tmp_path / "bad",
+            )
+            == 2
+        )  # the passes need an LLM judge
+        assert (
+            vtb(
+                "eval",
+                "--data",
+                data,
+                "--agent",
+                f"openai:m@{agent.base_url}",
+                "--judge",
+                judge_spec,
+                "--out",
+                tmp_path / "run",
+                "--process-metrics",
+                "--error-types",
+                "--no-progress",
+            )
+            == 0
+        )
         records = {r["task_id"]: r for r in latest_records(tmp_path / "run" / "records.jsonl").values()}
         assert records["t0"]["process"]["kcoverage"] == 0.0  # the formula: no covered prefix
         assert records["t0"]["process"]["kcoverage_furthest"] == 1.0  # the text: the last key step is reached
@@ -263,13 +406,19 @@ def test_process_metrics_and_error_types_reach_the_report(tmp_path, capsys):
         assert records["t1"]["process"]["tool_effectiveness"] is None  # no tool calls
         assert records["t1"]["error_type"] == "calculation" and records["t0"]["error_type"] is None
         # vtb judge computes them on request too.
-        assert vtb("judge", tmp_path / "run", "--judge", judge_spec, "--process-metrics", "--out", tmp_path / "rejudged") == 0
+        assert (
+            vtb("judge", tmp_path / "run", "--judge", judge_spec, "--process-metrics", "--out", tmp_path / "rejudged")
+            == 0
+        )
         rejudged = {r["task_id"]: r for r in latest_records(tmp_path / "rejudged" / "records.jsonl").values()}
         assert rejudged["t0"]["process"]["kcoverage_furthest"] == 1.0
     vtb("report", tmp_path / "run", "--out", tmp_path / "report", "--all-tables")
     tables = (tmp_path / "report" / "tables.md").read_text()
     process = next(t for t in tables.split("\n\n") if t.startswith("Process metrics")).splitlines()
-    assert "KCoverage (longest covered prefix: the formula)" in process[1] and "KCoverage (furthest key step reached: the text)" in process[1]
+    assert (
+        "KCoverage (longest covered prefix: the formula)" in process[1]
+        and "KCoverage (furthest key step reached: the text)" in process[1]
+    )
     assert [c.strip() for c in process[3].strip("|").split("|")] == ["run", "2", "0.000", "1.000", "1.000"]
     errors = next(t for t in tables.split("\n\n") if t.startswith("Error types")).splitlines()
     assert "calculation" in errors[1] and "1 (100.0%)" in errors[3]
@@ -281,7 +430,11 @@ def test_process_metrics_and_error_types_reach_the_report(tmp_path, capsys):
 def tool_caller(request):
     """Calls the calculator whenever tools are offered; answers otherwise."""
     if request.get("tools"):
-        call = {"id": f"c{len(request['messages'])}", "type": "function", "function": {"name": "calculator", "arguments": '{"expression": "4+5"}'}}
+        call = {
+            "id": f"c{len(request['messages'])}",
+            "type": "function",
+            "function": {"name": "calculator", "arguments": '{"expression": "4+5"}'},
+        }
         return {"tool_calls": [call]}
     return {"content": "The total is 9."}
 
@@ -290,7 +443,18 @@ def test_tool_cap_is_per_task_by_default_and_per_turn_in_the_official_preset(tmp
     data = write_tasks(tmp_path / "data", 1, turns=2)
     with ChatServer(tool_caller) as agent:
         for preset in ("default", "official"):
-            vtb("eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--preset", preset, "--out", tmp_path / preset, "--no-progress")
+            vtb(
+                "eval",
+                "--data",
+                data,
+                "--agent",
+                f"openai:m@{agent.base_url}",
+                "--preset",
+                preset,
+                "--out",
+                tmp_path / preset,
+                "--no-progress",
+            )
         counts = {}
         for preset in ("default", "official"):
             record = latest_records(tmp_path / preset / "records.jsonl")["t0#0"]
@@ -303,12 +467,48 @@ def test_tool_cap_is_per_task_by_default_and_per_turn_in_the_official_preset(tmp
 def test_no_tools_runs_do_not_send_the_strong_prompt(tmp_path):
     data = write_tasks(tmp_path / "data", 1)
     with ChatServer(tool_caller) as agent:
-        vtb("eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--ablation", "no_tools", "--out", tmp_path / "nt", "--no-progress")
-        vtb("label-modes", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--out", tmp_path / "lm", "--no-progress")
-        vtb("eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--out", tmp_path / "strong", "--no-progress")
+        vtb(
+            "eval",
+            "--data",
+            data,
+            "--agent",
+            f"openai:m@{agent.base_url}",
+            "--ablation",
+            "no_tools",
+            "--out",
+            tmp_path / "nt",
+            "--no-progress",
+        )
+        vtb(
+            "label-modes",
+            "--data",
+            data,
+            "--agent",
+            f"openai:m@{agent.base_url}",
+            "--out",
+            tmp_path / "lm",
+            "--no-progress",
+        )
+        vtb(
+            "eval",
+            "--data",
+            data,
+            "--agent",
+            f"openai:m@{agent.base_url}",
+            "--out",
+            tmp_path / "strong",
+            "--no-progress",
+        )
     systems = [r["messages"][0] for r in agent.requests]
-    text_only = [m["content"] for m, r in zip(systems, agent.requests, strict=False) if not r.get("tools") and len(r["messages"]) == 2]
-    assert text_only[:2] == [NO_TOOLS_SYSTEM_PROMPT, NO_TOOLS_SYSTEM_PROMPT] and "tool" not in NO_TOOLS_SYSTEM_PROMPT.lower()
+    text_only = [
+        m["content"]
+        for m, r in zip(systems, agent.requests, strict=False)
+        if not r.get("tools") and len(r["messages"]) == 2
+    ]
+    assert (
+        text_only[:2] == [NO_TOOLS_SYSTEM_PROMPT, NO_TOOLS_SYSTEM_PROMPT]
+        and "tool" not in NO_TOOLS_SYSTEM_PROMPT.lower()
+    )
     assert systems[-1]["content"] == STRONG_SYSTEM_PROMPT  # the tool-use setting keeps the paper's strong prompt
 
 
@@ -321,28 +521,83 @@ def test_reasoning_model_judges_get_only_what_they_accept(tmp_path, capsys):
     def strict_judge(request):  # as OpenAI's reasoning models answer
         for field in ("temperature", "max_tokens"):
             if field in request:
-                return {"status": 400, "body": {"error": {"message": f"Unsupported parameter: '{field}' is not supported with this model."}}}
+                return {
+                    "status": 400,
+                    "body": {
+                        "error": {"message": f"Unsupported parameter: '{field}' is not supported with this model."}
+                    },
+                }
         return verdict(True)
 
     def no_structured_output(request):
         if "response_format" in request:
-            return {"status": 400, "body": {"error": {"message": "response_format json_schema is not supported by this server"}}}
+            return {
+                "status": 400,
+                "body": {"error": {"message": "response_format json_schema is not supported by this server"}},
+            }
         return verdict(True)
 
     with ChatServer(answers()) as agent, ChatServer(strict_judge) as strict, ChatServer(no_structured_output) as plain:
         agent_spec = f"openai:m@{agent.base_url}"
-        vtb("eval", "--data", data, "--agent", agent_spec, "--judge", f"openai:o4@{strict.base_url}", "--out", tmp_path / "default",
-            "--no-progress")
+        vtb(
+            "eval",
+            "--data",
+            data,
+            "--agent",
+            agent_spec,
+            "--judge",
+            f"openai:o4@{strict.base_url}",
+            "--out",
+            tmp_path / "default",
+            "--no-progress",
+        )
         assert all(not r["score"]["complete"] for r in latest_records(tmp_path / "default" / "records.jsonl").values())
-        assert vtb("eval", "--data", data, "--agent", agent_spec, "--judge", f"openai:o4@{strict.base_url}", "--out", tmp_path / "reasoning",
-                   "--judge-temperature", "none", "--judge-token-field", "max_completion_tokens", "--judge-max-tokens", 4000, "--no-progress") == 0
+        assert (
+            vtb(
+                "eval",
+                "--data",
+                data,
+                "--agent",
+                agent_spec,
+                "--judge",
+                f"openai:o4@{strict.base_url}",
+                "--out",
+                tmp_path / "reasoning",
+                "--judge-temperature",
+                "none",
+                "--judge-token-field",
+                "max_completion_tokens",
+                "--judge-max-tokens",
+                4000,
+                "--no-progress",
+            )
+            == 0
+        )
         sent = strict.requests[-1]
         assert sent["max_completion_tokens"] == 4000 and sent["response_format"]["type"] == "json_schema"
-        assert sent["response_format"]["json_schema"]["schema"]["properties"]["judge_result"]["enum"] == ["Met", "Not Met"]
+        assert sent["response_format"]["json_schema"]["schema"]["properties"]["judge_result"]["enum"] == [
+            "Met",
+            "Not Met",
+        ]
         assert all(r["score"]["passed"] for r in latest_records(tmp_path / "reasoning" / "records.jsonl").values())
         # auto: a server without structured output is asked again in plain text, and from then on.
-        assert vtb("eval", "--data", data, "--agent", agent_spec, "--judge", f"openai:j@{plain.base_url}", "--out", tmp_path / "plain",
-                   "--no-progress", "--concurrency", 1) == 0
+        assert (
+            vtb(
+                "eval",
+                "--data",
+                data,
+                "--agent",
+                agent_spec,
+                "--judge",
+                f"openai:j@{plain.base_url}",
+                "--out",
+                tmp_path / "plain",
+                "--no-progress",
+                "--concurrency",
+                1,
+            )
+            == 0
+        )
         assert sum("response_format" in r for r in plain.requests) == 1
 
 
@@ -350,7 +605,11 @@ def test_reasoning_model_judges_get_only_what_they_accept(tmp_path, capsys):
 def test_qualified_verdicts_are_judge_errors_by_one_rule(value):
     from vtb_rewards.judge.verdict import parse_verdict
 
-    for reply in (json.dumps({"judge_result": value}), f"judge_result: {value}", f'{{"judge_result": "{value}", "explanation": "x"'):
+    for reply in (
+        json.dumps({"judge_result": value}),
+        f"judge_result: {value}",
+        f'{{"judge_result": "{value}", "explanation": "x"',
+    ):
         assert parse_verdict(reply).is_error, reply
     assert parse_verdict('{"judge_result": "**Not Met**"}').status == "Not Met"
     assert parse_verdict("judge_result: Met.").status == "Met"
@@ -358,7 +617,9 @@ def test_qualified_verdicts_are_judge_errors_by_one_rule(value):
 
 def test_qualified_verdicts_through_the_cli_are_incomplete(tmp_path):
     data = write_tasks(tmp_path / "data", 2, checks=False)
-    replies = iter([{"content": '{"judge_result": "Met (partially)"}'}, {"content": '{"judge_result": "Partially Met"}'}])
+    replies = iter(
+        [{"content": '{"judge_result": "Met (partially)"}'}, {"content": '{"judge_result": "Partially Met"}'}]
+    )
     lock = threading.Lock()
 
     def judge(request):
@@ -366,8 +627,20 @@ def test_qualified_verdicts_through_the_cli_are_incomplete(tmp_path):
             return next(replies)
 
     with ChatServer(answers()) as agent, ChatServer(judge) as judge_server:
-        vtb("eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--judge", f"openai:j@{judge_server.base_url}",
-            "--out", tmp_path / "run", "--no-progress", "--concurrency", 1)
+        vtb(
+            "eval",
+            "--data",
+            data,
+            "--agent",
+            f"openai:m@{agent.base_url}",
+            "--judge",
+            f"openai:j@{judge_server.base_url}",
+            "--out",
+            tmp_path / "run",
+            "--no-progress",
+            "--concurrency",
+            1,
+        )
     statuses = [r["verdicts"][0][0]["status"] for r in latest_records(tmp_path / "run" / "records.jsonl").values()]
     assert statuses == ["judge_error", "judge_error"]
 
@@ -379,17 +652,43 @@ def test_too_many_images_is_told_apart_and_the_env_can_keep_the_last_k(tmp_path)
     data = write_tasks(tmp_path / "data", 1, images=2)
 
     def vllm(request):
-        n = sum(1 for m in request["messages"] if isinstance(m.get("content"), list) for p in m["content"] if p.get("type") == "image_url")
+        n = sum(
+            1
+            for m in request["messages"]
+            if isinstance(m.get("content"), list)
+            for p in m["content"]
+            if p.get("type") == "image_url"
+        )
         if n > 1:
-            return {"status": 400, "body": {"error": {"message": "At most 1 image(s) may be provided in one prompt.", "type": "BadRequestError"}}}
+            return {
+                "status": 400,
+                "body": {
+                    "error": {"message": "At most 1 image(s) may be provided in one prompt.", "type": "BadRequestError"}
+                },
+            }
         return {"content": "The total is 9."}
 
     with ChatServer(vllm) as agent:
         vtb("eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--out", tmp_path / "all", "--no-progress")
         record = latest_records(tmp_path / "all" / "records.jsonl")["t0#0"]
-        assert record["status"] == "error" and "TooManyImagesError" in record["error"] and "--limit-mm-per-prompt" in record["error"]
+        assert (
+            record["status"] == "error"
+            and "TooManyImagesError" in record["error"]
+            and "--limit-mm-per-prompt" in record["error"]
+        )
         assert len(agent.requests) == 1  # no retries at halved resolution
-        vtb("eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--max-dialogue-images", 1, "--out", tmp_path / "last", "--no-progress")
+        vtb(
+            "eval",
+            "--data",
+            data,
+            "--agent",
+            f"openai:m@{agent.base_url}",
+            "--max-dialogue-images",
+            1,
+            "--out",
+            tmp_path / "last",
+            "--no-progress",
+        )
         assert latest_records(tmp_path / "last" / "records.jsonl")["t0#0"]["score"]["passed"]
         texts = " ".join(text_of(m) for m in agent.requests[-1]["messages"])
         assert "[img0.png is no longer shown" in texts or "is no longer shown: only the last 1 images are kept" in texts
@@ -405,13 +704,25 @@ def test_images_are_encoded_once_and_never_decoded_to_measure(tmp_path, monkeypa
     from vtb_agents.openai_chat import OpenAIChatAgent
 
     buffer = io.BytesIO()
-    Image.effect_noise((4000, 3000), 20).convert("RGB").save(buffer, format="JPEG", quality=90)  # a 12-megapixel photo, ~6 MB
+    Image.effect_noise((4000, 3000), 20).convert("RGB").save(
+        buffer, format="JPEG", quality=90
+    )  # a 12-megapixel photo, ~6 MB
     url = "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode()
-    observation = {"messages": [{"role": "user", "content": [{"type": "text", "text": "[t0] total?"},
-                                                             {"type": "image_url", "image_url": {"url": url}}]}], "images": [], "tools": []}
+    observation = {
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "[t0] total?"}, {"type": "image_url", "image_url": {"url": url}}],
+            }
+        ],
+        "images": [],
+        "tools": [],
+    }
     decodes = []  # every pixel decode PIL starts (one per image actually decoded)
     original = PILImage._getdecoder
-    monkeypatch.setattr(PILImage, "_getdecoder", lambda mode, name, *args: (decodes.append(name), original(mode, name, *args))[1])
+    monkeypatch.setattr(
+        PILImage, "_getdecoder", lambda mode, name, *args: (decodes.append(name), original(mode, name, *args))[1]
+    )
     with ChatServer(answers()) as server:
         agent = OpenAIChatAgent("m", server.base_url)
         for _ in range(3):

@@ -23,7 +23,16 @@ from vtb_rewards.judge.judge import Judge
 def test_records_carry_the_env_reward_and_the_report_averages_it(tmp_path, capsys):
     data = write_menu_tasks(tmp_path / "data", n=2)  # menu-0 asks for 9, menu-1 for 13
     with ChatServer(lambda request: {"content": "The answer is 13."}) as server:
-        args = ["eval", "--data", str(data), "--agent", f"openai:m@{server.base_url}", "--ablation", "no_tools", "--no-progress"]
+        args = [
+            "eval",
+            "--data",
+            str(data),
+            "--agent",
+            f"openai:m@{server.base_url}",
+            "--ablation",
+            "no_tools",
+            "--no-progress",
+        ]
         assert main([*args, "--out", str(tmp_path / "run")]) == 0
     records = {r["task_id"]: r for r in latest_records(tmp_path / "run" / "records.jsonl").values()}
     tasks = {task.id: task for task in load_tasks(str(data))}
@@ -31,9 +40,15 @@ def test_records_carry_the_env_reward_and_the_report_averages_it(tmp_path, capsy
         expected, components = EpisodeReward()(tasks[task_id], EpisodeRecord.from_dict(record["episode"]))
         assert record["reward"] == pytest.approx(expected) and record["reward_components"] == pytest.approx(components)
         assert record["reward_error"] is None
-    assert records["menu-1"]["reward_components"]["passed"] == 1.0 and records["menu-0"]["reward_components"]["passed"] == 0.0
+    assert (
+        records["menu-1"]["reward_components"]["passed"] == 1.0
+        and records["menu-0"]["reward_components"]["passed"] == 0.0
+    )
     # menu-0 is tool_redundant (TN without tools), menu-1 tool_required (FN): the mode component says so.
-    assert (records["menu-0"]["reward_components"]["mode"], records["menu-1"]["reward_components"]["mode"]) == (1.0, 0.0)
+    assert (records["menu-0"]["reward_components"]["mode"], records["menu-1"]["reward_components"]["mode"]) == (
+        1.0,
+        0.0,
+    )
     capsys.readouterr()
 
     assert main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "report"), "--all-tables"]) == 0
@@ -42,7 +57,9 @@ def test_records_carry_the_env_reward_and_the_report_averages_it(tmp_path, capsy
     summary = json.loads((tmp_path / "report" / "summary.json").read_text())["runs"][0]
     mean = sum(r["reward"] for r in records.values()) / 2
     assert summary["reward"] == pytest.approx(mean) and summary["reward_n"] == 2
-    assert summary["reward_components"]["mode"] == pytest.approx(0.5) and summary["reward_components"]["passed"] == pytest.approx(0.5)
+    assert summary["reward_components"]["mode"] == pytest.approx(0.5) and summary["reward_components"][
+        "passed"
+    ] == pytest.approx(0.5)
     assert "tool_success" not in summary["reward_components"]  # no episode called a tool: the component applies to none
     assert f"{mean:.3f}" in out.split("\n\n")[0]  # the overall table's reward column
 
@@ -60,8 +77,16 @@ def test_an_evaluated_episode_is_judged_once_by_the_env_reward(tmp_path, same_sc
     judge = Judge(backend=None)
     run_scoring = RewardConfig(critical_rule="flag")
     reward = episode_reward(judge, run_scoring if same_scoring else RewardConfig())
-    result = evaluate(tasks, _Answers(), lambda ts: VisualToolBenchEnv(ts, tools=ToolRegistry([]), reward=reward), judge,
-                      tmp_path / "run", scoring=run_scoring, progress=False, save_images=False)
+    result = evaluate(
+        tasks,
+        _Answers(),
+        lambda ts: VisualToolBenchEnv(ts, tools=ToolRegistry([]), reward=reward),
+        judge,
+        tmp_path / "run",
+        scoring=run_scoring,
+        progress=False,
+        save_images=False,
+    )
     assert result.succeeded == 2
     # The env's reward judged the 4 rubrics; the runner wrote its verdicts instead of judging again,
     # unless the reward scored under another rule: then the runner judges with the run's own.

@@ -37,11 +37,16 @@ def _coin_flip_policy(path: Path, family: str) -> Path:
     """The scripted model with the call/answer choice at the start of a reply made a coin flip."""
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer
 
-    path = build_scripted_model(path, family, tool_call={"name": "python_image_processing", "arguments": {"code": CROP}}, final_answer=ANSWER)
+    path = build_scripted_model(
+        path, family, tool_call={"name": "python_image_processing", "arguments": {"code": CROP}}, final_answer=ANSWER
+    )
     model = (AutoModelForCausalLM if family == "llama" else AutoModelForImageTextToText).from_pretrained(path)
     tokenizer = AutoTokenizer.from_pretrained(path)
     prompt_end = tokenizer.encode("<|start_header_id|>assistant<|end_header_id|>\n\n", add_special_tokens=False)[-1]
-    call_open, answer = tokenizer.convert_tokens_to_ids(TOOL_CALL_OPEN), tokenizer.encode(ANSWER, add_special_tokens=False)[0]
+    call_open, answer = (
+        tokenizer.convert_tokens_to_ids(TOOL_CALL_OPEN),
+        tokenizer.encode(ANSWER, add_special_tokens=False)[0],
+    )
     with torch.no_grad():
         head = model.get_output_embeddings().weight
         head[call_open] = 0.0  # no dependence on the conversation...
@@ -84,15 +89,21 @@ def test_rollout_runs_real_tools_and_masks_env_tokens(policy_path, tasks, tools)
     pool = EnvPool([VisualToolBenchEnv(tasks=tasks, tools=tools, config=_config()) for _ in range(8)])
     renderer = ChatRenderer(tokenizer)
     start = time.perf_counter()
-    episodes = run_episodes(pool, [t.id for t in tasks[:2] for _ in range(4)], HFGenerator(model, tokenizer, max_new_tokens=8), renderer)
+    episodes = run_episodes(
+        pool, [t.id for t in tasks[:2] for _ in range(4)], HFGenerator(model, tokenizer, max_new_tokens=8), renderer
+    )
     elapsed = time.perf_counter() - start
     pool.close()
 
-    calls = [c for e in episodes for c in e.record.tool_calls if c.error_kind != "tools_withdrawn"]  # past the cap: not run
+    calls = [
+        c for e in episodes for c in e.record.tool_calls if c.error_kind != "tools_withdrawn"
+    ]  # past the cap: not run
     assert calls, "no episode called the tool"
     assert all(c.error is None for c in calls), [c.error for c in calls]
     # an episode's first crop is a new image (a repeat writes identical bytes, which the tool does not return again)
-    assert all(e.record.tool_calls[0].images[0]["name"] == "transformed_image_0.png" for e in episodes if e.record.used_tools)
+    assert all(
+        e.record.tool_calls[0].images[0]["name"] == "transformed_image_0.png" for e in episodes if e.record.used_tools
+    )
     assert any(not e.record.used_tools for e in episodes), "no episode answered without tools"
     for e in episodes:
         assert len(e.completion_ids) == len(e.env_mask) == len(e.logprobs)
@@ -125,11 +136,33 @@ def test_vlm_renderer_expands_image_placeholders_and_refuses_a_mismatch(tmp_path
 
 
 def _train_args(policy: Path, output_dir: Path, steps: int, *extra: str):
-    return vtb_trl.parse_args([
-        "--model", str(policy), "--output-dir", str(output_dir), "--num-generations", "4",
-        "--tasks-per-step", "2", "--max-steps", str(steps), "--learning-rate", "0.05", "--max-new-tokens", "8",
-        "--max-tool-calls", "2", "--system-prompt", "none", "--loss-type", "grpo", "--seed", "1", *extra,
-    ])
+    return vtb_trl.parse_args(
+        [
+            "--model",
+            str(policy),
+            "--output-dir",
+            str(output_dir),
+            "--num-generations",
+            "4",
+            "--tasks-per-step",
+            "2",
+            "--max-steps",
+            str(steps),
+            "--learning-rate",
+            "0.05",
+            "--max-new-tokens",
+            "8",
+            "--max-tool-calls",
+            "2",
+            "--system-prompt",
+            "none",
+            "--loss-type",
+            "grpo",
+            "--seed",
+            "1",
+            *extra,
+        ]
+    )
 
 
 @pytest.mark.slow
@@ -147,7 +180,14 @@ def test_grpo_trains_on_env_rewards(policy_path, tasks, tools, tmp_path):
     logs = [entry for entry in trainer.state.log_history if "loss" in entry]
     assert trainer.state.global_step == steps and len(logs) == steps
     for entry in logs:
-        for key in ("vtb/reward", "vtb/reward/mode", "vtb/reward/format", "vtb/mode/mcc", "vtb/episode/tool_calls", "rewards/vtb_reward/mean"):
+        for key in (
+            "vtb/reward",
+            "vtb/reward/mode",
+            "vtb/reward/format",
+            "vtb/mode/mcc",
+            "vtb/episode/tool_calls",
+            "rewards/vtb_reward/mean",
+        ):
             assert key in entry, (key, sorted(entry))
     assert any(entry["vtb/episode/tool_calls"] > 0 for entry in logs)
     assert any(entry.get("vtb/reward/tool_success", 0) > 0 for entry in logs), "no tool call succeeded"
@@ -189,7 +229,9 @@ def test_grpo_trains_a_vlm_on_every_image_of_the_episode(tmp_path_factory, tasks
     steps = 2
     before = {n: p.detach().clone() for n, p in AutoModelForImageTextToText.from_pretrained(policy).named_parameters()}
     start = time.perf_counter()
-    trainer = vtb_trl.train(_train_args(policy, tmp_path / "run", steps), tasks=tasks, tools=tools, rollout_class=RecordingRollout)
+    trainer = vtb_trl.train(
+        _train_args(policy, tmp_path / "run", steps), tasks=tasks, tools=tools, rollout_class=RecordingRollout
+    )
     elapsed = time.perf_counter() - start
 
     assert trainer.state.global_step == steps and len(steps_episodes) == steps
@@ -198,12 +240,18 @@ def test_grpo_trains_a_vlm_on_every_image_of_the_episode(tmp_path_factory, tasks
     assert tool_images, "no episode got an image back from python_image_processing"
     for e in episodes:  # every image has its placeholder's image tokens in the trained sequence
         ids = torch.tensor(e.prompt_ids + e.completion_ids)
-        assert (ids == image_token).sum().item() == processor.image_seq_len * len(e.images) == processor.image_seq_len * len(e.image_names)
+        assert (
+            (ids == image_token).sum().item()
+            == processor.image_seq_len * len(e.images)
+            == processor.image_seq_len * len(e.image_names)
+        )
         if e in tool_images:
             assert (torch.tensor(e.prompt_ids) == image_token).sum().item() < processor.image_seq_len * len(e.images)
     # one loss pass per step, over the 8 episodes: all their images, tool-returned ones included
     assert loss_images == [sum(len(e.images) for e in step) for step in steps_episodes]
-    assert sum(generation_images) >= sum(loss_images), "the sampler did not see the images"  # each round re-encodes them
+    assert sum(generation_images) >= sum(loss_images), (
+        "the sampler did not see the images"
+    )  # each round re-encodes them
     logs = [entry for entry in trainer.state.log_history if "loss" in entry]
     assert len(logs) == steps and all("vtb/mode/mcc" in entry and entry["vtb/episode/images"] > 1 for entry in logs)
     after = dict(trainer.model.named_parameters())
@@ -213,15 +261,20 @@ def test_grpo_trains_a_vlm_on_every_image_of_the_episode(tmp_path_factory, tasks
     assert any("connector" in n for n in changed), sorted(changed)
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert saved["architectures"] == ["Idefics3ForConditionalGeneration"]
-    print(f"\nVLM GRPO: {steps} steps x 8 episodes in {elapsed:.1f} s = {steps / elapsed:.3f} steps/s on CPU; "
-          f"{sum(loss_images)} images in the loss passes")
+    print(
+        f"\nVLM GRPO: {steps} steps x 8 episodes in {elapsed:.1f} s = {steps / elapsed:.3f} steps/s on CPU; "
+        f"{sum(loss_images)} images in the loss passes"
+    )
 
 
 def test_tools_flag_takes_a_comma_list_and_refuses_unknown_names():
     from vtb_env.tools.calculator import Calculator
 
     registry = ToolRegistry([PythonImageProcessing(), Calculator()])
-    assert list(vtb_trl.select_tools(registry, "calculator,python_image_processing").names) == ["calculator", "python_image_processing"]
+    assert list(vtb_trl.select_tools(registry, "calculator,python_image_processing").names) == [
+        "calculator",
+        "python_image_processing",
+    ]
     assert list(vtb_trl.select_tools(registry, ["calculator"]).names) == ["calculator"]
     with pytest.raises(ValueError, match="unknown tools \\['web_search'\\]"):
         vtb_trl.select_tools(registry, "calculator,web_search")
@@ -246,7 +299,9 @@ def test_round_sync_keeps_generation_calls_equal_across_processes(policy_path, t
     torch.manual_seed(0)
     episodes = run_episodes(pool, [tasks[0].id] * 2, generate, ChatRenderer(tokenizer), round_sync=other)
     pool.close()
-    assert len(widths) == 6 and all(w == 3 for w in widths)  # this process finishes within 6 rounds (cap 2 calls per turn)
+    assert len(widths) == 6 and all(
+        w == 3 for w in widths
+    )  # this process finishes within 6 rounds (cap 2 calls per turn)
     assert all(e.record is not None and e.policy_steps <= 6 for e in episodes)
 
 
@@ -255,8 +310,13 @@ TEST_MODEL_RESPONSE_TEMPLATE = {
     "defaults": {"role": "assistant"},
     "start_anchor": "<|start_header_id|>assistant<|end_header_id|>\n\n",
     "fields": {
-        "tool_calls": {"open": "<tool_call>", "close_pattern": r"</tool_call>\s*", "repeats": True, "content": "json",
-                       "transform": {"type": "function", "function": "{content}"}},
+        "tool_calls": {
+            "open": "<tool_call>",
+            "close_pattern": r"</tool_call>\s*",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
         "content": {"close_pattern": r"<\|eot_id\|>\s*", "content": "text"},
     },
 }
@@ -270,7 +330,10 @@ def test_grpo_step_through_environment_factory(policy_path, tools, tmp_path):
 
     single = [t for t in generate(40, seed=0) if len(t.turns) == 1][:2]
     factory = vtb_trl.VTBEnvironmentFactory(single, tools, _config())
-    assert str(__import__("inspect").signature(factory.environment_class.python_image_processing)) == "(self, *, code: str)"
+    assert (
+        str(__import__("inspect").signature(factory.environment_class.python_image_processing))
+        == "(self, *, code: str)"
+    )
     with pytest.raises(ValueError, match="single-turn"):
         vtb_trl.VTBEnvironmentFactory([t for t in generate(40, seed=0) if len(t.turns) > 1][:1], tools)
     tokenizer = AutoTokenizer.from_pretrained(policy_path)
@@ -283,13 +346,28 @@ def test_grpo_step_through_environment_factory(policy_path, tools, tmp_path):
 
     before = {n: p.detach().clone() for n, p in AutoModelForCausalLM.from_pretrained(policy_path).named_parameters()}
     config = GRPOConfig(
-        output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=8, num_generations=4, max_completion_length=512,
-        learning_rate=0.05, use_cpu=True, report_to="none", logging_steps=1, save_strategy="no", seed=1, loss_type="grpo", beta=0.0,
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=512,
+        learning_rate=0.05,
+        use_cpu=True,
+        report_to="none",
+        logging_steps=1,
+        save_strategy="no",
+        seed=1,
+        loss_type="grpo",
+        beta=0.0,
     )
     start = time.perf_counter()
     trainer = GRPOTrainer(
-        model=str(policy_path), processing_class=tokenizer, args=config, train_dataset=factory.dataset(),
-        reward_funcs=[vtb_trl.vtb_env_reward], environment_factory=environment_factory,
+        model=str(policy_path),
+        processing_class=tokenizer,
+        args=config,
+        train_dataset=factory.dataset(),
+        reward_funcs=[vtb_trl.vtb_env_reward],
+        environment_factory=environment_factory,
     )
     trainer.train()
     elapsed = time.perf_counter() - start
@@ -299,19 +377,30 @@ def test_grpo_step_through_environment_factory(policy_path, tools, tmp_path):
     finished = [env for env in made if env.info]
     assert len(finished) >= 8 and all("record" in env.info for env in finished)
     calls = [c for env in finished for c in env.info["record"].tool_calls]
-    assert calls and all(c.name == "python_image_processing" and c.error is None for c in calls if c.error_kind != "tools_withdrawn")
+    assert calls and all(
+        c.name == "python_image_processing" and c.error is None for c in calls if c.error_kind != "tools_withdrawn"
+    )
     assert any(not env.info["record"].used_tools for env in finished), "no episode answered without tools"
     after = dict(trainer.model.named_parameters())
     assert any(not torch.equal(p, after[n].detach().cpu()) for n, p in before.items())
-    print(f"\nenvironment_factory GRPO: 1 step x 8 episodes in {elapsed:.1f} s; {len(calls)} tool calls; log "
-        f"{dict((k, round(v, 3)) for k, v in log.items() if isinstance(v, float))}")
+    print(
+        f"\nenvironment_factory GRPO: 1 step x 8 episodes in {elapsed:.1f} s; {len(calls)} tool calls; log "
+        f"{dict((k, round(v, 3)) for k, v in log.items() if isinstance(v, float))}"
+    )
 
 
 def _rank_rollout(rank: int, world: int, port: int, model_path: str, out_dir: str) -> None:
     """One process of a 2-process CPU (gloo) group: rank 0 plays 1-turn tasks, rank 1 2-turn tasks."""
     import os
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world))
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        RANK=str(rank),
+        WORLD_SIZE=str(world),
+        LOCAL_RANK=str(rank),
+        LOCAL_WORLD_SIZE=str(world),
+    )
     from accelerate import Accelerator
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -328,11 +417,27 @@ def _rank_rollout(rank: int, world: int, port: int, model_path: str, out_dir: st
         return sampler(prompts, images)
 
     task = make_task(f"r{rank}", turns=rank + 1)
-    pool = EnvPool([VisualToolBenchEnv(tasks=[task], tools=ToolRegistry([Calculator()]), reward=exact_reward(), config=_config()) for _ in range(2)])
-    episodes = run_episodes(pool, [task.id] * 2, generate, ChatRenderer(tokenizer), round_sync=vtb_trl.accelerator_round_sync(accelerator))
+    pool = EnvPool(
+        [
+            VisualToolBenchEnv(
+                tasks=[task], tools=ToolRegistry([Calculator()]), reward=exact_reward(), config=_config()
+            )
+            for _ in range(2)
+        ]
+    )
+    episodes = run_episodes(
+        pool, [task.id] * 2, generate, ChatRenderer(tokenizer), round_sync=vtb_trl.accelerator_round_sync(accelerator)
+    )
     pool.close()
-    Path(out_dir, f"{rank}.json").write_text(json.dumps({"widths": widths, "calls": [len(e.record.tool_calls) for e in episodes],
-        "steps": [e.policy_steps for e in episodes]}))
+    Path(out_dir, f"{rank}.json").write_text(
+        json.dumps(
+            {
+                "widths": widths,
+                "calls": [len(e.record.tool_calls) for e in episodes],
+                "steps": [e.policy_steps for e in episodes],
+            }
+        )
+    )
     accelerator.wait_for_everyone()
 
 
@@ -345,7 +450,9 @@ def test_round_sync_across_two_real_processes(tmp_path):
 
     from tests.support.tiny_models import build_scripted_model
 
-    model = build_scripted_model(tmp_path / "m", "llama", tool_call={"name": "calculator", "arguments": {"expression": "6*7"}})
+    model = build_scripted_model(
+        tmp_path / "m", "llama", tool_call={"name": "calculator", "arguments": {"expression": "6*7"}}
+    )
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

@@ -41,7 +41,10 @@ def test_prompt_is_the_papers_template_and_temperature_zero():
     assert request["temperature"] == 0.0 and request["model"] == "judge-model"
     prompt = request["messages"][0]["content"]
     assert prompt.startswith("You are an expert evaluator tasked with judging whether a model's answer meets")
-    assert "**Question:** Q?\n**Golden Answer:** gold\n**Rubric Criterion:** The model reports $16\n**Model Answer:** ans" in prompt
+    assert (
+        "**Question:** Q?\n**Golden Answer:** gold\n**Rubric Criterion:** The model reports $16\n**Model Answer:** ans"
+        in prompt
+    )
     assert prompt.endswith('"judge_result": "Met" or "Not Met"\n}\n```')
     assert RUBRIC_JUDGE_TEMPLATE.count("{question}") == 1
 
@@ -62,7 +65,9 @@ def test_task_judging_end_to_end_scores_from_server_verdicts():
     assert result.score == pytest.approx(8 / 10) and result.passed
 
 
-@pytest.mark.parametrize("reply", ["I think it is fine.", '{"judge_result": "Maybe"}', "", '"judge_result": "Met" or "Not Met"'])
+@pytest.mark.parametrize(
+    "reply", ["I think it is fine.", '{"judge_result": "Maybe"}', "", '"judge_result": "Met" or "Not Met"']
+)
 def test_garbage_replies_are_judge_errors_not_not_met(reply):
     with ChatServer(lambda request: {"content": reply}) as server:
         verdict = Judge(backend(server)).judge(items(1))[0]

@@ -30,22 +30,75 @@ def test_label_modes_then_eval_and_report_use_the_labels(tmp_path, capsys):
     relabel(data, {"menu-0": None, "menu-1": None, "menu-2": "tool_required"})
     labels_file = tmp_path / "labels.json"
 
-    assert main(["label-modes", "--data", str(data), "--out", str(tmp_path / "text_only"), "--labels", str(labels_file), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "label-modes",
+                "--data",
+                str(data),
+                "--out",
+                str(tmp_path / "text_only"),
+                "--labels",
+                str(labels_file),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert "mode labels for ocr-baseline: 1 tool_required, 2 tool_redundant, 0 unlabelled" in capsys.readouterr().out
     stored = ModeLabelStore(labels_file).labels("ocr-baseline")
     assert stored == {"menu-0": "tool_redundant", "menu-1": "tool_required", "menu-2": "tool_redundant"}
     text_only = latest_records(tmp_path / "text_only" / "records.jsonl")
     assert all(not r["episode"]["turns"][0]["steps"][0]["tool_calls"] for r in text_only.values())  # no tools offered
 
-    assert main(["eval", "--data", str(data), "--out", str(tmp_path / "tools"), "--mode-labels", str(labels_file), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--data",
+                str(data),
+                "--out",
+                str(tmp_path / "tools"),
+                "--mode-labels",
+                str(labels_file),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     records = {r["task_id"]: r for r in latest_records(tmp_path / "tools" / "records.jsonl").values()}
-    assert {tid: r["mode_label"] for tid, r in records.items()} == {"menu-0": "tool_redundant", "menu-1": "tool_required", "menu-2": "tool_redundant"}
-    assert {tid: r["tool_use"]["used_tools"] for tid, r in records.items()} == {"menu-0": False, "menu-1": True, "menu-2": False}
+    assert {tid: r["mode_label"] for tid, r in records.items()} == {
+        "menu-0": "tool_redundant",
+        "menu-1": "tool_required",
+        "menu-2": "tool_redundant",
+    }
+    assert {tid: r["tool_use"]["used_tools"] for tid, r in records.items()} == {
+        "menu-0": False,
+        "menu-1": True,
+        "menu-2": False,
+    }
     # The env's mode reward used the same labels: menu-0 TN, menu-1 TP, menu-2 TN (the model's label, not its built-in one).
-    assert {tid: r["reward_components"]["mode"] for tid, r in records.items()} == {"menu-0": 1.0, "menu-1": 1.0, "menu-2": 1.0}
+    assert {tid: r["reward_components"]["mode"] for tid, r in records.items()} == {
+        "menu-0": 1.0,
+        "menu-1": 1.0,
+        "menu-2": 1.0,
+    }
     capsys.readouterr()
 
-    assert main(["report", str(tmp_path / "tools"), "--mode-labels", str(labels_file), "--out", str(tmp_path / "report"), "--all-tables"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                str(tmp_path / "tools"),
+                "--mode-labels",
+                str(labels_file),
+                "--out",
+                str(tmp_path / "report"),
+                "--all-tables",
+            ]
+        )
+        == 0
+    )
     summary = json.loads((tmp_path / "report" / "summary.json").read_text())["runs"][0]["mode_selection"]
     assert (summary["TP"], summary["FN"], summary["TN"], summary["FP"]) == (1, 0, 2, 0)
     assert abs(summary["mcc"] - 1.0) < 1e-6 and summary["label_sources"] == {"report labels": 3}
@@ -56,4 +109,17 @@ def test_label_modes_then_eval_and_report_use_the_labels(tmp_path, capsys):
     own = json.loads((tmp_path / "report-own" / "summary.json").read_text())["runs"][0]["mode_selection"]
     assert own["label_sources"] == {"eval labels": 3}  # the labels the eval run stored still come first
 
-    assert main(["eval", "--data", str(data), "--out", str(tmp_path / "missing"), "--mode-labels", str(tmp_path / "nope.json")]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "--data",
+                str(data),
+                "--out",
+                str(tmp_path / "missing"),
+                "--mode-labels",
+                str(tmp_path / "nope.json"),
+            ]
+        )
+        == 2
+    )

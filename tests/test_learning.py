@@ -39,7 +39,9 @@ def test_policy_loads_with_auto_classes_and_starts_uniform(tmp_path):
     assert processor.tokenizer.decode([actions["answer"]], skip_special_tokens=True) == ANSWER_TEXT
     assert set(model.generation_config.suppress_tokens) == set(range(len(processor.tokenizer))) - set(actions.values())
     parsed = parse_action(CALL_TEXT)
-    assert [(call.name, call.error, call.repaired) for call in parsed.calls] == [("python_image_processing", None, False)]
+    assert [(call.name, call.error, call.repaired) for call in parsed.calls] == [
+        ("python_image_processing", None, False)
+    ]
     assert parse_action(ANSWER_TEXT).calls == []
     head = model.get_output_embeddings().weight
     assert torch.equal(head[actions["call"]], head[actions["answer"]])  # uniform start; other rows random
@@ -52,15 +54,27 @@ def test_grpo_teaches_mode_selection_on_held_out_twins(tmp_path):
     # The v1 twins: 12 steps are enough there. On the default v2 twins (issue 17: no pixel-level
     # label) this tiny policy needs far longer; docs/training.md gives the measured v2 figures.
     script = _script()
-    args = script.parse_args([
-        "--tasks", "synth-v1:64:0", "--eval-tasks", "synth-v1:32:1", "--max-steps", "12", "--eval-modes", "sampled",
-        "--policy-dir", str(tmp_path / "policy"),
-    ])
+    args = script.parse_args(
+        [
+            "--tasks",
+            "synth-v1:64:0",
+            "--eval-tasks",
+            "synth-v1:32:1",
+            "--max-steps",
+            "12",
+            "--eval-modes",
+            "sampled",
+            "--policy-dir",
+            str(tmp_path / "policy"),
+        ]
+    )
     result = script.run(args)
     script.print_curve(result["curve"])
     before, after = result["before"]["sampled"], result["after"]["sampled"]
-    print(f"\nheld-out MCC {before['mcc']:+.3f} -> {after['mcc']:+.3f}, mode reward {before['mode_reward']:.3f} -> "
-          f"{after['mode_reward']:.3f}, reward {before['reward']:.4f} -> {after['reward']:.4f} in {result['total_seconds']:.0f} s")
+    print(
+        f"\nheld-out MCC {before['mcc']:+.3f} -> {after['mcc']:+.3f}, mode reward {before['mode_reward']:.3f} -> "
+        f"{after['mode_reward']:.3f}, reward {before['reward']:.4f} -> {after['reward']:.4f} in {result['total_seconds']:.0f} s"
+    )
     assert len(result["curve"]) == 12
     assert before["mcc"] <= 0.4, before  # a fair coin on every input (32 tasks: MCC noise ~0.2)
     assert after["mcc"] >= 0.6 and after["mcc"] - before["mcc"] >= 0.3, (before, after)

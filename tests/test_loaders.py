@@ -50,7 +50,12 @@ def test_current_schema_maps_every_field(parquet_path):
     assert (report.kind, report.schema, report.loaded) == ("parquet", "current", 4)
 
     single = tasks[IDS[0]]
-    assert (single.turncase, single.prompt_category, single.domain, single.eval_focus) == ("single-turn", "chemistry", "STEM", "region_switch_qa")
+    assert (single.turncase, single.prompt_category, single.domain, single.eval_focus) == (
+        "single-turn",
+        "chemistry",
+        "STEM",
+        "region_switch_qa",
+    )
     turn = single.turns[0]
     assert [image.name for image in turn.images] == ["image_1.png", "image_2.png"]  # a multi-image turn
     assert [image.open().size for image in turn.images] == [(32, 24), (40, 30)]
@@ -65,7 +70,11 @@ def test_current_schema_maps_every_field(parquet_path):
 
     multi = tasks[IDS[1]]
     assert (multi.turncase, multi.domain, multi.eval_focus) == ("multi-turn", "Medical", "follow_up_test")
-    assert [[image.name for image in t.images] for t in multi.turns] == [["image_1.png"], [], ["image_2.png", "image_3.png"]]
+    assert [[image.name for image in t.images] for t in multi.turns] == [
+        ["image_1.png"],
+        [],
+        ["image_2.png", "image_3.png"],
+    ]
     assert [t.golden_answer for t in multi.turns] == ["12 mg", "36 mg", "higher"]
     assert [r.id for t in multi.turns for r in t.rubrics] == ["a0-final", "b0-final", "c0"]
 
@@ -131,7 +140,9 @@ def test_directory_and_glob_of_shards(tmp_path):
     write_current(shards / "test-00000-of-00002.parquet", rows[:2])
     write_current(shards / "test-00001-of-00002.parquet", rows[2:])
     (tmp_path / ".cache").mkdir()
-    write_current(tmp_path / ".cache" / "stale.parquet", [make_row("stale", [{"prompt": "p", "rubrics": {"r": rubric("x", 5)}}])])
+    write_current(
+        tmp_path / ".cache" / "stale.parquet", [make_row("stale", [{"prompt": "p", "rubrics": {"r": rubric("x", 5)}}])]
+    )
     assert [t.id for t in load_tasks(tmp_path)] == IDS
     assert [t.id for t in load_tasks(str(shards / "test-*.parquet"))] == IDS
 
@@ -177,7 +188,9 @@ def test_toolkit_directory(tmp_path):
     for task in tasks:
         assert all(image.path and image.data is None for image in task.images)  # read from disk on demand
         assert [i.read_bytes() for i in task.images] == [i.read_bytes() for i in current[task.id].images]
-        assert [[i.name for i in t.images] for t in task.turns] == [[i.name for i in t.images] for t in current[task.id].turns]
+        assert [[i.name for i in t.images] for t in task.turns] == [
+            [i.name for i in t.images] for t in current[task.id].turns
+        ]
     assert [t.id for t in load_tasks(root / "data" / "multi_turn")] == [IDS[1], IDS[3]]
     (root / "data/multi_turn/images/sample_0/turn_2_image_1.png").unlink()
     report = LoadReport()
@@ -196,7 +209,10 @@ def test_project_format_round_trip(tmp_path, parquet_path):
         assert [t.to_dict() for t in again] == [t.to_dict() for t in original]
         assert [i.read_bytes() for t in again for i in t.images] == [i.read_bytes() for t in original for i in t.images]
     line = json.loads(jsonl.read_text().splitlines()[1])
-    assert line["turns"][1]["images"] == [] and line["turns"][2]["images"] == [f"{IDS[1]}/image_2.png", f"{IDS[1]}/image_3.png"]
+    assert line["turns"][1]["images"] == [] and line["turns"][2]["images"] == [
+        f"{IDS[1]}/image_2.png",
+        f"{IDS[1]}/image_3.png",
+    ]
 
 
 def test_project_format_stores_png_and_reports_bad_lines(tmp_path):
@@ -209,7 +225,9 @@ def test_project_format_stores_png_and_reports_bad_lines(tmp_path):
     assert stored.startswith(b"\x89PNG") and Image.open(io.BytesIO(stored)).size == (16, 16)
     with jsonl.open("a") as handle:
         handle.write("{broken\n")
-        handle.write(json.dumps({**task.to_dict(image_names=lambda i: "jpeg-task/missing.png"), "id": "lost-image"}) + "\n")
+        handle.write(
+            json.dumps({**task.to_dict(image_names=lambda i: "jpeg-task/missing.png"), "id": "lost-image"}) + "\n"
+        )
     report = LoadReport()
     assert [t.id for t in load_tasks(jsonl, report=report)] == ["jpeg-task"]
     assert [label for label, _ in report.skipped] == ["tasks.jsonl:2", "lost-image"]
@@ -235,7 +253,9 @@ class RowsOnly:
     def __iter__(self):
         for row in self.rows:
             decoded = {k: v for k, v in row.items()}
-            decoded["images_by_turn"] = [[Image.open(io.BytesIO(i["bytes"])) for i in turn] for turn in row["images_by_turn"]]
+            decoded["images_by_turn"] = [
+                [Image.open(io.BytesIO(i["bytes"])) for i in turn] for turn in row["images_by_turn"]
+            ]
             yield decoded
 
 
@@ -253,11 +273,15 @@ def test_real_datasets_object(tmp_path, parquet_path):
     report = LoadReport()
     tasks = load_tasks(dataset, report=report)
     assert [t.id for t in tasks] == IDS and len(report.skipped) == 4
-    assert [i.read_bytes() for t in tasks for i in t.images] == [i.read_bytes() for t in load_tasks(parquet_path) for i in t.images]
+    assert [i.read_bytes() for t in tasks for i in t.images] == [
+        i.read_bytes() for t in load_tasks(parquet_path) for i in t.images
+    ]
 
 
 def test_vtb_info_reads_parquet(parquet_path):
-    result = subprocess.run([sys.executable, "-m", "vtb_app.cli", "info", str(parquet_path)], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "vtb_app.cli", "info", str(parquet_path)], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert "4 tasks" in result.stdout and "multi-turn=2" in result.stdout
 
@@ -332,9 +356,20 @@ def test_hostile_project_lines_are_bad_rows(tmp_path):
     lines = jsonl.read_bytes().splitlines()
     turns_dict = json.loads(lines[2])
     turns_dict["turns"] = {"0": turns_dict["turns"][0]}
-    jsonl.write_bytes(b"\n".join([
-        lines[0], b'{"id": "bad-\xff-bytes", "turns": []}', json.dumps(turns_dict).encode(), b"[" * 100_000, b"[1, 2]", lines[1], lines[0],
-    ]) + b"\n")
+    jsonl.write_bytes(
+        b"\n".join(
+            [
+                lines[0],
+                b'{"id": "bad-\xff-bytes", "turns": []}',
+                json.dumps(turns_dict).encode(),
+                b"[" * 100_000,
+                b"[1, 2]",
+                lines[1],
+                lines[0],
+            ]
+        )
+        + b"\n"
+    )
     report = LoadReport()
     assert [t.id for t in load_tasks(jsonl.parent, report=report)] == IDS[:2]
     reasons = dict(report.skipped)

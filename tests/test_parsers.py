@@ -30,21 +30,41 @@ def _names_args(action):
 @pytest.mark.parametrize(
     ("text", "parser"),
     [
-        ('<tool_call>{"name": "calculator", "arguments": {"expression": "2+2"}}</tool_call>\n'
-         '<tool_call>{"name": "web_search", "arguments": {"query": "Rio 2016 badminton", "num_results": 3}}</tool_call>', "hermes"),
-        ('<|python_tag|>{"name": "calculator", "parameters": {"expression": "2+2"}}; '
-         '{"name": "web_search", "parameters": {"query": "Rio 2016 badminton", "num_results": 3}}', "llama3_json"),
-        ('{"name": "calculator", "parameters": {"expression": "2+2"}}\n'
-         '{"name": "web_search", "parameters": {"query": "Rio 2016 badminton", "num_results": 3}}<|eom_id|>', "llama3_json"),
-        ('[{"name": "calculator", "arguments": {"expression": "2+2"}}, '
-         '{"name": "web_search", "arguments": {"query": "Rio 2016 badminton", "num_results": 3}}]', "llama3_json"),
+        (
+            '<tool_call>{"name": "calculator", "arguments": {"expression": "2+2"}}</tool_call>\n'
+            '<tool_call>{"name": "web_search", "arguments": {"query": "Rio 2016 badminton", "num_results": 3}}</tool_call>',
+            "hermes",
+        ),
+        (
+            '<|python_tag|>{"name": "calculator", "parameters": {"expression": "2+2"}}; '
+            '{"name": "web_search", "parameters": {"query": "Rio 2016 badminton", "num_results": 3}}',
+            "llama3_json",
+        ),
+        (
+            '{"name": "calculator", "parameters": {"expression": "2+2"}}\n'
+            '{"name": "web_search", "parameters": {"query": "Rio 2016 badminton", "num_results": 3}}<|eom_id|>',
+            "llama3_json",
+        ),
+        (
+            '[{"name": "calculator", "arguments": {"expression": "2+2"}}, '
+            '{"name": "web_search", "arguments": {"query": "Rio 2016 badminton", "num_results": 3}}]',
+            "llama3_json",
+        ),
         ('[calculator(expression="2+2"), web_search(query="Rio 2016 badminton", num_results=3)]', "pythonic"),
-        ('<|python_start|>[calculator(expression="2+2"), web_search(query="Rio 2016 badminton", num_results=3)]<|python_end|>', "pythonic"),
-        ('<function=calculator>{"expression": "2+2"}</function><function=web_search>{"query": "Rio 2016 badminton", "num_results": 3}</function>',
-            "function_tag"),
-        ('<tool_call>\n<function=calculator>\n<parameter=expression>\n2+2\n</parameter>\n</function>\n</tool_call>\n'
-         '<tool_call>\n<function=web_search>\n<parameter=query>\nRio 2016 badminton\n</parameter>\n'
-         '<parameter=num_results>\n3\n</parameter>\n</function>\n</tool_call>', "function_tag"),
+        (
+            '<|python_start|>[calculator(expression="2+2"), web_search(query="Rio 2016 badminton", num_results=3)]<|python_end|>',
+            "pythonic",
+        ),
+        (
+            '<function=calculator>{"expression": "2+2"}</function><function=web_search>{"query": "Rio 2016 badminton", "num_results": 3}</function>',
+            "function_tag",
+        ),
+        (
+            "<tool_call>\n<function=calculator>\n<parameter=expression>\n2+2\n</parameter>\n</function>\n</tool_call>\n"
+            "<tool_call>\n<function=web_search>\n<parameter=query>\nRio 2016 badminton\n</parameter>\n"
+            "<parameter=num_results>\n3\n</parameter>\n</function>\n</tool_call>",
+            "function_tag",
+        ),
     ],
 )
 def test_each_text_format_reads_two_calls_in_order(text, parser):
@@ -73,7 +93,12 @@ def test_openai_message_dict_with_string_and_dict_arguments():
 
 
 def test_openai_message_without_calls_falls_back_to_text_formats():
-    action = parse_action({"role": "assistant", "content": '<tool_call>{"name": "calculator", "arguments": {"expression": "2+2"}}</tool_call>'})
+    action = parse_action(
+        {
+            "role": "assistant",
+            "content": '<tool_call>{"name": "calculator", "arguments": {"expression": "2+2"}}</tool_call>',
+        }
+    )
     assert action.parser == "hermes" and _names_args(action) == [("calculator", CALC)]
     plain = parse_action({"role": "assistant", "content": "<think>so</think>It is 4."})
     assert plain.calls == [] and plain.content == "It is 4." and plain.reasoning == "so"
@@ -98,13 +123,25 @@ def test_openai_message_without_calls_falls_back_to_text_formats():
         ("<function=calculator>{oops</function>", "not valid JSON"),
         ({"role": "assistant", "tool_calls": [{"id": "x", "type": "function"}]}, "needs a 'function' object"),
         ({"role": "assistant", "tool_calls": [{"id": "x", "function": {"arguments": "{}"}}]}, "no function name"),
-        ({"role": "assistant", "tool_calls": [{"id": "x", "function": {"name": "calculator", "arguments": "{broken"}}]}, "not valid JSON"),
+        (
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "x", "function": {"name": "calculator", "arguments": "{broken"}}],
+            },
+            "not valid JSON",
+        ),
         (12345, "must be a string or an assistant message dict"),
         ({"foo": "bar"}, "an assistant message needs 'content' and/or 'tool_calls'; got the keys ['foo']"),
         ({"role": "user", "content": "hi"}, "must be an assistant message, got role 'user'"),
         ({"role": "assistant", "content": 7}, "'content' must be a string, a list of content parts or null, got int"),
-        ({"role": "assistant", "content": [{"type": "text", "text": 3}]}, "content part 0 is a text part whose 'text' must be a string, got int"),
-        ({"role": "assistant", "content": [{"type": "text", "text": "a"}, "b"]}, "content part 1 must be an object, got str"),
+        (
+            {"role": "assistant", "content": [{"type": "text", "text": 3}]},
+            "content part 0 is a text part whose 'text' must be a string, got int",
+        ),
+        (
+            {"role": "assistant", "content": [{"type": "text", "text": "a"}, "b"]},
+            "content part 1 must be an object, got str",
+        ),
     ],
 )
 def test_malformed_calls_are_returned_with_a_precise_error(action, expected_error):
@@ -115,18 +152,26 @@ def test_malformed_calls_are_returned_with_a_precise_error(action, expected_erro
 
 def test_near_miss_json_is_repaired_and_flagged():
     trailing = parse_action('<tool_call>{"name": "calculator", "arguments": {"expression": "2+2",}}</tool_call>')
-    unclosed = parse_action('<tool_call>{"name": "calculator", "arguments": {"expression": "2+2"}')  # generation cut off
+    unclosed = parse_action(
+        '<tool_call>{"name": "calculator", "arguments": {"expression": "2+2"}'
+    )  # generation cut off
     single_quotes = parse_action("<tool_call>{'name': 'calculator', 'arguments': {'expression': '2+2'}}</tool_call>")
     for parsed in (trailing, unclosed, single_quotes):
         assert _names_args(parsed) == [("calculator", CALC)]
         assert parsed.calls[0].repaired and parsed.calls[0].error is None
-    assert not parse_action('<tool_call>{"name": "calculator", "arguments": {"expression": "2+2"}}</tool_call>').calls[0].repaired
+    assert (
+        not parse_action('<tool_call>{"name": "calculator", "arguments": {"expression": "2+2"}}</tool_call>')
+        .calls[0]
+        .repaired
+    )
 
 
 def test_pythonic_segments_are_exact_across_lines_and_non_ascii_text():
     text = '[web_search(query="Zürich café ☕"),\n  calculator(expression=x + 1),\n\tnot_a_call]'
     parsed = parse_action(text)
-    assert parsed.calls[0].raw == 'web_search(query="Zürich café ☕")' and parsed.calls[0].arguments == {"query": "Zürich café ☕"}
+    assert parsed.calls[0].raw == 'web_search(query="Zürich café ☕")' and parsed.calls[0].arguments == {
+        "query": "Zürich café ☕"
+    }
     assert parsed.calls[1].error == "calculator: argument expression=x + 1 is not a literal value"
     assert parsed.calls[2].error == "not a function call: not_a_call"
 
@@ -136,11 +181,18 @@ def test_calls_beyond_the_per_action_bound_become_one_error(fmt):
     n = MAX_CALLS_PER_ACTION + 7
     action = {
         "pythonic": "[" + ", ".join(f'calculator(expression="{i}")' for i in range(n)) + "]",
-        "hermes": "".join(f'<tool_call>{{"name": "calculator", "arguments": {{"expression": "{i}"}}}}</tool_call>' for i in range(n)),
-        "openai": {"role": "assistant", "tool_calls": [{"function": {"name": "calculator", "arguments": {"expression": str(i)}}} for i in range(n)]},
+        "hermes": "".join(
+            f'<tool_call>{{"name": "calculator", "arguments": {{"expression": "{i}"}}}}</tool_call>' for i in range(n)
+        ),
+        "openai": {
+            "role": "assistant",
+            "tool_calls": [{"function": {"name": "calculator", "arguments": {"expression": str(i)}}} for i in range(n)],
+        },
     }[fmt]
     calls = parse_action(action).calls
-    assert len(calls) == MAX_CALLS_PER_ACTION + 1 and calls[-2].arguments == {"expression": str(MAX_CALLS_PER_ACTION - 1)}
+    assert len(calls) == MAX_CALLS_PER_ACTION + 1 and calls[-2].arguments == {
+        "expression": str(MAX_CALLS_PER_ACTION - 1)
+    }
     assert calls[-1].error == f"7 more tool calls were not read: at most {MAX_CALLS_PER_ACTION} calls per action"
 
 
@@ -158,7 +210,10 @@ def test_huge_unclosed_json_is_not_repaired_and_fails_fast():
     parsed = parse_action('<tool_call>{"name":"calculator","arguments":{"expression":"' + "x" * 1_000_000)
     elapsed = time.perf_counter() - start
     assert elapsed < 2.0, f"{elapsed:.1f} s: repairing a 1 MB payload (was 20 s)"
-    assert f"invalid JSON of 1,000,048 characters; repair is attempted only up to {MAX_REPAIR_CHARS:,}" in parsed.calls[0].error
+    assert (
+        f"invalid JSON of 1,000,048 characters; repair is attempted only up to {MAX_REPAIR_CHARS:,}"
+        in parsed.calls[0].error
+    )
 
 
 def test_pythonic_parser_never_evaluates_code(tmp_path):
@@ -245,7 +300,10 @@ def test_repair_budget_is_shared_by_the_action_and_deterministic():
     assert REPAIR_BUDGET_READS > 10 * len('{"a": 1,}')
 
 
-@pytest.mark.parametrize("text", ['{"a": 1,}', "{'a': 'b'}", '{"a": [1, 2', '{"code": "print("hi")"}', '{"a": True, "b": None}', '[{"name": "x"}'])
+@pytest.mark.parametrize(
+    "text",
+    ['{"a": 1,}', "{'a': 'b'}", '{"a": [1, 2', '{"code": "print("hi")"}', '{"a": True, "b": None}', '[{"name": "x"}'],
+)
 def test_budgeted_repair_matches_json_repair(text):
     assert load_json_lenient(text) == (json_repair.loads(text), True)
 
@@ -259,19 +317,24 @@ def test_calls_past_the_bound_are_counted_not_parsed():
     parsed = parse_action(valid + QUOTE_BLOCK * 40)  # parsing 40 quote blocks would spend seconds
     assert len(parsed.calls) == MAX_CALLS_PER_ACTION + 1 and all(c.error is None for c in parsed.calls[:-1])
     assert parsed.calls[-1].error.startswith("40 more tool calls were not read")
-    tags = parse_action("<function=calculator>{\"expression\": \"1\"}</function>" * (MAX_CALLS_PER_ACTION + 3))
+    tags = parse_action('<function=calculator>{"expression": "1"}</function>' * (MAX_CALLS_PER_ACTION + 3))
     assert tags.calls[-1].error.startswith("3 more tool calls were not read")
-    stream = parse_action('{"name": "calculator", "parameters": {"expression": "1"}}; ' * (MAX_CALLS_PER_ACTION + 2) + '{"bad')
+    stream = parse_action(
+        '{"name": "calculator", "parameters": {"expression": "1"}}; ' * (MAX_CALLS_PER_ACTION + 2) + '{"bad'
+    )
     assert stream.calls[-1].error.startswith("3 more tool calls were not read")
 
 
-@pytest.mark.parametrize("action", [
-    "<tool_call>" + '{"a":' * 50_000 + "</tool_call>",
-    "<tool_call>" + "[" * 50_000 + "</tool_call>",
-    '{"name": "f", "parameters": ' + "[" * 50_000,
-    "[f(a=" + "1+" * 50_000 + "1)]",
-    "<function=f>" + "[" * 50_000 + "</function>",
-])
+@pytest.mark.parametrize(
+    "action",
+    [
+        "<tool_call>" + '{"a":' * 50_000 + "</tool_call>",
+        "<tool_call>" + "[" * 50_000 + "</tool_call>",
+        '{"name": "f", "parameters": ' + "[" * 50_000,
+        "[f(a=" + "1+" * 50_000 + "1)]",
+        "<function=f>" + "[" * 50_000 + "</function>",
+    ],
+)
 def test_deep_nesting_is_a_parse_error(action):
     if action.startswith("<tool_call>"):  # a later call of the same action is still read
         action += hermes_call("calculator", expression="1")
@@ -283,7 +346,10 @@ def test_deep_nesting_is_a_parse_error(action):
 
 def test_integers_too_long_to_convert_do_not_raise():
     digits = "9" * 5000
-    for action in (f'<tool_call>{{"name": "f", "arguments": {{"n": {digits}}}}}</tool_call>', f'{{"name": "f", "parameters": {{"n": {digits}}}}}'):
+    for action in (
+        f'<tool_call>{{"name": "f", "arguments": {{"n": {digits}}}}}</tool_call>',
+        f'{{"name": "f", "parameters": {{"n": {digits}}}}}',
+    ):
         call = parse_action(action).calls[0]
         assert call.name == "f" and call.repaired  # read as text by the repair, never an exception
 
@@ -324,15 +390,35 @@ def test_linear_split_reasoning_matches_the_regex_version(text):
 
 
 @settings(max_examples=400, deadline=None)
-@given(_fragments("<function=", "f", "g", ">", " ", "</function>", "<parameter=", "p", "</parameter>", "1", '{"a": 2}', "<tool_call>", "</tool_call>"))
+@given(
+    _fragments(
+        "<function=",
+        "f",
+        "g",
+        ">",
+        " ",
+        "</function>",
+        "<parameter=",
+        "p",
+        "</parameter>",
+        "1",
+        '{"a": 2}',
+        "<tool_call>",
+        "</tool_call>",
+    )
+)
 def test_linear_function_tag_scan_matches_the_regex_version(text):
     from vtb_env.parsers.function_tag import FunctionTagParser, _tags
 
     expected = [(m.group(1), m.group(2)) for m in _OLD_FUNCTION.finditer(text)]
-    assert [(name, body) for _, name, body, _ in _tags(text, "<function=", ("</function>",), allow_empty_name=True)] == expected
+    assert [
+        (name, body) for _, name, body, _ in _tags(text, "<function=", ("</function>",), allow_empty_name=True)
+    ] == expected
     for _, body in expected:
         want = [(m.group(1), m.group(2)) for m in _OLD_PARAMETER.finditer(body)]
-        assert [(name, value) for _, name, value, _ in _tags(body, "<parameter=", ("</parameter>", "<parameter="))] == want
+        assert [
+            (name, value) for _, name, value, _ in _tags(body, "<parameter=", ("</parameter>", "<parameter="))
+        ] == want
     content, _ = FunctionTagParser().parse(text)
     assert content == re.sub(r"</?tool_call>", "", _OLD_FUNCTION.sub("", text)).strip()
 

@@ -43,7 +43,9 @@ def cluster():
     temp = tempfile.mkdtemp(prefix="vtbray-", dir="/tmp")
     os.makedirs(os.path.join(temp, "ray"))
     os.environ["RAY_TMPDIR"] = temp  # Cluster writes its address file to $RAY_TMPDIR/ray, whatever temp_dir says
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "temp_dir": temp, "include_dashboard": False})
+    cluster = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 1, "temp_dir": temp, "include_dashboard": False}
+    )
     cluster.add_node(num_cpus=1, temp_dir=temp)
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
@@ -119,7 +121,10 @@ def test_ocr_baseline_gives_the_same_records_on_ray_and_threads(cluster, tmp_pat
     assert not (tmp_path / "ray" / "images" / ".ray-node-check").exists()
 
     key, record = sorted(on_ray.items())[0]
-    outage = {**record, "score": {**record["score"], "passed": not record["score"]["passed"], "complete": False, "n_judge_errors": 1}}
+    outage = {
+        **record,
+        "score": {**record["score"], "passed": not record["score"]["passed"], "complete": False, "n_judge_errors": 1},
+    }
     outage["verdicts"][0][0] = {**outage["verdicts"][0][0], "status": "judge_error"}
     with open(tmp_path / "ray" / "records.jsonl", "a") as log:
         log.write(json.dumps(outage) + "\n")
@@ -138,7 +143,11 @@ def test_an_http_agent_gets_the_same_seeds_and_records_on_ray_even_with_470_leve
     def deep_then_answer(request: dict) -> dict:
         if not any(m["role"] == "tool" for m in request["messages"]):
             arguments = '{"expression": ' + nested + "}"
-            return {"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "calculator", "arguments": arguments}}]}
+            return {
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "calculator", "arguments": arguments}}
+                ]
+            }
         return final_answers(request)
 
     with ChatServer(deep_then_answer) as server:
@@ -146,7 +155,10 @@ def test_an_http_agent_gets_the_same_seeds_and_records_on_ray_even_with_470_leve
         assert main(eval_args(tmp_path / "threads", *args)) == 0
         on_threads = len(server.requests)
         assert main(eval_args(tmp_path / "ray", *args, "--executor", "ray", "--ray-address", cluster.address)) == 0
-        seeds = [sorted({r["seed"] for r in requests}) for requests in (server.requests[:on_threads], server.requests[on_threads:])]
+        seeds = [
+            sorted({r["seed"] for r in requests})
+            for requests in (server.requests[:on_threads], server.requests[on_threads:])
+        ]
     threads, on_ray = latest(tmp_path / "threads"), latest(tmp_path / "ray")
     assert len(threads) == 4 and all(r["status"] == "ok" and r["tool_use"]["calls"] == 1 for r in threads.values())
     assert len(seeds[0]) == 4 and seeds[1] == seeds[0]
@@ -172,8 +184,11 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(cluster, tmp_path)
     with ChatServer(held_after_four) as server:
         spec = RunSpec(agent=f"openai:m@{server.base_url}", judge="exact", env_config=EnvConfig.preset("default"))
         outcome: dict = {}
-        runner = threading.Thread(target=lambda: outcome.update(result=evaluate_on_ray(
-            tasks, spec, tmp_path, samples=2, concurrency=4, progress=False)))
+        runner = threading.Thread(
+            target=lambda: outcome.update(
+                result=evaluate_on_ray(tasks, spec, tmp_path, samples=2, concurrency=4, progress=False)
+            )
+        )
         runner.start()
         deadline = time.monotonic() + 240
         while len(server.requests) < 8 and time.monotonic() < deadline:  # 4 answered + 2 slots x 2 workers held
@@ -187,7 +202,9 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(cluster, tmp_path)
         assert not runner.is_alive()
         requests = len(server.requests)
     grouped = records_by_key(tmp_path)
-    assert len(grouped) == 12 and all(len(records) == 1 and records[0]["status"] == "ok" for records in grouped.values())
+    assert len(grouped) == 12 and all(
+        len(records) == 1 and records[0]["status"] == "ok" for records in grouped.values()
+    )
     assert outcome["result"].succeeded == 12 and outcome["result"].failed == 0
     assert requests >= turns + 2, "the killed worker's two episodes in flight were not run again"
 
@@ -195,10 +212,28 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(cluster, tmp_path)
 def test_a_driver_killed_mid_run_resumes_without_loss_or_duplicates(cluster, tmp_path):
     out = tmp_path / "run"
     with ChatServer(final_answers, latency_s=0.3) as server:
-        args = eval_args(out, "--limit", "3", "--samples", "2", "--concurrency", "2", "--executor", "ray",
-                         "--ray-address", cluster.address, "--agent", f"openai:m@{server.base_url}")
-        driver = subprocess.Popen([sys.executable, "-m", "vtb_app.cli", *args], cwd=ROOT, env=os.environ.copy(),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        args = eval_args(
+            out,
+            "--limit",
+            "3",
+            "--samples",
+            "2",
+            "--concurrency",
+            "2",
+            "--executor",
+            "ray",
+            "--ray-address",
+            cluster.address,
+            "--agent",
+            f"openai:m@{server.base_url}",
+        )
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "vtb_app.cli", *args],
+            cwd=ROOT,
+            env=os.environ.copy(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             wait_for_records(out / "records.jsonl", 2)
         finally:
@@ -224,8 +259,12 @@ def make_pools(n: int) -> tuple[EnvPool, RayEnvPool]:
 
 
 def same_observation(local: dict, remote: dict) -> bool:
-    return (local["messages"] == remote["messages"] and local["image_names"] == remote["image_names"] and local["tools"] == remote["tools"]
-            and [image.tobytes() for image in local["images"]] == [image.tobytes() for image in remote["images"]])
+    return (
+        local["messages"] == remote["messages"]
+        and local["image_names"] == remote["image_names"]
+        and local["tools"] == remote["tools"]
+        and [image.tobytes() for image in local["images"]] == [image.tobytes() for image in remote["images"]]
+    )
 
 
 def without_timings(value):
@@ -242,8 +281,11 @@ def test_ray_env_pool_steps_like_env_pool_and_ships_each_image_once(cluster):
     try:
         for (lo, li), (ro, ri) in zip(local.reset(seed=3), remote.reset(seed=3), strict=True):
             assert li["task"]["id"] == ri["task"]["id"] and same_observation(lo, ro)
-        script = [[hermes("python_image_processing", code="save save")] * 4, [hermes("python_image_processing", code="save")] * 4,
-                  ["It is 10.", "nothing", None, "It is 10."]]
+        script = [
+            [hermes("python_image_processing", code="save save")] * 4,
+            [hermes("python_image_processing", code="save")] * 4,
+            ["It is 10.", "nothing", None, "It is 10."],
+        ]
         for actions in script:
             for lr, rr in zip(local.step(actions), remote.step(actions), strict=True):
                 assert (lr is None) == (rr is None)
@@ -283,9 +325,29 @@ def test_a_local_cluster_stays_off_home(tmp_path):
         env.pop(name, None)
     out = tmp_path / "run"
     with ChatServer(final_answers) as server:
-        done = subprocess.run([sys.executable, "-m", "vtb_app.cli", *eval_args(out, "--limit", "2", "--executor", "ray",
-                               "--ray-temp-dir", temp, "--agent", f"openai:m@{server.base_url}")],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "vtb_app.cli",
+                *eval_args(
+                    out,
+                    "--limit",
+                    "2",
+                    "--executor",
+                    "ray",
+                    "--ray-temp-dir",
+                    temp,
+                    "--agent",
+                    f"openai:m@{server.base_url}",
+                ),
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(records_by_key(out)) == 2
     assert list(home.iterdir()) == []

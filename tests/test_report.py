@@ -12,12 +12,22 @@ from PIL import Image
 from tests.support.chat_server import ChatServer
 from tests.support.menu_tasks import ROOT, write_menu_tasks
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def vtb(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "vtb_app.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "vtb_app.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +42,27 @@ def report(tmp_path_factory) -> Path:
     with ChatServer(respond) as server:
         for name in ("tools", "no_tools"):
             ablation = "strong" if name == "tools" else "no_tools"
-            result = vtb("eval", "--data", str(data), "--agent", f"openai:m@{server.base_url}", "--ablation", ablation,
-                         "--out", str(root / name), "--no-progress")
+            result = vtb(
+                "eval",
+                "--data",
+                str(data),
+                "--agent",
+                f"openai:m@{server.base_url}",
+                "--ablation",
+                ablation,
+                "--out",
+                str(root / name),
+                "--no-progress",
+            )
             assert result.returncode == 0, result.stderr
-    result = vtb("report", f"with tools={root / 'tools'}", f"no tools={root / 'no_tools'}", "--out", str(root / "report"), "--all-tables")
+    result = vtb(
+        "report",
+        f"with tools={root / 'tools'}",
+        f"no tools={root / 'no_tools'}",
+        "--out",
+        str(root / "report"),
+        "--all-tables",
+    )
     assert result.returncode == 0, result.stderr
     assert "APR by turn case and domain (table 3)" in result.stdout and "HTML report:" in result.stdout
     return root / "report"
@@ -74,13 +101,28 @@ def test_judge_and_report_stay_inside_their_run_directories(tmp_path):
 
     data = write_menu_tasks(tmp_path / "data", n=1)
     with ChatServer(lambda request: {"content": "The answer is 9."}) as server:
-        result = vtb("eval", "--data", str(data), "--agent", f"openai:m@{server.base_url}", "--out", str(tmp_path / "run"), "--no-progress")
+        result = vtb(
+            "eval",
+            "--data",
+            str(data),
+            "--agent",
+            f"openai:m@{server.base_url}",
+            "--out",
+            str(tmp_path / "run"),
+            "--no-progress",
+        )
     assert result.returncode == 0, result.stderr
     secret = tmp_path / "secret.png"
     Image.new("RGB", (40, 40), (250, 10, 10)).save(secret)
     os.symlink(secret, tmp_path / "run" / "images" / "link.png")
-    crafted = {"a.png": str(secret), "b.png": "../secret.png", "c.png": "images/../../secret.png", "d.png": "images/link.png",
-               "e.png": "images/../../../../etc/hostname", "f.png": ["images", "x"]}
+    crafted = {
+        "a.png": str(secret),
+        "b.png": "../secret.png",
+        "c.png": "images/../../secret.png",
+        "d.png": "images/link.png",
+        "e.png": "images/../../../../etc/hostname",
+        "f.png": ["images", "x"],
+    }
     path = tmp_path / "run" / "records.jsonl"
     record = json.loads(path.read_text().splitlines()[0])
     record["image_files"] = crafted
@@ -92,7 +134,11 @@ def test_judge_and_report_stay_inside_their_run_directories(tmp_path):
     assert result.returncode == 0, result.stderr
     rejudged = json.loads((tmp_path / "rejudged" / "records.jsonl").read_text().splitlines()[-1])
     assert rejudged["image_files"] == {}  # nothing crafted was followed or copied
-    assert not any(p.is_symlink() or p.read_bytes() == secret.read_bytes() for p in (tmp_path / "rejudged").rglob("*") if p.is_file() or p.is_symlink())
+    assert not any(
+        p.is_symlink() or p.read_bytes() == secret.read_bytes()
+        for p in (tmp_path / "rejudged").rglob("*")
+        if p.is_file() or p.is_symlink()
+    )
     result = vtb("report", str(tmp_path / "run"), str(tmp_path / "rejudged"), "--out", str(tmp_path / "report-crafted"))
     assert result.returncode == 0, result.stderr
     html = (tmp_path / "report-crafted" / "report.html").read_text()

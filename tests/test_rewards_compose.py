@@ -16,12 +16,17 @@ RUBRICS = (
     Rubric(id="crust", description="adds $3", weight=3, check={"type": "text", "any_of": ["gluten-free"]}),
     Rubric(id="style", description="is concise", weight=2),  # no check: needs an LLM judge
 )
-TASK = Task(id="pizza", turns=(Turn(prompt="How much?", golden_answer="$16", rubrics=RUBRICS, key_steps=("crop the menu", "add 3")),),
-    mode_label="tool_required")
+TASK = Task(
+    id="pizza",
+    turns=(Turn(prompt="How much?", golden_answer="$16", rubrics=RUBRICS, key_steps=("crop the menu", "add 3")),),
+    mode_label="tool_required",
+)
 
 
 def record(answer, calls=(), parse_errors=()):
-    step = StepRecord(action_text=answer or "", tool_calls=list(calls), parse_errors=list(parse_errors), final_answer=answer)
+    step = StepRecord(
+        action_text=answer or "", tool_calls=list(calls), parse_errors=list(parse_errors), final_answer=answer
+    )
     return EpisodeRecord(task_id="pizza", turns=[TurnRecord(index=0, steps=[step], final_answer=answer)])
 
 
@@ -97,12 +102,23 @@ def test_group_advantages():
 def test_trl_reward_function_scores_text_and_conversational_completions():
     reward_func = make_trl_reward_func({"pizza": TASK}, EpisodeReward(RewardConfig(format=0.0)))
     conversation = [
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "calculator",
-            "arguments": '{"expression": "13+3"}'}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "calculator", "arguments": '{"expression": "13+3"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "16"},
         {"role": "assistant", "content": "<think>13+3</think>The gluten-free pizza costs $16."},
     ]
-    scores = reward_func(prompts=["p"] * 3, completions=["$17", "The gluten-free one is $16.", conversation], task_id=["pizza"] * 3)
+    scores = reward_func(
+        prompts=["p"] * 3, completions=["$17", "The gluten-free one is $16.", conversation], task_id=["pizza"] * 3
+    )
     assert len(scores) == 3 and scores[0] < scores[1] < scores[2]
     assert reward_func.last_components[2]["used_tools"] == 1.0 and reward_func.last_components[2]["mode"] == 1.0
     assert reward_func.last_components[1]["mode"] == 0.0  # tool-required task answered without tools

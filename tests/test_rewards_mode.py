@@ -97,7 +97,10 @@ def test_group_relative_mode_rewards():
 def test_label_store_persists_per_model(tmp_path):
     path = tmp_path / "labels" / "modes.json"
     store = ModeLabelStore(path)
-    assert store.record_text_only("model-a", {"t1": True, "t2": False}) == {"t1": "tool_redundant", "t2": "tool_required"}
+    assert store.record_text_only("model-a", {"t1": True, "t2": False}) == {
+        "t1": "tool_redundant",
+        "t2": "tool_required",
+    }
     store.record_text_only("model-b", [("t1", False)])
     reopened = ModeLabelStore(path)
     assert reopened.labels("model-a") == {"t1": "tool_redundant", "t2": "tool_required"}

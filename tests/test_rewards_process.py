@@ -43,15 +43,22 @@ def test_kcoverage_needs_key_steps():
 
 
 def test_key_steps_derived_from_reference_trajectories():
-    assert derive_key_steps([{"tool": "python_image_processing", "purpose": "crop the menu's price table"}, {"tool_name": "calculator",
-        "arguments": {"expression": "13+3"}}]) == (
+    assert derive_key_steps(
+        [
+            {"tool": "python_image_processing", "purpose": "crop the menu's price table"},
+            {"tool_name": "calculator", "arguments": {"expression": "13+3"}},
+        ]
+    ) == (
         "Use python_image_processing to crop the menu's price table",
         'Use calculator with {"expression": "13+3"}',
     )
-    assert derive_key_steps({"steps": [{"function": {"name": "web_search", "arguments": '{"query": "NSCP table 204-1"}'}}]}) == (
-        'Use web_search with {"query": "NSCP table 204-1"}',
+    assert derive_key_steps(
+        {"steps": [{"function": {"name": "web_search", "arguments": '{"query": "NSCP table 204-1"}'}}]}
+    ) == ('Use web_search with {"query": "NSCP table 204-1"}',)
+    assert derive_key_steps('[{"description": "zoom on the hand"}, "count the tiles"') == (
+        "zoom on the hand",
+        "count the tiles",
     )
-    assert derive_key_steps('[{"description": "zoom on the hand"}, "count the tiles"') == ("zoom on the hand", "count the tiles")
     assert derive_key_steps("crop the top left\n\nread the value\n") == ("crop the top left", "read the value")
     assert derive_key_steps(None) == () and derive_key_steps(42) == ()
     turn = Turn(prompt="p", tool_trajectory_raw='[{"tool": "calculator", "reasoning": "add"}]')
@@ -70,7 +77,10 @@ def episode(*turns):
 def test_tool_use_stats_follow_appendix_b4():
     records = [
         episode(TurnRecord(0, [StepRecord("a", tool_calls=[call("calculator"), call("web_search", ok=False)])])),
-        episode(TurnRecord(0, [StepRecord("b", tool_calls=[call("calculator")])]), TurnRecord(1, [StepRecord("c", tool_calls=[call("x")])])),
+        episode(
+            TurnRecord(0, [StepRecord("b", tool_calls=[call("calculator")])]),
+            TurnRecord(1, [StepRecord("c", tool_calls=[call("x")])]),
+        ),
         episode(TurnRecord(0, [StepRecord("no tools", final_answer="42")])),
         episode(TurnRecord(0, [StepRecord("no tools", final_answer="42")])),
     ]
@@ -84,7 +94,11 @@ def test_tool_use_stats_follow_appendix_b4():
 def step_judge(request):
     """Met when the criterion (key step / tool call) text occurs in the judged text."""
     prompt = request["messages"][0]["content"]
-    head, judged = prompt.split("**Model Reasoning:**") if "**Model Reasoning:**" in prompt else prompt.split("**Reasoning Step:**")
+    head, judged = (
+        prompt.split("**Model Reasoning:**")
+        if "**Model Reasoning:**" in prompt
+        else prompt.split("**Reasoning Step:**")
+    )
     criterion = head.split("**Key Step:**")[-1].split("**Tool Call:**")[-1].strip()
     judged = judged.split("### Output Format")[0]
     name = criterion.split("(")[0]
@@ -101,10 +115,21 @@ def test_judged_kcoverage_and_tool_effectiveness_against_a_real_server(tmp_path)
         ),
     )
     record = episode(
-        TurnRecord(0, [
-            StepRecord("crop the table", reasoning="I will call python_image_processing", tool_calls=[call("python_image_processing")]),
-            StepRecord("read 13 then add 4", tool_calls=[call("calculator"), call("web_search", ok=False)], final_answer="17"),
-        ]),
+        TurnRecord(
+            0,
+            [
+                StepRecord(
+                    "crop the table",
+                    reasoning="I will call python_image_processing",
+                    tool_calls=[call("python_image_processing")],
+                ),
+                StepRecord(
+                    "read 13 then add 4",
+                    tool_calls=[call("calculator"), call("web_search", ok=False)],
+                    final_answer="17",
+                ),
+            ],
+        ),
         TurnRecord(1, [StepRecord("compare only", final_answer="B")]),
     )
     with ChatServer(step_judge) as server:
@@ -121,7 +146,13 @@ def test_judged_kcoverage_and_tool_effectiveness_against_a_real_server(tmp_path)
 
 
 def test_error_type_pass_against_a_real_server():
-    replies = iter(['{"explanation": "misread", "error_type": "visual_perception"}', "```json\n{\"error_type\": \"Calculation\"}\n```", "no idea"])
+    replies = iter(
+        [
+            '{"explanation": "misread", "error_type": "visual_perception"}',
+            '```json\n{"error_type": "Calculation"}\n```',
+            "no idea",
+        ]
+    )
 
     with ChatServer(lambda request: {"content": next(replies)}) as server:
         backend = OpenAIChatBackend("j", server.base_url, max_concurrency=1, retries=0)

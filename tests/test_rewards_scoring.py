@@ -87,7 +87,11 @@ def test_multi_turn_pooled_and_per_turn():
 
 
 def test_aggregate_groups_counts_and_incomplete_tasks():
-    tasks = [two_turn_task("a", "maths"), two_turn_task("b", "physics"), two_turn_task("c", "medical", "temporal_visual_reasoning")]
+    tasks = [
+        two_turn_task("a", "maths"),
+        two_turn_task("b", "physics"),
+        two_turn_task("c", "medical", "temporal_visual_reasoning"),
+    ]
     all_met = [{"r1": MET, "r2": MET}, {"s1": MET, "s2": MET}]
     errored = [{"r1": MET, "r2": JUDGE_ERROR}, {"s1": MET, "s2": MET}]
     failed = [{"r1": NOT_MET, "r2": MET}, {"s1": MET, "s2": MET}]

@@ -74,9 +74,17 @@ def test_exception_traceback_shows_the_line(sandbox):
     alive(sandbox)
 
 
-@pytest.mark.parametrize("path", ["/etc/passwd", "/etc/shadow", "/proc/1/environ", "/root/.bashrc",
-                                  os.path.join(REPO, "vtb_env", "tasks.py"),
-                                  os.path.join(REPO, "vtb_env", "sandbox", "server.py")])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/etc/passwd",
+        "/etc/shadow",
+        "/proc/1/environ",
+        "/root/.bashrc",
+        os.path.join(REPO, "vtb_env", "tasks.py"),
+        os.path.join(REPO, "vtb_env", "sandbox", "server.py"),
+    ],
+)
 def test_cannot_read_host_files(sandbox, path):
     result = sandbox.run(f"print(open({path!r}, 'rb').read()[:20])")
     assert result.exit_code == 1 and result.stdout == ""
@@ -125,13 +133,16 @@ def test_no_tcp_even_to_loopback(sandbox, tcp_listener):
     alive(sandbox)
 
 
-@pytest.mark.parametrize("code", [
-    "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'x', ('8.8.8.8', 53))",
-    "import socket; socket.getaddrinfo('example.com', 80)",
-    "import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW)",
-    "import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)",
-    "import urllib.request; urllib.request.urlopen('http://example.com', timeout=1)",
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'x', ('8.8.8.8', 53))",
+        "import socket; socket.getaddrinfo('example.com', 80)",
+        "import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW)",
+        "import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)",
+        "import urllib.request; urllib.request.urlopen('http://example.com', timeout=1)",
+    ],
+)
 def test_no_udp_dns_or_raw_sockets(sandbox, code):
     assert sandbox.run(code).exit_code == 1
     alive(sandbox)
@@ -152,12 +163,15 @@ def test_no_unix_socket_to_host(sandbox, tmp_path):
     alive(sandbox)
 
 
-@pytest.mark.parametrize("code", [
-    "import subprocess; subprocess.run(['id'])",
-    "import os; assert os.system('touch /tmp/vtb-pwned') == 0",
-    "import os; os.execv('/bin/sh', ['sh', '-c', 'id'])",
-    "import os; os.posix_spawn('/bin/id', ['id'], {})",
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import subprocess; subprocess.run(['id'])",
+        "import os; assert os.system('touch /tmp/vtb-pwned') == 0",
+        "import os; os.execv('/bin/sh', ['sh', '-c', 'id'])",
+        "import os; os.posix_spawn('/bin/id', ['id'], {})",
+    ],
+)
 def test_no_program_execution(sandbox, code):
     result = sandbox.run(code)
     assert result.exit_code == 1 and "uid=" not in result.stdout
@@ -165,10 +179,16 @@ def test_no_program_execution(sandbox, code):
     alive(sandbox)
 
 
-@pytest.mark.parametrize("call", [
-    "libc.setuid(0)", "libc.mount(b'none', b'/mnt', b'tmpfs', 0, None)",
-    "libc.unshare(0x10000000)", "libc.ptrace(16, 1, 0, 0)", "libc.syscall(272, 0x10000000)",
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "libc.setuid(0)",
+        "libc.mount(b'none', b'/mnt', b'tmpfs', 0, None)",
+        "libc.unshare(0x10000000)",
+        "libc.ptrace(16, 1, 0, 0)",
+        "libc.syscall(272, 0x10000000)",
+    ],
+)
 def test_ctypes_privilege_tricks_fail(sandbox, call):
     code = f"import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); r = {call}; print(r, os.getuid())"
     result = sandbox.run(code)
@@ -188,14 +208,18 @@ def test_cannot_kill_the_server_or_init(sandbox, target):
 
 
 def test_fork_bomb_is_contained_and_reaped(sandbox):
-    result = sandbox.run("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass", timeout_s=1)
+    result = sandbox.run(
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass", timeout_s=1
+    )
     assert result.timed_out or result.exit_code != 0
     assert slot_processes(sandbox) == []
     alive(sandbox)
 
 
 def test_thread_bomb_is_contained(sandbox):
-    code = "import threading, time\nwhile True:\n    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()"
+    code = (
+        "import threading, time\nwhile True:\n    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()"
+    )
     result = sandbox.run(code)
     assert result.exit_code == 1 and ("can't start new thread" in result.stderr or "RuntimeError" in result.stderr)
     assert slot_processes(sandbox) == []
@@ -238,7 +262,9 @@ def forking():
 
 
 def test_fork_bomb_with_fork_allowed_is_contained_and_reaped(forking):
-    result = forking.run("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass", timeout_s=1)
+    result = forking.run(
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass", timeout_s=1
+    )
     assert result.timed_out or result.exit_code != 0
     assert slot_processes(forking) == []
     alive(forking)
@@ -267,9 +293,7 @@ def test_symlink_named_like_an_output_image_is_not_followed(sandbox):
 
 
 def test_disk_fill_is_bounded(sandbox):
-    code = (
-        "i = 0\nwhile True:\n    open(f'fill_{i}.bin', 'wb').write(b'x' * (4 * 2**20))\n    i += 1"
-    )
+    code = "i = 0\nwhile True:\n    open(f'fill_{i}.bin', 'wb').write(b'x' * (4 * 2**20))\n    i += 1"
     result = sandbox.run(code, collect_files=True)
     assert result.exit_code == 1 and ("No space left" in result.stderr or "File too large" in result.stderr)
     assert len(result.files) <= sandbox.limits.max_output_files
@@ -288,20 +312,28 @@ def test_outputs_come_back_and_inputs_do_not(sandbox):
 def degraded():
     """The profile of an unprivileged container: no namespaces, no uid switch; rlimits + landlock + seccomp
     (fork allowed, so the leftover sweep without a slot uid is exercised too)."""
-    with Sandbox(1, limits=Limits(timeout_s=2.0, memory_mb=1024, processes=32, allow_fork=True),
-                 disable=("netns", "tmpfs", "uid")) as sb:
+    with Sandbox(
+        1,
+        limits=Limits(timeout_s=2.0, memory_mb=1024, processes=32, allow_fork=True),
+        disable=("netns", "tmpfs", "uid"),
+    ) as sb:
         yield sb
 
 
-@pytest.mark.parametrize("code, check", [
-    ("print(open('/etc/passwd').read())", lambda r: r.exit_code == 1 and "PermissionError" in r.stderr),
-    ("import socket; socket.create_connection(('127.0.0.1', 22), timeout=1)", lambda r: r.exit_code == 1),
-    ("import os; print(os.system('id'))", lambda r: r.exit_code == 0 and r.stdout.strip() != "0"),
-    ("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
-     lambda r: r.timed_out or r.exit_code != 0),
-    ("import os, time\nif os.fork() == 0:\n    time.sleep(60)\nprint('done')", lambda r: r.leftover_processes >= 1),
-    ("x = bytearray(30 * 1024**3)", lambda r: "MemoryError" in r.stderr),
-])
+@pytest.mark.parametrize(
+    "code, check",
+    [
+        ("print(open('/etc/passwd').read())", lambda r: r.exit_code == 1 and "PermissionError" in r.stderr),
+        ("import socket; socket.create_connection(('127.0.0.1', 22), timeout=1)", lambda r: r.exit_code == 1),
+        ("import os; print(os.system('id'))", lambda r: r.exit_code == 0 and r.stdout.strip() != "0"),
+        (
+            "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+            lambda r: r.timed_out or r.exit_code != 0,
+        ),
+        ("import os, time\nif os.fork() == 0:\n    time.sleep(60)\nprint('done')", lambda r: r.leftover_processes >= 1),
+        ("x = bytearray(30 * 1024**3)", lambda r: "MemoryError" in r.stderr),
+    ],
+)
 def test_degraded_mode_still_contains(degraded, code, check):
     assert "uid" not in " ".join(degraded.layers) and "disabled by configuration" in degraded.notes[0]
     result = degraded.run(code, timeout_s=1)
@@ -312,8 +344,11 @@ def test_degraded_mode_still_contains(degraded, code, check):
 
 def test_large_files_cross_the_pipe_both_ways(sandbox):
     big = os.urandom(6 * 2**20)
-    result = sandbox.run("data = open('in.bin', 'rb').read()\nopen('out.bin', 'wb').write(data[::-1])",
-                         {"in.bin": big}, collect_files=True)
+    result = sandbox.run(
+        "data = open('in.bin', 'rb').read()\nopen('out.bin', 'wb').write(data[::-1])",
+        {"in.bin": big},
+        collect_files=True,
+    )
     assert result.exit_code == 0, result.stderr
     assert result.files == {"out.bin": big[::-1]}
 

@@ -55,8 +55,12 @@ def test_layers_are_reported_for_this_host(sandbox):
             assert layer in layers, (sandbox.layers, sandbox.notes)
     else:  # the degraded profile: each missing layer says why
         notes = " ".join(sandbox.notes)
-        for missing in ("network namespace unavailable", "IPC namespace unavailable", "no private tmpfs",
-                        "not root: no per-slot uid"):
+        for missing in (
+            "network namespace unavailable",
+            "IPC namespace unavailable",
+            "no private tmpfs",
+            "not root: no per-slot uid",
+        ):
             assert missing in notes, sandbox.notes
         assert not any(layer.startswith(("netns", "ipcns", "tmpfs", "uid")) for layer in sandbox.layers)
 
@@ -144,8 +148,12 @@ def test_no_trace_of_the_previous_call_in_raw_memory():
     with Sandbox(1, limits=LIMITS, disable=("landlock",)) as sb:
         token = os.urandom(6).hex()
         marker = f"VTBLEAK{token}"
-        first = sb.run(f"import sys\nprint({marker!r})\nprint({marker!r}, file=sys.stderr)\n"
-                       f"open('out.txt', 'w').write({marker!r})", {"in.txt": marker.encode()}, collect_files=True)
+        first = sb.run(
+            f"import sys\nprint({marker!r})\nprint({marker!r}, file=sys.stderr)\n"
+            f"open('out.txt', 'w').write({marker!r})",
+            {"in.txt": marker.encode()},
+            collect_files=True,
+        )
         assert first.files == {"out.txt": marker.encode()}
         second = sb.run(SCAN_RAW_MEMORY.format(token=token), timeout_s=30)
         assert second.exit_code == 0, second.stderr
@@ -237,19 +245,24 @@ def test_forked_children_cannot_multiply_the_memory_limit():
         result = sb.run(FIVE_CHILDREN)
         assert result.exit_code == 0, result.stderr
         assert "children: 0" in result.stdout and result.stdout.count("fork failed: PermissionError") == 5
-        for code in ("import subprocess; subprocess.run(['true'])",
-                     "import multiprocessing as mp; mp.Pool(2).map(abs, [1, 2])"):
+        for code in (
+            "import subprocess; subprocess.run(['true'])",
+            "import multiprocessing as mp; mp.Pool(2).map(abs, [1, 2])",
+        ):
             assert sb.run(code).exit_code == 1
         threads = sb.run(
             "import threading\nout = []\n"
             "def work():\n    out.append(len(bytearray(40 * 2**20)))\n"
             "ts = [threading.Thread(target=work) for _ in range(4)]\n[t.start() for t in ts]\n[t.join() for t in ts]\n"
-            "print(sum(out) // 2**20)")
+            "print(sum(out) // 2**20)"
+        )
         assert (threads.exit_code, threads.stdout) == (0, "160\n"), threads.stderr
-        hog = sb.run("import threading\nkeep = []\n"
-                     "def eat():\n    keep.extend(bytearray(50 * 2**20) for _ in range(8))\n"
-                     "ts = [threading.Thread(target=eat) for _ in range(4)]\n[t.start() for t in ts]\n[t.join() for t in ts]\n"
-                     "print(len(keep))")
+        hog = sb.run(
+            "import threading\nkeep = []\n"
+            "def eat():\n    keep.extend(bytearray(50 * 2**20) for _ in range(8))\n"
+            "ts = [threading.Thread(target=eat) for _ in range(4)]\n[t.start() for t in ts]\n[t.join() for t in ts]\n"
+            "print(len(keep))"
+        )
         assert "MemoryError" in hog.stderr and hog.stdout != "32\n"
         alive(sb)
 
@@ -304,6 +317,7 @@ def _children_of(pid: int) -> list[int]:
 
 # -- 5. start-up failures say why ----------------------------------------------------------------------
 
+
 def test_start_failure_quotes_the_servers_stderr():
     with Sandbox(1, preload=("vtb_no_such_module_for_the_test",)) as sb:
         with pytest.raises(SandboxError, match="No module named 'vtb_no_such_module_for_the_test'"):
@@ -318,11 +332,14 @@ def test_server_finds_the_parents_packages(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("VTB_SECRET_TOKEN", "sk-do-not-pass")
     with Sandbox(1, preload=("numpy", "vtb_probe_package"), limits=LIMITS) as sb:
-        result = sb.run("import sys, os; print(sys.modules['vtb_probe_package'].VALUE, 'VTB_SECRET_TOKEN' in os.environ)")
+        result = sb.run(
+            "import sys, os; print(sys.modules['vtb_probe_package'].VALUE, 'VTB_SECRET_TOKEN' in os.environ)"
+        )
         assert (result.exit_code, result.stdout) == (0, "42 False\n"), result.stderr
 
 
 # -- 6. slot uids never collide with real users ----------------------------------------------------
+
 
 def test_uid_claim_skips_users_subordinate_ranges_running_processes_and_other_pools(tmp_path):
     subuid = tmp_path / "subuid"
@@ -350,7 +367,9 @@ def test_uid_claim_skips_users_subordinate_ranges_running_processes_and_other_po
 def test_leftover_sweep_never_kills_a_process_of_someone_else():
     seed = os.getpid() * 16
     expected = identity.UID_BASE + seed % identity.UID_COUNT  # the uid slot 0 of this process would take first
-    foreign = subprocess.Popen(["setpriv", f"--reuid={expected}", f"--regid={expected}", "--clear-groups", "sleep", "60"])
+    foreign = subprocess.Popen(
+        ["setpriv", f"--reuid={expected}", f"--regid={expected}", "--clear-groups", "sleep", "60"]
+    )
     time.sleep(0.2)
     try:
         with Sandbox(1, limits=Limits(timeout_s=3.0, processes=32, allow_fork=True)) as sb:
@@ -366,6 +385,7 @@ def test_leftover_sweep_never_kills_a_process_of_someone_else():
 
 # -- 7. tool output is bounded -----------------------------------------------------------------------
 
+
 def test_skipped_files_list_is_capped(sandbox):
     code = "import os\nfor i in range(1500):\n    os.mkdir(f'{i:04d}_' + 'x' * 200)"  # directories: never collected
     result = sandbox.run(code, collect_files=True, timeout_s=30)
@@ -376,6 +396,7 @@ def test_skipped_files_list_is_capped(sandbox):
 
 
 # -- 8. slots scale with the cores ------------------------------------------------------------------------
+
 
 def test_default_pool_uses_every_usable_core(monkeypatch):
     assert Sandbox().slots == len(os.sched_getaffinity(0))
@@ -400,10 +421,17 @@ os.execv(SETPRIV, ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"
 @pytest.mark.slow
 @pytest.mark.skipif(not ROOT or not SETPRIV or UNPRIVILEGED_RUN, reason="needs root and setpriv to drop to nobody")
 def test_attack_suite_as_unprivileged_user():
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": REPO, "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp",
-           "VTB_ATTACKS_UNPRIVILEGED": "1", "LANG": "C.UTF-8"}
-    code = (UNPRIVILEGED_LAUNCHER.replace("__file__", repr(os.path.abspath(__file__) + ".launcher"))
-            .replace("SETPRIV", repr(SETPRIV)))
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": REPO,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "HOME": "/tmp",
+        "VTB_ATTACKS_UNPRIVILEGED": "1",
+        "LANG": "C.UTF-8",
+    }
+    code = UNPRIVILEGED_LAUNCHER.replace("__file__", repr(os.path.abspath(__file__) + ".launcher")).replace(
+        "SETPRIV", repr(SETPRIV)
+    )
     run = subprocess.run([sys.executable, "-c", code], cwd="/tmp", env=env, capture_output=True, text=True, timeout=300)
     tail = (run.stdout + run.stderr)[-3000:]
     assert run.returncode == 0, tail
@@ -429,7 +457,9 @@ def test_tool_pixels_per_episode_are_capped_and_kept_encoded(monkeypatch):
     from vtb_env.tools.base import ToolRegistry
 
     monkeypatch.setattr(env_module, "MAX_TOOL_PIXELS_PER_EPISODE", 3 * 32 * 24)
-    env = env_module.VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([ImageMakerTool()]), reward=exact_reward())
+    env = env_module.VisualToolBenchEnv(
+        tasks=[make_task("a")], tools=ToolRegistry([ImageMakerTool()]), reward=exact_reward()
+    )
     env.reset(seed=0)
     obs, *_ = env.step(hermes("python_image_processing", code="save save"))
     assert obs["image_names"][1:] == ["transformed_image_0.png", "transformed_image_1.png"]

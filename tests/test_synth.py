@@ -74,7 +74,9 @@ def test_v2_twins_share_the_photo_and_differ_only_around_the_key_pages():
             assert x.shape == y.shape
             differs = np.abs(x - y).max(axis=2) > 24
             assert 0.005 < differs.mean() < 0.5, (required.id, differs.mean())
-            border = np.concatenate([differs[:16].ravel(), differs[-16:].ravel(), differs[:, :16].ravel(), differs[:, -16:].ravel()])
+            border = np.concatenate(
+                [differs[:16].ravel(), differs[-16:].ravel(), differs[:, :16].ravel(), differs[:, -16:].ravel()]
+            )
             assert not border.any()  # the frame's edges (background, margins) are the same picture
 
 
@@ -85,7 +87,8 @@ def test_committed_demo_set_is_what_the_generator_makes(demo):
     for task in fresh:
         stored = committed[task.id]
         assert json.dumps(task.to_dict(lambda ref: ref.name), sort_keys=True) == json.dumps(
-            stored.to_dict(lambda ref: ref.name), sort_keys=True)
+            stored.to_dict(lambda ref: ref.name), sort_keys=True
+        )
         assert [pixel_hash(i.open()) for i in task.images] == [pixel_hash(i.open()) for i in stored.images]
 
 
@@ -123,7 +126,11 @@ def test_every_rubric_is_exact_and_separates_golden_from_wrong(demo, sample):
 
 def test_twins_share_questions_and_facts_and_differ_in_label_and_rendering(sample):
     by_id = {t.id: t for t in sample}
-    pairs = [(t, by_id[t.metadata["twin_id"]]) for t in sample if t.mode_label == TOOL_REQUIRED and t.metadata["twin_id"] in by_id]
+    pairs = [
+        (t, by_id[t.metadata["twin_id"]])
+        for t in sample
+        if t.mode_label == TOOL_REQUIRED and t.metadata["twin_id"] in by_id
+    ]
     assert len(pairs) >= 5
     for required, redundant in pairs:
         assert redundant.mode_label == TOOL_REDUNDANT and redundant.metadata["twin_id"] == required.id
@@ -162,7 +169,9 @@ def test_hybrid_lookups_agree_with_the_shipped_archives():
 
 
 def test_stream_mix_difficulty_and_bad_input():
-    tasks = list(islice(stream(seed=1, mix={"follow_up_test": 1}, domains={"Medical": 1}, difficulty=lambda i: i / 10), 6))
+    tasks = list(
+        islice(stream(seed=1, mix={"follow_up_test": 1}, domains={"Medical": 1}, difficulty=lambda i: i / 10), 6)
+    )
     assert {t.eval_focus for t in tasks} == {"follow_up_test"} and {t.domain for t in tasks} == {"Medical"}
     assert [t.metadata["difficulty"] for t in tasks if t.mode_label == TOOL_REQUIRED] == [0.0, 0.1, 0.2]
     assert tasks[0].turns[0].rubrics[0].check["type"] == "clarify"
@@ -175,7 +184,9 @@ def test_stream_mix_difficulty_and_bad_input():
 def test_harder_means_smaller_text():
     easy = generate_pair(2, 0, category="region_switch_qa", difficulty=0.0, twins=False, generator="v1")[0]
     hard = generate_pair(2, 0, category="region_switch_qa", difficulty=1.0, twins=False, generator="v1")[0]
-    px = lambda t: int(json.loads(t.turns[0].tool_trajectory_raw)[0]["arguments"]["code"].split("zoom ")[1].split("x")[0])  # noqa: E731
+    px = lambda t: int(
+        json.loads(t.turns[0].tool_trajectory_raw)[0]["arguments"]["code"].split("zoom ")[1].split("x")[0]
+    )  # noqa: E731
     assert px(hard) >= px(easy)
 
 
@@ -198,8 +209,15 @@ def test_probe_tool_required_needs_tools_and_twin_reads_directly():
 
 def test_v2_harder_hides_more_and_shoots_worse():
     def count(difficulty: float) -> int:
-        tasks = [generate_pair(4, i, category="hybrid_tool_reasoning", domain="STEM", difficulty=difficulty)[0] for i in range(6)]
-        return sum(len(names) for t in tasks for per_image in (t.metadata["degradations"], t.metadata["looks"])
-                   for names in per_image.values())
+        tasks = [
+            generate_pair(4, i, category="hybrid_tool_reasoning", domain="STEM", difficulty=difficulty)[0]
+            for i in range(6)
+        ]
+        return sum(
+            len(names)
+            for t in tasks
+            for per_image in (t.metadata["degradations"], t.metadata["looks"])
+            for names in per_image.values()
+        )
 
     assert count(1.0) > count(0.0)

@@ -49,13 +49,24 @@ def test_unknown_critical_rule_is_an_error():
         make(5, "yes").is_critical("sometimes")
 
 
-@pytest.mark.parametrize(("value", "expected"), [("yes", True), ("Yes ", True), ("no", False), ("NO", False), (True, True), (False, False), ("", False)])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("yes", True), ("Yes ", True), ("no", False), ("NO", False), (True, True), (False, False), ("", False)],
+)
 def test_yes_no(value, expected):
     assert yes_no(value) is expected
 
 
 def test_official_entry_with_slash_keys_parses_and_round_trips():
-    entry = rubric("Mentions the colour", 2, "yes", "no", objective="subjective", explicit="implicit", category=["reasoning", "truthfulness"])
+    entry = rubric(
+        "Mentions the colour",
+        2,
+        "yes",
+        "no",
+        objective="subjective",
+        explicit="implicit",
+        category=["reasoning", "truthfulness"],
+    )
     item = Rubric.from_official("3f1c9a2e-1111_2", entry)
     assert (item.id, item.weight, item.critical, item.final_answer) == ("3f1c9a2e-1111_2", 2, True, False)
     assert (item.objective, item.explicit, item.categories) == (False, False, ("reasoning", "truthfulness"))
@@ -64,7 +75,11 @@ def test_official_entry_with_slash_keys_parses_and_round_trips():
 
 @pytest.mark.parametrize(
     ("entry", "message"),
-    [({"weight": 3}, "missing"), ({"description": "d", "weight": 9}, "outside 1..5"), ({"description": "d", "weight": "x"}, "not an integer")],
+    [
+        ({"weight": 3}, "missing"),
+        ({"description": "d", "weight": 9}, "outside 1..5"),
+        ({"description": "d", "weight": "x"}, "not an integer"),
+    ],
 )
 def test_bad_rubric_entries_name_the_problem(entry, message):
     with pytest.raises(ValueError, match=message):
@@ -79,8 +94,18 @@ def test_parse_rubrics_json_accepts_object_and_list():
         parse_rubrics_json("{not json")
 
 
-@pytest.mark.parametrize(("raw", "domain"), [("chemistry", "STEM"), ("maths", "STEM"), ("Physics", "STEM"), ("medical", "Medical"), ("generalist",
-    "Generalist"), ("", "Generalist"), ("sports", "Sports")])
+@pytest.mark.parametrize(
+    ("raw", "domain"),
+    [
+        ("chemistry", "STEM"),
+        ("maths", "STEM"),
+        ("Physics", "STEM"),
+        ("medical", "Medical"),
+        ("generalist", "Generalist"),
+        ("", "Generalist"),
+        ("sports", "Sports"),
+    ],
+)
 def test_normalize_domain_merges_stem(raw, domain):
     assert normalize_domain(raw) == domain
 

@@ -12,13 +12,16 @@ from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, Auto
 from tests.support import tiny_models
 
 CALL = {"name": "python_image_processing", "arguments": {"code": "img = Image.open('image_1.png')\nprint(img.size)"}}
-TOOLS = [{
-    "type": "function",
-    "function": {
-        "name": CALL["name"], "description": "Run Python on the images.",
-        "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
-    },
-}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": CALL["name"],
+            "description": "Run Python on the images.",
+            "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
+        },
+    }
+]
 ANSWER = "Final answer: 3 cats."
 CALL_TEXT = f"<tool_call>{json.dumps(CALL)}</tool_call>"
 
@@ -29,13 +32,28 @@ def _user(text: str, image: bool) -> dict:
 
 def _conversation(stage: str, image: bool) -> list[dict]:
     """Messages up to `stage` of a two-turn episode in which each turn makes one call."""
-    call = {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": CALL["name"], "arguments": json.dumps(CALL["arguments"])}}
-    ]}
+    call = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": CALL["name"], "arguments": json.dumps(CALL["arguments"])},
+            }
+        ],
+    }
     # Role words inside the text must not count as role headers.
     result = {"role": "tool", "tool_call_id": "c1", "content": "(640, 480) user ipython"}
-    steps = [_user("How many cats are there? Tell the user.", image), call, result,
-             {"role": "assistant", "content": ANSWER}, _user("And dogs?", False), call, result]
+    steps = [
+        _user("How many cats are there? Tell the user.", image),
+        call,
+        result,
+        {"role": "assistant", "content": ANSWER},
+        _user("And dogs?", False),
+        call,
+        result,
+    ]
     upto = {"first_turn": 1, "after_result": 3, "second_turn": 5, "second_after_result": 7}[stage]
     return steps[:upto]
 
@@ -55,7 +73,7 @@ def _reply(model, processor, family: str, messages: list[dict], tools=None, max_
         inputs = processor(text=text, images=images, return_tensors="pt", add_special_tokens=False)
         tokenizer = processor.tokenizer
     output = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
-    return tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=False)
+    return tokenizer.decode(output[0, inputs["input_ids"].shape[1] :], skip_special_tokens=False)
 
 
 def test_tokenizer_keeps_tool_call_tags_and_renders_tools_and_images():
@@ -70,11 +88,14 @@ def test_tokenizer_keeps_tool_call_tags_and_renders_tools_and_images():
     assert tokenizer.decode(tokenizer.encode("Crop image_1.png!", add_special_tokens=False)) == "Crop image_1.png!"
 
 
-@pytest.mark.parametrize("family,build", [
-    ("llama", tiny_models.build_tiny_llama),
-    ("idefics3", tiny_models.build_tiny_idefics3),
-    ("llava", tiny_models.build_tiny_llava),
-])
+@pytest.mark.parametrize(
+    "family,build",
+    [
+        ("llama", tiny_models.build_tiny_llama),
+        ("idefics3", tiny_models.build_tiny_idefics3),
+        ("llava", tiny_models.build_tiny_llava),
+    ],
+)
 def test_random_model_reloads_and_generates(tmp_path, family, build):
     path = build(tmp_path / family)
     assert sum(f.stat().st_size for f in path.iterdir()) < 5_000_000
@@ -88,7 +109,12 @@ def test_scripted_model_calls_each_turn_then_answers(tmp_path, family):
     path = tiny_models.build_scripted_model(tmp_path / family, family, CALL, ANSWER)
     model, processor = _load(path, family)
     image = family != "llama"
-    expected = {"first_turn": CALL_TEXT, "after_result": ANSWER, "second_turn": CALL_TEXT, "second_after_result": ANSWER}
+    expected = {
+        "first_turn": CALL_TEXT,
+        "after_result": ANSWER,
+        "second_turn": CALL_TEXT,
+        "second_after_result": ANSWER,
+    }
     for stage, text in expected.items():
         assert _reply(model, processor, family, _conversation(stage, image), TOOLS, 40) == text + "<|eot_id|>", stage
     # Raw-text mode: no tools in the prompt, same script.
@@ -98,10 +124,15 @@ def test_scripted_model_calls_each_turn_then_answers(tmp_path, family):
 def test_scripted_model_can_call_only_until_the_first_result(tmp_path):
     path = tiny_models.build_scripted_model(tmp_path / "once", "llama", CALL, ANSWER, call_each_turn=False)
     model, tokenizer = _load(path, "llama")
-    replies = {stage: _reply(model, tokenizer, "llama", _conversation(stage, False), TOOLS, 40)
-               for stage in ("first_turn", "after_result", "second_turn")}
-    assert replies == {"first_turn": CALL_TEXT + "<|eot_id|>", "after_result": ANSWER + "<|eot_id|>",
-                       "second_turn": ANSWER + "<|eot_id|>"}
+    replies = {
+        stage: _reply(model, tokenizer, "llama", _conversation(stage, False), TOOLS, 40)
+        for stage in ("first_turn", "after_result", "second_turn")
+    }
+    assert replies == {
+        "first_turn": CALL_TEXT + "<|eot_id|>",
+        "after_result": ANSWER + "<|eot_id|>",
+        "second_turn": ANSWER + "<|eot_id|>",
+    }
 
 
 def test_scripted_model_rejects_a_malformed_call(tmp_path):

@@ -17,30 +17,57 @@ def corpus_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("mydocs")
     docs = [
         {"url": "https://ex.org/kiwi", "title": "Kiwi fruit", "text": "The kiwi fruit is rich in vitamin C. " * 3},
-        {"url": "https://ex.org/kiwi-bird", "title": "Kiwi bird", "text": "The kiwi is a flightless bird of New Zealand."},
-        {"url": "https://ex.org/long", "title": "A long report", "text": "chapter " + "lorem ipsum " * 2000 + "THE END"},
+        {
+            "url": "https://ex.org/kiwi-bird",
+            "title": "Kiwi bird",
+            "text": "The kiwi is a flightless bird of New Zealand.",
+        },
+        {
+            "url": "https://ex.org/long",
+            "title": "A long report",
+            "text": "chapter " + "lorem ipsum " * 2000 + "THE END",
+        },
     ]
     (root / "docs.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
     (root / "notes.txt").write_text("Ferry timetable\nThe harbour ferry leaves at 07:45 every weekday.\n")
-    (root / "page.html").write_text("<html><head><title>Lighthouse</title><script>var secret=1;</script></head>"
-                                    "<body><nav>menu menu</nav><p>The lighthouse was built in 1874.</p></body></html>")
+    (root / "page.html").write_text(
+        "<html><head><title>Lighthouse</title><script>var secret=1;</script></head>"
+        "<body><nav>menu menu</nav><p>The lighthouse was built in 1874.</p></body></html>"
+    )
     return root
 
 
 @pytest.fixture(scope="module")
 def weather_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("weather")
-    rows = [{"location": "Springfield", "aliases": ["Springfield, IL"], "lat": 39.8, "lon": -89.65, "date": d,
-             "temperature_max_c": t, "temperature_min_c": t - 8, "precipitation_mm": 0.0, "wind_speed_max_kmh": 12.0,
-             "conditions": c} for d, t, c in (("2021-07-04", 31.0, "clear sky"), ("2021-07-05", 24.5, "rain"))]
+    rows = [
+        {
+            "location": "Springfield",
+            "aliases": ["Springfield, IL"],
+            "lat": 39.8,
+            "lon": -89.65,
+            "date": d,
+            "temperature_max_c": t,
+            "temperature_min_c": t - 8,
+            "precipitation_mm": 0.0,
+            "wind_speed_max_kmh": 12.0,
+            "conditions": c,
+        }
+        for d, t, c in (("2021-07-04", 31.0, "clear sky"), ("2021-07-05", 24.5, "rain"))
+    ]
     (root / "w.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     return root
 
 
 @pytest.fixture(scope="module")
 def tools(corpus_dir, weather_dir):
-    return default_tools({"tools": ("web_search", "browser_get_page_text", "historical_weather"),
-                          "corpus_dirs": [str(corpus_dir)], "weather_dirs": [str(weather_dir)]})
+    return default_tools(
+        {
+            "tools": ("web_search", "browser_get_page_text", "historical_weather"),
+            "corpus_dirs": [str(corpus_dir)],
+            "weather_dirs": [str(weather_dir)],
+        }
+    )
 
 
 def search(tools, query, n=5):
@@ -110,8 +137,11 @@ def test_bundled_corpus_loads_every_document():
 def test_offline_run_replays_a_recorded_answer_first(tmp_path, corpus_dir):
     path = str(tmp_path / "cache.sqlite")
     recorded = ReplayCache(path, "record")
-    recorded.put("web_search", {"query": "kiwi", "num_results": 2},
-                 [{"title": "Recorded", "url": "https://recorded.example", "snippet": "from an online run"}])
+    recorded.put(
+        "web_search",
+        {"query": "kiwi", "num_results": 2},
+        [{"title": "Recorded", "url": "https://recorded.example", "snippet": "from an online run"}],
+    )
     recorded.close()
     tools = default_tools({"tools": ("web_search",), "corpus_dirs": [str(corpus_dir)], "cache_path": path})
     assert search(tools, "kiwi", n=2)[0]["title"] == "Recorded"

@@ -27,8 +27,14 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         self.server.requests.append((url.path, query, self.headers.get("Host")))
-        route = {"/search.json": self._serpapi, "/page.html": self._page, "/redirect": self._redirect,
-                 "/big": self._big, "/v1/search": self._geocode, "/v1/archive": self._archive}.get(url.path)
+        route = {
+            "/search.json": self._serpapi,
+            "/page.html": self._page,
+            "/redirect": self._redirect,
+            "/big": self._big,
+            "/v1/search": self._geocode,
+            "/v1/archive": self._archive,
+        }.get(url.path)
         if route is None:
             return self._send(404, "text/plain", b"not found")
         route(query)
@@ -48,13 +54,22 @@ class _Handler(BaseHTTPRequestHandler):
     def _serpapi(self, q):
         if q.get("api_key") != "test-key":
             return self._json({"error": "Invalid API key"}, 401)
-        results = [{"position": i, "title": f"{q['q']} result {i}", "link": f"https://site{i}.example/",
-                    "snippet": f"snippet {i}"} for i in range(1, 11)]
+        results = [
+            {
+                "position": i,
+                "title": f"{q['q']} result {i}",
+                "link": f"https://site{i}.example/",
+                "snippet": f"snippet {i}",
+            }
+            for i in range(1, 11)
+        ]
         self._json({"search_metadata": {"status": "Success"}, "organic_results": results})
 
     def _page(self, q):
-        html = ("<html><head><title>Harbour news</title><style>p{}</style></head><body><nav>Home | About</nav>"
-                "<article><p>The new pier opened on 3 May.</p><p>" + "More text. " * 1500 + "</p></article></body></html>")
+        html = (
+            "<html><head><title>Harbour news</title><style>p{}</style></head><body><nav>Home | About</nav>"
+            "<article><p>The new pier opened on 3 May.</p><p>" + "More text. " * 1500 + "</p></article></body></html>"
+        )
         self._send(200, "text/html; charset=utf-8", html.encode())
 
     def _redirect(self, q):
@@ -65,17 +80,31 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _geocode(self, q):
         found = q["name"].lower() == "reykjavik"
-        self._json({"results": [{"name": "Reykjavík", "latitude": 64.14, "longitude": -21.9, "country": "Iceland"}]}
-                   if found else {"generationtime_ms": 0.1})
+        self._json(
+            {"results": [{"name": "Reykjavík", "latitude": 64.14, "longitude": -21.9, "country": "Iceland"}]}
+            if found
+            else {"generationtime_ms": 0.1}
+        )
 
     def _archive(self, q):
         if q["start_date"] not in ARCHIVE:
             return self._json({"error": True, "reason": "Parameter 'start_date' is out of allowed range"}, 400)
         tmax, tmin, rain, wind, code = ARCHIVE[q["start_date"]]
         assert q["daily"].startswith("temperature_2m_max") and q["end_date"] == q["start_date"]
-        self._json({"latitude": float(q["latitude"]), "longitude": float(q["longitude"]), "daily": {
-            "time": [q["start_date"]], "temperature_2m_max": [tmax], "temperature_2m_min": [tmin],
-            "precipitation_sum": [rain], "wind_speed_10m_max": [wind], "weather_code": [code]}})
+        self._json(
+            {
+                "latitude": float(q["latitude"]),
+                "longitude": float(q["longitude"]),
+                "daily": {
+                    "time": [q["start_date"]],
+                    "temperature_2m_max": [tmax],
+                    "temperature_2m_min": [tmin],
+                    "precipitation_sum": [rain],
+                    "wind_speed_10m_max": [wind],
+                    "weather_code": [code],
+                },
+            }
+        )
 
 
 @pytest.fixture(scope="module")
@@ -91,9 +120,15 @@ def server():
 
 
 def online(server, **extra):
-    config = {"tools": ("web_search", "browser_get_page_text", "historical_weather"), "backend": "online",
-              "allow_private_urls": True, "serpapi_key": "test-key", "serpapi_url": f"{server.base}/search.json",
-              "geocoding_url": f"{server.base}/v1/search", "archive_url": f"{server.base}/v1/archive"}
+    config = {
+        "tools": ("web_search", "browser_get_page_text", "historical_weather"),
+        "backend": "online",
+        "allow_private_urls": True,
+        "serpapi_key": "test-key",
+        "serpapi_url": f"{server.base}/search.json",
+        "geocoding_url": f"{server.base}/v1/search",
+        "archive_url": f"{server.base}/v1/archive",
+    }
     return default_tools({**config, **extra})
 
 
@@ -123,14 +158,24 @@ def test_fetcher_caps_bytes_and_reports_http_errors(server):
     assert not result.ok and "HTTP 404" in result.error
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:{port}/page.html", "http://localhost:{port}/page.html",
-                                 "http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/", "http://[::1]/",
-                                 "file:///etc/passwd", "ftp://example.com/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:{port}/page.html",
+        "http://localhost:{port}/page.html",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.1/",
+        "http://[::1]/",
+        "file:///etc/passwd",
+        "ftp://example.com/",
+    ],
+)
 def test_ssrf_guard_refuses_private_addresses_by_default(server, url):
     url = url.format(port=server.server_address[1])
     before = len(server.requests)
     result = default_tools({"tools": ("browser_get_page_text",), "backend": "online"}).call(
-        "browser_get_page_text", {"url": url}, CTX)
+        "browser_get_page_text", {"url": url}, CTX
+    )
     assert not result.ok and ("not a public address" in result.error or "only http(s)" in result.error)
     assert len(server.requests) == before  # nothing reached the server
 
@@ -142,19 +187,27 @@ def test_weather_from_open_meteo_depends_on_the_date(server):
     assert (first["temperature_max_c"], first["conditions"]) == (8.5, "overcast")
     assert (second["temperature_min_c"], second["conditions"]) == (-4.5, "snow")
     assert first["location"] == "Reykjavík, Iceland"
-    by_coordinates = json.loads(tools.call("historical_weather", {"location": "64.1,-21.9", "date": "2020-02-01"}, CTX).text)
+    by_coordinates = json.loads(
+        tools.call("historical_weather", {"location": "64.1,-21.9", "date": "2020-02-01"}, CTX).text
+    )
     assert by_coordinates["lat"] == 64.1
-    assert "no place named" in tools.call("historical_weather", {"location": "Atlantis", "date": "2020-02-01"}, CTX).error
-    assert "out of allowed range" in tools.call("historical_weather", {"location": "Reykjavik", "date": "1800-01-01"},
-                                                CTX).error
+    assert (
+        "no place named" in tools.call("historical_weather", {"location": "Atlantis", "date": "2020-02-01"}, CTX).error
+    )
+    assert (
+        "out of allowed range"
+        in tools.call("historical_weather", {"location": "Reykjavik", "date": "1800-01-01"}, CTX).error
+    )
 
 
 def test_recorded_online_run_replays_offline(server, tmp_path):
     cache = str(tmp_path / "tools.sqlite")
     recorder = online(server, cache_path=cache, cache_mode="record")
-    calls = [("web_search", {"query": "harbour", "num_results": 2}),
-             ("browser_get_page_text", {"url": f"{server.base}/page.html#page=2"}),
-             ("historical_weather", {"location": "Reykjavik", "date": "2020-02-02"})]
+    calls = [
+        ("web_search", {"query": "harbour", "num_results": 2}),
+        ("browser_get_page_text", {"url": f"{server.base}/page.html#page=2"}),
+        ("historical_weather", {"location": "Reykjavik", "date": "2020-02-02"}),
+    ]
     recorded = [recorder.call(name, args, CTX).text for name, args in calls]
     before = len(server.requests)
     replayer = online(server, cache_path=cache, cache_mode="replay", serpapi_url="http://127.0.0.1:9/none")
@@ -242,21 +295,50 @@ def test_one_deadline_covers_every_redirect_hop(raw_server):
     assert time.monotonic() - start < 2.0  # six hops of 0.4 s would take 2.4 s
 
 
-@pytest.mark.parametrize("location", ["http://127.0.0.1:99999/", "//" + "a" * 300 + "/", "http://[::1/", "/a\x01b", "http://127.0.0.1:x/"])
+@pytest.mark.parametrize(
+    "location", ["http://127.0.0.1:99999/", "//" + "a" * 300 + "/", "http://[::1/", "/a\x01b", "http://127.0.0.1:x/"]
+)
 def test_unusable_redirect_targets_are_refused_fetches(raw_server, server, location):
-    raw_server.handler = lambda conn, path: conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n".encode("latin-1"))
+    raw_server.handler = lambda conn, path: conn.sendall(
+        f"HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n".encode("latin-1")
+    )
     fetcher = PageFetcher(timeout_s=5.0, allow_networks=LOOPBACK_ONLY)
     with pytest.raises(FetchRefused):
         fetcher.page(f"{raw_server.base}/")
     assert fetcher.page(f"{server.base}/page.html")["title"] == "Harbour news"  # the next fetch works
 
 
-@pytest.mark.parametrize("address", [
-    "64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b:1::a00:1", "::ffff:127.0.0.1", "::ffff:169.254.169.254",
-    "::127.0.0.1", "::a00:1", "fec0::1", "2002:7f00:1::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "fd00::1",
-    "fe80::1", "::1", "::", "ff02::1", "100::1", "127.0.0.1", "10.1.2.3", "100.64.0.1", "169.254.169.254",
-    "172.16.0.1", "192.168.1.1", "198.18.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255",
-])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "64:ff9b::7f00:1",
+        "64:ff9b::a9fe:a9fe",
+        "64:ff9b:1::a00:1",
+        "::ffff:127.0.0.1",
+        "::ffff:169.254.169.254",
+        "::127.0.0.1",
+        "::a00:1",
+        "fec0::1",
+        "2002:7f00:1::1",
+        "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+        "fd00::1",
+        "fe80::1",
+        "::1",
+        "::",
+        "ff02::1",
+        "100::1",
+        "127.0.0.1",
+        "10.1.2.3",
+        "100.64.0.1",
+        "169.254.169.254",
+        "172.16.0.1",
+        "192.168.1.1",
+        "198.18.0.1",
+        "0.0.0.0",
+        "224.0.0.1",
+        "255.255.255.255",
+    ],
+)
 def test_deny_list_refuses_addresses_that_reach_private_ones(address):
     assert address_refusal(ipaddress.ip_address(address)) is not None
 
@@ -273,7 +355,9 @@ def test_nat64_address_is_refused_before_connecting(raw_server):
     def handler(conn, path):
         hits.append(path)
         target = {"/": "http://[64:ff9b::7f00:1]:{port}/", "/mapped": "http://[::ffff:127.0.0.1]:{port}/"}[path]
-        conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {target.format(port=raw_server.port)}\r\nContent-Length: 0\r\n\r\n".encode())
+        conn.sendall(
+            f"HTTP/1.1 302 Found\r\nLocation: {target.format(port=raw_server.port)}\r\nContent-Length: 0\r\n\r\n".encode()
+        )
 
     raw_server.handler = handler
     fetcher = PageFetcher(timeout_s=5.0, allow_networks=LOOPBACK_ONLY)

@@ -25,8 +25,15 @@ def tools():
 
 @pytest.fixture
 def context():
-    return ToolContext(task_id="t", images=(NamedImage("image_1.png", png("red")), NamedImage("image_2.png", png("blue")),
-                                            NamedImage("transformed_image_0.png", png("green"))), next_image_index=1)
+    return ToolContext(
+        task_id="t",
+        images=(
+            NamedImage("image_1.png", png("red")),
+            NamedImage("image_2.png", png("blue")),
+            NamedImage("transformed_image_0.png", png("green")),
+        ),
+        next_image_index=1,
+    )
 
 
 def test_images_come_back_in_index_order_with_overwrites_and_other_files(tools, context):
@@ -50,8 +57,9 @@ def test_images_come_back_in_index_order_with_overwrites_and_other_files(tools, 
 
 
 def test_unchanged_inputs_are_not_returned(tools, context):
-    result = tools.call("python_image_processing", {"code": "import cv2\nimg = cv2.imread('image_1.png')\nprint(img.shape)"},
-                        context)
+    result = tools.call(
+        "python_image_processing", {"code": "import cv2\nimg = cv2.imread('image_1.png')\nprint(img.shape)"}, context
+    )
     assert result.ok and result.images == [] and "no image was saved" in result.text
     assert json.loads(result.text)["stdout"] == "(48, 64, 3)\n"
 
@@ -71,7 +79,9 @@ def test_decompression_bomb_output_is_refused(tools, context):
 
 
 def test_code_errors_are_results_with_traceback(tools, context):
-    result = tools.call("python_image_processing", {"code": "from PIL import Image\nImage.open('image_9.png')"}, context)
+    result = tools.call(
+        "python_image_processing", {"code": "from PIL import Image\nImage.open('image_9.png')"}, context
+    )
     assert not result.ok and "FileNotFoundError" in result.error
     assert "line 2" in json.loads(result.text)["stderr"]
 
@@ -86,7 +96,8 @@ def test_schema_names_the_work_dir_the_code_sees(tools, context):
     save_path = schema["function"]["description"].split("transformed image as PNG to ")[1].split(" ")[0]
     code = f"from PIL import Image\nImage.new('RGB', (3, 3)).save(f'{save_path}/transformed_image_1.png', 'PNG')"
     assert [i.name for i in tools.call("python_image_processing", {"code": code}, context).images] == [
-        "transformed_image_1.png"]
+        "transformed_image_1.png"
+    ]
 
 
 def test_empty_and_oversized_code_are_refused(tools, context):
@@ -104,4 +115,7 @@ def test_interpreter_has_the_advertised_packages(tools, context):
     result = tools.call("python_interpreter", {"code": code}, context)
     assert result.ok, result.text
     assert json.loads(result.text)["stdout"] == "6 (x - 1)*(x + 1) hi True\n"
-    assert tools.call("python_interpreter", {"code": "import os; print(os.listdir('.'))"}, context).text.count("image") == 0
+    assert (
+        tools.call("python_interpreter", {"code": "import os; print(os.listdir('.'))"}, context).text.count("image")
+        == 0
+    )

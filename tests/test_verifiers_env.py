@@ -14,7 +14,9 @@ import json
 import pytest
 from PIL import Image
 
-vf = pytest.importorskip("verifiers.legacy", reason="verifiers>=0.3,<0.4 is installed by the project's setup (docs/training.md)")
+vf = pytest.importorskip(
+    "verifiers.legacy", reason="verifiers>=0.3,<0.4 is installed by the project's setup (docs/training.md)"
+)
 
 from tests.support.chat_server import ChatServer  # noqa: E402
 from tests.support.env_tools import exact_reward  # noqa: E402
@@ -35,30 +37,56 @@ def _png(color: tuple[int, int, int]) -> bytes:
 
 
 def _task(task_id: str, value: int, turns: int) -> Task:
-    return Task(id=task_id, turns=tuple(
-        Turn(prompt=f"Question {t + 1}: what is the value?", images=(ImageRef(name=f"{task_id}_{t}.png", data=_png((30 * t, 90, 200))),),
-             golden_answer=f"It is {value}.", rubrics=(Rubric(id=f"{task_id}-{t}", description=f"says {value}", weight=5, check={"type": "number",
-                 "value": value}),))
-        for t in range(turns)
-    ))
+    return Task(
+        id=task_id,
+        turns=tuple(
+            Turn(
+                prompt=f"Question {t + 1}: what is the value?",
+                images=(ImageRef(name=f"{task_id}_{t}.png", data=_png((30 * t, 90, 200))),),
+                golden_answer=f"It is {value}.",
+                rubrics=(
+                    Rubric(
+                        id=f"{task_id}-{t}",
+                        description=f"says {value}",
+                        weight=5,
+                        check={"type": "number", "value": value},
+                    ),
+                ),
+            )
+            for t in range(turns)
+        ),
+    )
 
 
 def _policy(request: dict) -> dict:
     """One crop after each user message that is a question, then the answer."""
     messages = request["messages"]
-    last_question = max(i for i, m in enumerate(messages) if m["role"] == "user" and "Question" in json.dumps(m.get("content")))
+    last_question = max(
+        i for i, m in enumerate(messages) if m["role"] == "user" and "Question" in json.dumps(m.get("content"))
+    )
     crops = sum(1 for m in messages if m["role"] == "tool")
     if not any(m["role"] == "tool" for m in messages[last_question:]):
         code = CROP.format(i=crops)
-        return {"tool_calls": [{"id": f"call_{crops}", "type": "function", "function": {"name": "python_image_processing",
-            "arguments": json.dumps({"code": code})}}]}
+        return {
+            "tool_calls": [
+                {
+                    "id": f"call_{crops}",
+                    "type": "function",
+                    "function": {"name": "python_image_processing", "arguments": json.dumps({"code": code})},
+                }
+            ]
+        }
     return {"content": "The answer is 42."}
 
 
 def test_verifiers_evaluate_runs_multi_turn_episodes_with_tools_and_env_reward(monkeypatch):
     tools = ToolRegistry([PythonImageProcessing(), Calculator()])
-    env = load_environment([_task("right", 42, turns=2), _task("wrong", 7, turns=1)], tools,
-                           EnvConfig.preset("default", max_tool_calls=3), exact_reward())
+    env = load_environment(
+        [_task("right", 42, turns=2), _task("wrong", 7, turns=1)],
+        tools,
+        EnvConfig.preset("default", max_tool_calls=3),
+        exact_reward(),
+    )
     with ChatServer(_policy) as server:
         monkeypatch.setenv("VTB_TEST_CHAT_KEY", "test")
         client = vf.ClientConfig(api_base_url=server.base_url, api_key_var="VTB_TEST_CHAT_KEY", max_retries=0)
@@ -72,13 +100,22 @@ def test_verifiers_evaluate_runs_multi_turn_episodes_with_tools_and_env_reward(m
     requests = server.requests
     assert len(requests) == (2 + 2) + (1 + 1)  # a crop and an answer per turn
     assert {t["function"]["name"] for t in requests[0]["tools"]} == {"python_image_processing", "calculator"}
-    images = [p for r in requests for m in r["messages"] if isinstance(m.get("content"), list) for p in m["content"] if p.get("type") == "image_url"]
+    images = [
+        p
+        for r in requests
+        for m in r["messages"]
+        if isinstance(m.get("content"), list)
+        for p in m["content"]
+        if p.get("type") == "image_url"
+    ]
     assert images and all(p["image_url"]["url"].startswith("data:image/") for p in images)
     last = max((r for r in requests), key=lambda r: len(r["messages"]))  # the 2-turn episode's final request
     texts = json.dumps(last["messages"])
     assert "Question 2: what is the value?" in texts and "transformed_image_1.png" in texts
     tool_results = [json.loads(m["content"]) for m in last["messages"] if m["role"] == "tool"]
-    assert [r["exit_code"] for r in tool_results] == [0, 0] and [r["images"] for r in tool_results] == [["transformed_image_0.png"],
-        ["transformed_image_1.png"]]
+    assert [r["exit_code"] for r in tool_results] == [0, 0] and [r["images"] for r in tool_results] == [
+        ["transformed_image_0.png"],
+        ["transformed_image_1.png"],
+    ]
     completion = json.dumps(outputs[0]["completion"], default=str)
     assert completion.count("The answer is 42.") == 2 and "Question 2" in completion

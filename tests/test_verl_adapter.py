@@ -58,14 +58,25 @@ def _png(color: tuple[int, int, int], size: tuple[int, int] = (48, 32)) -> bytes
 
 def _task(task_id: str, value: int, turns: int) -> Task:
     """A task whose every turn asks for ``value`` (exact number check) and shows one image."""
-    return Task(id=task_id, turns=tuple(
-        Turn(
-            prompt=f"Question {t + 1}: what is the value?", images=(ImageRef(name=f"{task_id}_{t}.png", data=_png((40 * t, 90, 200))),),
-            golden_answer=f"It is {value}.", rubrics=(Rubric(id=f"{task_id}-{t}", description=f"says {value}", weight=5, check={"type": "number",
-                "value": value}),),
-        )
-        for t in range(turns)
-    ))
+    return Task(
+        id=task_id,
+        turns=tuple(
+            Turn(
+                prompt=f"Question {t + 1}: what is the value?",
+                images=(ImageRef(name=f"{task_id}_{t}.png", data=_png((40 * t, 90, 200))),),
+                golden_answer=f"It is {value}.",
+                rubrics=(
+                    Rubric(
+                        id=f"{task_id}-{t}",
+                        description=f"says {value}",
+                        weight=5,
+                        check={"type": "number", "value": value},
+                    ),
+                ),
+            )
+            for t in range(turns)
+        ),
+    )
 
 
 class HFServer:
@@ -78,7 +89,9 @@ class HFServer:
         self.generate_ids = HFGenerator(model, AutoTokenizer.from_pretrained(model_path), max_new_tokens=96)
         self.calls = 0
 
-    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], image_data=None, **kwargs: Any) -> TokenOutput:
+    async def generate(
+        self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], image_data=None, **kwargs: Any
+    ) -> TokenOutput:
         assert image_data is None  # a text policy gets no pixels
         self.calls += 1
         generation = self.generate_ids([prompt_ids])[0]
@@ -87,18 +100,28 @@ class HFServer:
 
 @pytest.fixture(scope="module")
 def policy(tmp_path_factory) -> Path:
-    return build_scripted_model(tmp_path_factory.mktemp("verl_policy"), "llama", tool_call={"name": "python_image_processing", "arguments": {"code": CROP}})
+    return build_scripted_model(
+        tmp_path_factory.mktemp("verl_policy"),
+        "llama",
+        tool_call={"name": "python_image_processing", "arguments": {"code": CROP}},
+    )
 
 
 def _verl_config(policy: Path, overrides: list[str]):
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None):
-        return compose(config_name="ppo_trainer", overrides=[
-            f"actor_rollout_ref.model.path={policy}", "actor_rollout_ref.rollout.name=vllm",
-            "actor_rollout_ref.rollout.prompt_length=2048", "actor_rollout_ref.rollout.response_length=1536",
-            "data.return_raw_chat=True", *overrides,
-        ])
+        return compose(
+            config_name="ppo_trainer",
+            overrides=[
+                f"actor_rollout_ref.model.path={policy}",
+                "actor_rollout_ref.rollout.name=vllm",
+                "actor_rollout_ref.rollout.prompt_length=2048",
+                "actor_rollout_ref.rollout.response_length=1536",
+                "data.return_raw_chat=True",
+                *overrides,
+            ],
+        )
 
 
 def _batch(config, parquet: Path, worker: AgentLoopWorker) -> DataProto:
@@ -108,8 +131,12 @@ def _batch(config, parquet: Path, worker: AgentLoopWorker) -> DataProto:
 
 def _responses(out: DataProto, tokenizer) -> list[str]:
     """The response strings as verl's reward managers decode them (special tokens skipped)."""
-    return [tokenizer.decode(ids[mask.bool()].tolist(), skip_special_tokens=True) for ids, mask in zip(out.batch["responses"],
-        out.batch["attention_mask"][:, -out.batch["responses"].size(1):], strict=True)]
+    return [
+        tokenizer.decode(ids[mask.bool()].tolist(), skip_special_tokens=True)
+        for ids, mask in zip(
+            out.batch["responses"], out.batch["attention_mask"][:, -out.batch["responses"].size(1) :], strict=True
+        )
+    ]
 
 
 def test_vtb_agent_loop_plays_multi_turn_episodes_inside_verls_worker(policy, tmp_path):
@@ -117,8 +144,16 @@ def test_vtb_agent_loop_plays_multi_turn_episodes_inside_verls_worker(policy, tm
     pd.DataFrame(rows).to_parquet(tmp_path / "train.parquet")
     loops = tmp_path / "agent_loops.yaml"
     # the scripted policy calls in every turn
-    loops.write_text(yaml.safe_dump(agent_loop_config(FACTORY, reward_factory=REWARD, max_tool_calls=3, cap_scope="turn")))
-    config = _verl_config(policy, [f"data.train_files={tmp_path / 'train.parquet'}", f"actor_rollout_ref.rollout.agent.agent_loop_config_path={loops}"])
+    loops.write_text(
+        yaml.safe_dump(agent_loop_config(FACTORY, reward_factory=REWARD, max_tool_calls=3, cap_scope="turn"))
+    )
+    config = _verl_config(
+        policy,
+        [
+            f"data.train_files={tmp_path / 'train.parquet'}",
+            f"actor_rollout_ref.rollout.agent.agent_loop_config_path={loops}",
+        ],
+    )
     server = HFServer(policy)
     worker = AgentLoopWorker(config, llm_client=server)
     out = asyncio.run(worker.generate_sequences(_batch(config, tmp_path / "train.parquet", worker)))
@@ -138,20 +173,27 @@ def test_vtb_agent_loop_plays_multi_turn_episodes_inside_verls_worker(policy, tm
     assert list(info["vtb_image_names"][0]) == ["image_1.png", "transformed_image_0.png", "image_2.png"]
     assert "rollout_log_probs" in out.batch.keys()  # the server's sampling log-probs reach verl
     mask = out.batch["response_mask"][0]
-    assert 0 < mask.sum() < out.batch["attention_mask"][0, -mask.size(0):].sum()  # env tokens are masked out
+    assert 0 < mask.sum() < out.batch["attention_mask"][0, -mask.size(0) :].sum()  # env tokens are masked out
     text = _responses(out, worker.tokenizer)[0]
-    assert "Question 2: what is the value?[image_2.png]" in text and "transformed_image_0.png.[transformed_image_0.png]" in text and text.count("The "
-        "answer is 42.") == 2
+    assert (
+        "Question 2: what is the value?[image_2.png]" in text
+        and "transformed_image_0.png.[transformed_image_0.png]" in text
+        and text.count("The answer is 42.") == 2
+    )
 
 
 def test_vtb_agent_loop_stops_at_response_length_and_scores_the_unfinished_episode(policy, tmp_path):
     pd.DataFrame([agent_row(_task("long", 42, turns=2))]).to_parquet(tmp_path / "train.parquet")
     loops = tmp_path / "agent_loops.yaml"
     loops.write_text(yaml.safe_dump(agent_loop_config(FACTORY, reward_factory=REWARD)))
-    config = _verl_config(policy, [
-        f"data.train_files={tmp_path / 'train.parquet'}", f"actor_rollout_ref.rollout.agent.agent_loop_config_path={loops}",
-        "actor_rollout_ref.rollout.response_length=200",
-    ])
+    config = _verl_config(
+        policy,
+        [
+            f"data.train_files={tmp_path / 'train.parquet'}",
+            f"actor_rollout_ref.rollout.agent.agent_loop_config_path={loops}",
+            "actor_rollout_ref.rollout.response_length=200",
+        ],
+    )
     worker = AgentLoopWorker(config, llm_client=HFServer(policy))
     out = asyncio.run(worker.generate_sequences(_batch(config, tmp_path / "train.parquet", worker)))
     info = out.non_tensor_batch
@@ -176,42 +218,68 @@ def test_tool_agent_loop_runs_vtbtool_through_verls_registry_and_scores_with_cus
     assert row["prompt"][1] == {"role": "assistant", "content": "It is 42."}  # the earlier turn is in the dialogue
     pd.DataFrame([row]).to_parquet(tmp_path / "train.parquet")
     tools_yaml = tmp_path / "tools.yaml"
-    tools_yaml.write_text(yaml.safe_dump(tools_config(["python_image_processing", "calculator"], FACTORY, return_images=False)))
+    tools_yaml.write_text(
+        yaml.safe_dump(tools_config(["python_image_processing", "calculator"], FACTORY, return_images=False))
+    )
     tools = initialize_tools_from_config(str(tools_yaml))  # verl's registry, our YAML
-    assert [type(t) for t in tools] == [VTBTool, VTBTool] and tools[1].tool_schema.function.parameters.required == ["expression"]
+    assert [type(t) for t in tools] == [VTBTool, VTBTool] and tools[1].tool_schema.function.parameters.required == [
+        "expression"
+    ]
     assert ToolParser.get_tool_parser("vtb", None).__class__ is VTBToolParser
 
-    config = _verl_config(policy, [
-        f"data.train_files={tmp_path / 'train.parquet'}", "actor_rollout_ref.rollout.multi_turn.enable=True",
-        f"actor_rollout_ref.rollout.multi_turn.tool_config_path={tools_yaml}", "actor_rollout_ref.rollout.multi_turn.format=vtb",
-        "actor_rollout_ref.rollout.multi_turn.max_tool_response_length=4096", "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=4",
-        "reward.custom_reward_function.path=pkg://vtb_rewards.grpo", "reward.custom_reward_function.name=compute_score",
-    ])
+    config = _verl_config(
+        policy,
+        [
+            f"data.train_files={tmp_path / 'train.parquet'}",
+            "actor_rollout_ref.rollout.multi_turn.enable=True",
+            f"actor_rollout_ref.rollout.multi_turn.tool_config_path={tools_yaml}",
+            "actor_rollout_ref.rollout.multi_turn.format=vtb",
+            "actor_rollout_ref.rollout.multi_turn.max_tool_response_length=4096",
+            "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=4",
+            "reward.custom_reward_function.path=pkg://vtb_rewards.grpo",
+            "reward.custom_reward_function.name=compute_score",
+        ],
+    )
     worker = AgentLoopWorker(config, llm_client=HFServer(policy))
     out = asyncio.run(worker.generate_sequences(_batch(config, tmp_path / "train.parquet", worker)))
     text = _responses(out, worker.tokenizer)[0]
-    assert "Error executing tool" not in text and "transformed_image_0.png" in text  # the real crop ran on the row's image
+    assert (
+        "Error executing tool" not in text and "transformed_image_0.png" in text
+    )  # the real crop ran on the row's image
     assert text.rstrip().endswith("The answer is 42.")
 
     score = get_custom_reward_fn(config)  # verl's loader of reward.custom_reward_function (pkg:// path)
     extra = out.non_tensor_batch["extra_info"][0]
-    right = score(data_source="visualtoolbench", solution_str=text, ground_truth=out.non_tensor_batch["reward_model"][0]["ground_truth"], extra_info=extra)
+    right = score(
+        data_source="visualtoolbench",
+        solution_str=text,
+        ground_truth=out.non_tensor_batch["reward_model"][0]["ground_truth"],
+        extra_info=extra,
+    )
     assert right["rubric_score"] == 1.0 and right["score"] > 0
 
 
 def test_vtbtool_state_follows_the_trajectory_not_the_tool_object():
     """verl creates and releases a tool per call: the image numbering must continue across calls and tools."""
-    vision, calc = VTBTool({"type": "native", "tool": "python_image_processing", "factory": FACTORY}), VTBTool({"type": "native",
-        "tool": "calculator", "factory": FACTORY})
+    vision, calc = (
+        VTBTool({"type": "native", "tool": "python_image_processing", "factory": FACTORY}),
+        VTBTool({"type": "native", "tool": "calculator", "factory": FACTORY}),
+    )
 
     class AgentData:  # what verl passes as ``agent_data``: the prompt messages carry the image bytes
-        messages = [{"role": "user", "content": [{"type": "image", "bytes": _png((1, 2, 3))}, {"type": "text", "text": "q"}]}]
+        messages = [
+            {"role": "user", "content": [{"type": "image", "bytes": _png((1, 2, 3))}, {"type": "text", "text": "q"}]}
+        ]
         tools_kwargs: dict = {}
 
     async def calls(agent_data):
         texts = []
-        for tool, args in [(vision, {"code": CROP}), (calc, {"expression": "6*7"}), (vision, {"code": CROP.replace("transformed_image_0",
-            "transformed_image_1")}), (vision, {"code": 5})]:
+        for tool, args in [
+            (vision, {"code": CROP}),
+            (calc, {"expression": "6*7"}),
+            (vision, {"code": CROP.replace("transformed_image_0", "transformed_image_1")}),
+            (vision, {"code": 5}),
+        ]:
             instance, _ = await tool.create(create_kwargs={"task_id": "t", "turn_index": 0})
             response, _, metrics = await tool.execute(instance, args, agent_data=agent_data)
             await tool.release(instance)

@@ -52,13 +52,19 @@ class EnvPool:
     def __len__(self) -> int:
         return len(self.envs)
 
-    def reset(self, seed: int | None = None, options: Sequence[Mapping[str, Any] | None] | None = None,
-        indices: Sequence[int] | None = None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    def reset(
+        self,
+        seed: int | None = None,
+        options: Sequence[Mapping[str, Any] | None] | None = None,
+        indices: Sequence[int] | None = None,
+    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """Reset the environments ``indices`` (default: all); environment i gets ``seed + i``."""
         indices = list(range(len(self.envs))) if indices is None else list(indices)
         self._require_idle(indices)
         return [
-            self.envs[i].reset(seed=None if seed is None else seed + i, options=None if options is None else options[position])
+            self.envs[i].reset(
+                seed=None if seed is None else seed + i, options=None if options is None else options[position]
+            )
             for position, i in enumerate(indices)
         ]
 

@@ -44,7 +44,9 @@ class EnvConfig:
     at_cap: Literal["ask_final", "placeholder"] = "ask_final"
     history: Literal["model", "golden"] = "model"
     tool_format: str = "auto"  # a name in vtb_env.parsers.FORMATS, or a format added with register_parser
-    image_parts: Literal["data_url", "name"] = "data_url"  # "name": parts carry the file name only, no base64 is ever made
+    image_parts: Literal["data_url", "name"] = (
+        "data_url"  # "name": parts carry the file name only, no base64 is ever made
+    )
     image_encoding: Literal["original", "jpeg"] = "original"
     jpeg_quality: int = 85
     max_calls_per_round: int = 20  # calls run from one action; the rest get an error tool message
@@ -58,7 +60,8 @@ class EnvConfig:
             "tool_set": self.tool_set in TOOL_SETS,
             "cap_unit": self.cap_unit in ("calls", "rounds"),
             "cap_scope": self.cap_scope in ("task", "turn"),
-            "max_dialogue_images": self.max_dialogue_images is None or (isinstance(self.max_dialogue_images, int) and self.max_dialogue_images >= 1),
+            "max_dialogue_images": self.max_dialogue_images is None
+            or (isinstance(self.max_dialogue_images, int) and self.max_dialogue_images >= 1),
             "at_cap": self.at_cap in ("ask_final", "placeholder"),
             "history": self.history in ("model", "golden"),
             "tool_format": self.tool_format in FORMATS or self.tool_format in PARSERS,  # registered formats too
@@ -82,12 +85,23 @@ class EnvConfig:
 
     def differences(self, other: "EnvConfig") -> dict[str, tuple[Any, Any]]:
         """Fields that differ from ``other``: {name: (self's, other's)}."""
-        return {f.name: (getattr(self, f.name), getattr(other, f.name)) for f in fields(self) if getattr(self, f.name) != getattr(other, f.name)}
+        return {
+            f.name: (getattr(self, f.name), getattr(other, f.name))
+            for f in fields(self)
+            if getattr(self, f.name) != getattr(other, f.name)
+        }
 
 
 PRESETS: dict[str, EnvConfig] = {
     "default": EnvConfig(),
-    "official": EnvConfig(preset_name="official", cap_unit="rounds", cap_scope="turn", at_cap="placeholder", history="golden", image_encoding="jpeg"),
+    "official": EnvConfig(
+        preset_name="official",
+        cap_unit="rounds",
+        cap_scope="turn",
+        at_cap="placeholder",
+        history="golden",
+        image_encoding="jpeg",
+    ),
 }
 
 

@@ -111,12 +111,21 @@ class VisualToolBenchEnv(gym.Env):
 
     # ---- gymnasium API -------------------------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
         task = self.tasks[self._pick(options or {})]
         info = task_info(task)
-        record = EpisodeRecord(task_id=task.id, metadata={**copy.deepcopy(info), "config": self.config.preset_name, "tools": list(self.tools.names),
-            "images": []})
+        record = EpisodeRecord(
+            task_id=task.id,
+            metadata={
+                **copy.deepcopy(info),
+                "config": self.config.preset_name,
+                "tools": list(self.tools.names),
+                "images": [],
+            },
+        )
         self._episode = episode = _Episode(task=task, record=record, info=info)
         if self.system_prompt is not None:
             episode.dialogue.append({"role": "system", "content": self.system_prompt})
@@ -129,8 +138,14 @@ class VisualToolBenchEnv(gym.Env):
     def render(self) -> str | None:
         if self.render_mode is None or self._episode is None:
             return None
-        messages = self._episode.dialogue.observation([], "data_url", self.config.image_encoding, self.config.jpeg_quality)["messages"]
-        return render_ansi(messages) if self.render_mode == "ansi" else render_html(messages, title=f"VisualToolBench task {self._episode.task.id}")
+        messages = self._episode.dialogue.observation(
+            [], "data_url", self.config.image_encoding, self.config.jpeg_quality
+        )["messages"]
+        return (
+            render_ansi(messages)
+            if self.render_mode == "ansi"
+            else render_html(messages, title=f"VisualToolBench task {self._episode.task.id}")
+        )
 
     def close(self) -> None:
         if self._owns_tools:
@@ -147,13 +162,28 @@ class VisualToolBenchEnv(gym.Env):
         try:
             parsed = clean_parsed_action(parse_action(action, self.config.tool_format))
         except Exception as exc:  # a parser bug must not end a rollout
-            parsed = ParsedAction(content="", calls=[ParsedCall(name="", arguments="", error=f"could not parse the action: {type(exc).__name__}: {exc}")])
-        step = StepRecord(action_text=action_text(action), reasoning=parsed.reasoning, parser=parsed.parser,
-            parse_errors=[c.error for c in parsed.calls if c.error])
+            parsed = ParsedAction(
+                content="",
+                calls=[
+                    ParsedCall(name="", arguments="", error=f"could not parse the action: {type(exc).__name__}: {exc}")
+                ],
+            )
+        step = StepRecord(
+            action_text=action_text(action),
+            reasoning=parsed.reasoning,
+            parser=parsed.parser,
+            parse_errors=[c.error for c in parsed.calls if c.error],
+        )
         pending = PendingStep(parsed=parsed, record=step)
         for call in parsed.calls:
             call_id = self._call_id(episode, call.call_id)
-            record = ToolCallRecord(call_id=call_id, name=call.name, arguments=call.arguments, round_index=episode.rounds_in_turn, repaired=call.repaired)
+            record = ToolCallRecord(
+                call_id=call_id,
+                name=call.name,
+                arguments=call.arguments,
+                round_index=episode.rounds_in_turn,
+                repaired=call.repaired,
+            )
             blocked = self._blocked_reason(episode, len(pending.calls))
             if call.error is not None:
                 record.error, record.error_kind = call.error, "parse_error"
@@ -199,7 +229,9 @@ class VisualToolBenchEnv(gym.Env):
         episode.done = True
         return self._step_result(False, True)
 
-    def _step_result(self, terminated: bool, truncated: bool) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+    def _step_result(
+        self, terminated: bool, truncated: bool
+    ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """The step tuple; at the episode's end the reward, with its components (or error) in ``info``."""
         episode = self._require_episode()
         score = score_episode(self.reward_fn, episode.task, episode.record) if episode.done else None
@@ -220,7 +252,10 @@ class VisualToolBenchEnv(gym.Env):
         if self.config.cap_scope == "turn":  # per task (the paper), the counts run on across turns
             episode.calls_in_turn, episode.rounds_in_turn = 0, 0
         used = episode.calls_in_turn if self.config.cap_unit == "calls" else episode.rounds_in_turn
-        episode.turn_index, episode.awaiting_final = index, used >= self.config.max_tool_calls  # task budget spent: no tools
+        episode.turn_index, episode.awaiting_final = (
+            index,
+            used >= self.config.max_tool_calls,
+        )  # task budget spent: no tools
         episode.turn_record = TurnRecord(index=index)
         episode.record.turns.append(episode.turn_record)
         episode.turn_start = len(episode.dialogue)
@@ -233,7 +268,9 @@ class VisualToolBenchEnv(gym.Env):
         episode.turn_record.final_answer = answer
         if self.config.history == "golden":
             episode.dialogue.truncate(episode.turn_start + 1)  # keep the turn's prompt, drop its tool exchange
-            episode.dialogue.append({"role": "assistant", "content": episode.task.turns[episode.turn_index].golden_answer})
+            episode.dialogue.append(
+                {"role": "assistant", "content": episode.task.turns[episode.turn_index].golden_answer}
+            )
         else:
             episode.dialogue.append({"role": "assistant", "content": answer})
         if episode.turn_index + 1 >= len(episode.task.turns):
@@ -248,14 +285,26 @@ class VisualToolBenchEnv(gym.Env):
                 "role": "assistant",
                 "content": pending.parsed.content,
                 "tool_calls": [
-                    {"id": call.call_id, "type": "function", "function": {"name": call.name or "invalid_tool_call",
-                        "arguments": _arguments_text(call.arguments)}}
+                    {
+                        "id": call.call_id,
+                        "type": "function",
+                        "function": {
+                            "name": call.name or "invalid_tool_call",
+                            "arguments": _arguments_text(call.arguments),
+                        },
+                    }
                     for call in pending.calls
                 ],
             }
         )
         for call in pending.calls:
-            episode.dialogue.append({"role": "tool", "tool_call_id": call.call_id, "content": call.output or json.dumps({"error": call.error})})
+            episode.dialogue.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.call_id,
+                    "content": call.output or json.dumps({"error": call.error}),
+                }
+            )
         if pending.new_images:
             episode.dialogue.append(reingestion_message(pending.new_images))
         episode.calls_in_turn += len(pending.calls)
@@ -269,8 +318,14 @@ class VisualToolBenchEnv(gym.Env):
         episode.turn_record.hit_tool_cap = True
         if self.config.at_cap == "ask_final":
             episode.awaiting_final = True
-            episode.dialogue.append({"role": "user", "content": CAP_PROMPT.format(limit=self.config.max_tool_calls, unit=self.config.cap_unit,
-                scope=self.config.cap_scope)})
+            episode.dialogue.append(
+                {
+                    "role": "user",
+                    "content": CAP_PROMPT.format(
+                        limit=self.config.max_tool_calls, unit=self.config.cap_unit, scope=self.config.cap_scope
+                    ),
+                }
+            )
             return False, False
         last_turn = episode.turn_index + 1 >= len(episode.task.turns)
         self._close_turn(CAP_PLACEHOLDER_ANSWER, step)
@@ -281,9 +336,15 @@ class VisualToolBenchEnv(gym.Env):
     def _blocked_reason(self, episode: "_Episode", position: int) -> tuple[str, str] | None:
         """Why the call at ``position`` of this round is not run, as (error, kind), or None."""
         if episode.awaiting_final:
-            return "tools are no longer available in this turn: the tool-call limit was reached; give your final answer", "tools_withdrawn"
+            return (
+                "tools are no longer available in this turn: the tool-call limit was reached; give your final answer",
+                "tools_withdrawn",
+            )
         if self.config.cap_unit == "calls" and episode.calls_in_turn + position >= self.config.max_tool_calls:
-            return f"not executed: the limit of {self.config.max_tool_calls} tool calls per {self.config.cap_scope} was reached", "over_cap"
+            return (
+                f"not executed: the limit of {self.config.max_tool_calls} tool calls per {self.config.cap_scope} was reached",
+                "over_cap",
+            )
         if position >= self.config.max_calls_per_round:
             return f"not executed: at most {self.config.max_calls_per_round} tool calls run per round", "over_round_cap"
         return None
@@ -294,7 +355,12 @@ class VisualToolBenchEnv(gym.Env):
         """What tools may see now: the visible images and the next free transformed-image index. Never answers or rubrics."""
         episode = self._require_episode()
         images = tuple(asset.named() for asset in [*episode.dialogue.assets, *extra_images])
-        return ToolContext(task_id=episode.task.id, images=images, next_image_index=episode.next_image_index, turn_index=episode.turn_index)
+        return ToolContext(
+            task_id=episode.task.id,
+            images=images,
+            next_image_index=episode.next_image_index,
+            turn_index=episode.turn_index,
+        )
 
     def execute(self, pending: "PendingStep") -> "PendingStep":
         """Run the tool calls of ``pending`` (the slow part; safe in a worker thread, one step per env at a time).
@@ -309,11 +375,16 @@ class VisualToolBenchEnv(gym.Env):
         deadline = None if budget is None else time.monotonic() + budget
         for call in pending.calls:
             if call.error is None and deadline is not None and time.monotonic() >= deadline:
-                call.error, call.error_kind = f"not executed: this round's tool time budget of {budget:g} s was spent", "round_time_budget"
+                call.error, call.error_kind = (
+                    f"not executed: this round's tool time budget of {budget:g} s was spent",
+                    "round_time_budget",
+                )
             if call.error is not None:
                 call.output = json.dumps({"error": call.error})
                 continue
-            result = clean_tool_result(self.tools.call(call.name, call.arguments, self.tool_context(pending.new_images)))
+            result = clean_tool_result(
+                self.tools.call(call.name, call.arguments, self.tool_context(pending.new_images))
+            )
             call.output, call.latency_s = result.text, result.latency_s
             if result.error is not None:
                 call.error, call.error_kind = result.error, str(result.meta.get("kind", "tool_error"))
@@ -321,7 +392,9 @@ class VisualToolBenchEnv(gym.Env):
                 call.output += f"\n[{note}]"
         return pending
 
-    def _ingest_images(self, episode: "_Episode", pending: "PendingStep", call: ToolCallRecord, result: ToolResult) -> list[str]:
+    def _ingest_images(
+        self, episode: "_Episode", pending: "PendingStep", call: ToolCallRecord, result: ToolResult
+    ) -> list[str]:
         """Name the tool's images transformed_image_<i>.png in order, validate them; returns notes on rejected ones."""
         notes = []
         for image in result.images:
@@ -333,7 +406,9 @@ class VisualToolBenchEnv(gym.Env):
                 continue
             width, height = asset.pil.size  # header only: pixels stay encoded until an observation needs them
             if episode.tool_pixels + width * height > MAX_TOOL_PIXELS_PER_EPISODE:
-                notes.append(f"image {image.name} was not shown: tool images of an episode are capped at {MAX_TOOL_PIXELS_PER_EPISODE} pixels")
+                notes.append(
+                    f"image {image.name} was not shown: tool images of an episode are capped at {MAX_TOOL_PIXELS_PER_EPISODE} pixels"
+                )
                 continue
             episode.tool_pixels += width * height
             episode.next_image_index += 1
@@ -381,8 +456,13 @@ class VisualToolBenchEnv(gym.Env):
     def _observation(self) -> dict[str, Any]:
         episode = self._require_episode()
         tools = [] if episode.awaiting_final or episode.done else self.tools.schemas(self.tool_context())
-        return episode.dialogue.observation(tools, self.config.image_parts, self.config.image_encoding, self.config.jpeg_quality,
-                                            keep_last_images=self.config.max_dialogue_images)
+        return episode.dialogue.observation(
+            tools,
+            self.config.image_parts,
+            self.config.image_encoding,
+            self.config.jpeg_quality,
+            keep_last_images=self.config.max_dialogue_images,
+        )
 
     def _info(self) -> dict[str, Any]:
         episode = self._require_episode()

@@ -24,7 +24,12 @@ from PIL import Image
 from vtb_env.tasks import MAX_IMAGE_PIXELS, ImageDecodeError, decode_image
 from vtb_env.tools.base import NamedImage
 
-_PASS_THROUGH = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"))
+_PASS_THROUGH = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
 
 
 class ImageAsset:
@@ -126,7 +131,13 @@ def reingestion_message(assets: Iterable[ImageAsset]) -> dict[str, Any]:
     """The user message after a round's tool messages that shows the images the tools produced."""
     assets = list(assets)
     names = ", ".join(asset.name for asset in assets)
-    return {"role": "user", "content": [{"type": "text", "text": f"Images produced by the tool calls above: {names}."}, *labelled_image_parts(assets)]}
+    return {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": f"Images produced by the tool calls above: {names}."},
+            *labelled_image_parts(assets),
+        ],
+    }
 
 
 class Dialogue:
@@ -138,7 +149,9 @@ class Dialogue:
 
     def append(self, message: dict[str, Any]) -> None:
         content = message.get("content")
-        assets = tuple(part.asset for part in content if isinstance(part, ImagePart)) if isinstance(content, list) else ()
+        assets = (
+            tuple(part.asset for part in content if isinstance(part, ImagePart)) if isinstance(content, list) else ()
+        )
         self.messages.append(message)
         self._assets.append(assets)
 
@@ -150,8 +163,13 @@ class Dialogue:
         return len(self.messages)
 
     def _image_parts(self) -> list["ImagePart"]:
-        return [part for message in self.messages if isinstance(message.get("content"), list)
-                for part in message["content"] if isinstance(part, ImagePart)]
+        return [
+            part
+            for message in self.messages
+            if isinstance(message.get("content"), list)
+            for part in message["content"]
+            if isinstance(part, ImagePart)
+        ]
 
     @property
     def assets(self) -> list[ImageAsset]:
@@ -159,7 +177,11 @@ class Dialogue:
         return [asset for assets in self._assets for asset in assets]
 
     def observation(
-        self, tools: list[dict[str, Any]], image_parts: str = "data_url", encoding: str = "original", quality: int = 85,
+        self,
+        tools: list[dict[str, Any]],
+        image_parts: str = "data_url",
+        encoding: str = "original",
+        quality: int = 85,
         keep_last_images: int | None = None,
     ) -> dict[str, Any]:
         """A fresh observation dict (new containers every call; strings and images are shared, never mutated).
@@ -168,17 +190,24 @@ class Dialogue:
         text part naming the image, so the dialogue stays readable under a server's per-prompt limit.
         """
         assets = self.assets
-        dropped = {id(part) for part in self._image_parts()[: max(0, len(assets) - keep_last_images)]} if keep_last_images else set()
+        dropped = (
+            {id(part) for part in self._image_parts()[: max(0, len(assets) - keep_last_images)]}
+            if keep_last_images
+            else set()
+        )
 
         def resolve(part: ImagePart) -> dict[str, Any]:
             if id(part) in dropped:
-                return {"type": "text", "text": f"[{part.asset.name} is no longer shown: only the last {keep_last_images} images are kept]"}
+                return {
+                    "type": "text",
+                    "text": f"[{part.asset.name} is no longer shown: only the last {keep_last_images} images are kept]",
+                }
             if image_parts == "name":
                 return {"type": "image", "name": part.asset.name}
             return {"type": "image_url", "image_url": {"url": part.asset.data_url(encoding, quality)}}
 
         if dropped:
-            assets = assets[len(dropped):]
+            assets = assets[len(dropped) :]
         return {
             "messages": [_fresh(message, resolve) for message in self.messages],
             "images": [asset.pil for asset in assets],
@@ -202,7 +231,9 @@ def is_image_part(part: Any) -> bool:
     return isinstance(part, Mapping) and part.get("type") in ("image", "image_url")
 
 
-def map_image_parts(messages: Iterable[Mapping[str, Any]], convert: Callable[[Mapping[str, Any], int], Any]) -> list[dict[str, Any]]:
+def map_image_parts(
+    messages: Iterable[Mapping[str, Any]], convert: Callable[[Mapping[str, Any], int], Any]
+) -> list[dict[str, Any]]:
     """Copies of ``messages`` with the i-th image part (counted over all messages, so
     ``observation["images"][i]`` is its image) replaced by ``convert(part, i)``; the other parts
     are copied as they are. The one walk over image parts that every converter builds on."""

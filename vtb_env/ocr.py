@@ -51,7 +51,9 @@ class TesseractEngine:
 
     def __init__(self, psm: int = 11, lang: str = "eng", min_confidence: float = 0.0) -> None:
         if shutil.which("tesseract") is None:
-            raise OcrUnavailable("the tesseract binary is not installed (run scripts/setup.sh or apt-get install tesseract-ocr)")
+            raise OcrUnavailable(
+                "the tesseract binary is not installed (run scripts/setup.sh or apt-get install tesseract-ocr)"
+            )
         try:
             import pytesseract
         except ImportError as exc:

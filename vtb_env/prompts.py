@@ -16,13 +16,21 @@ When user supplies an image and requests to solve a problem that requires visual
 6. Use other general-purpose tools if needed to answer the user's question.
 7. Please use the tools wisely as you have limited tool calls."""
 
-WEAK_SYSTEM_PROMPT = "You are a helpful visual reasoning assistant with access to tools to help you answer the user's question."
+WEAK_SYSTEM_PROMPT = (
+    "You are a helpful visual reasoning assistant with access to tools to help you answer the user's question."
+)
 
 # The no-tools ablation and the text-only labelling pass: no tools are offered, so the prompt
 # must not tell the model to use any (the strong prompt would ask for tools it does not have).
-NO_TOOLS_SYSTEM_PROMPT = "You are a helpful visual reasoning assistant. Answer the user's question from the images and the text provided."
+NO_TOOLS_SYSTEM_PROMPT = (
+    "You are a helpful visual reasoning assistant. Answer the user's question from the images and the text provided."
+)
 
-SYSTEM_PROMPTS: dict[str, str] = {"strong": STRONG_SYSTEM_PROMPT, "weak": WEAK_SYSTEM_PROMPT, "no_tools": NO_TOOLS_SYSTEM_PROMPT}
+SYSTEM_PROMPTS: dict[str, str] = {
+    "strong": STRONG_SYSTEM_PROMPT,
+    "weak": WEAK_SYSTEM_PROMPT,
+    "no_tools": NO_TOOLS_SYSTEM_PROMPT,
+}
 
 
 def resolve_system_prompt(prompt: str | None) -> str | None:

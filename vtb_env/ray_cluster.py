@@ -42,8 +42,14 @@ def keep_token_off_home() -> None:
     os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
 
 
-def connect(address: str | None = None, *, temp_dir: str | Path | None = None, num_cpus: int | None = None,
-            log_to_driver: bool = False, **init_options: Any) -> Any:
+def connect(
+    address: str | None = None,
+    *,
+    temp_dir: str | Path | None = None,
+    num_cpus: int | None = None,
+    log_to_driver: bool = False,
+    **init_options: Any,
+) -> Any:
     """Initialise Ray once per process and return the module; see the module docstring.
 
     ``num_cpus`` applies to a new local cluster only; ``log_to_driver`` forwards the actors'
@@ -52,15 +58,22 @@ def connect(address: str | None = None, *, temp_dir: str | Path | None = None, n
     ray = import_ray()
     if ray.is_initialized():
         return ray
-    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": log_to_driver, "configure_logging": False, **init_options}
+    options: dict[str, Any] = {
+        "include_dashboard": False,
+        "log_to_driver": log_to_driver,
+        "configure_logging": False,
+        **init_options,
+    }
     if address:
         ray.init(address=address, **options)
         return ray
     directory = Path(temp_dir) if temp_dir else default_temp_dir()
     directory = directory.resolve()
     if len(str(directory)) > MAX_TEMP_DIR_CHARS:
-        raise ValueError(f"Ray temp dir {directory} is longer than {MAX_TEMP_DIR_CHARS} characters: "
-                         "Ray's unix socket paths would not fit; choose a shorter --ray-temp-dir")
+        raise ValueError(
+            f"Ray temp dir {directory} is longer than {MAX_TEMP_DIR_CHARS} characters: "
+            "Ray's unix socket paths would not fit; choose a shorter --ray-temp-dir"
+        )
     directory.mkdir(parents=True, exist_ok=True)
     keep_token_off_home()
     ray.init(num_cpus=num_cpus, _temp_dir=str(directory), **options)

@@ -33,8 +33,13 @@ _IMAGE_PART_TYPES = ("image_url", "image")
 
 def _image_parts(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The image parts of the dialogue in order (``observation["images"][i]`` is the i-th one's image)."""
-    return [part for message in messages if isinstance(message.get("content"), list)
-            for part in message["content"] if isinstance(part, dict) and part.get("type") in _IMAGE_PART_TYPES]
+    return [
+        part
+        for message in messages
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+        if isinstance(part, dict) and part.get("type") in _IMAGE_PART_TYPES
+    ]
 
 
 class EnvHost:
@@ -52,7 +57,9 @@ class EnvHost:
         self.envs = [VisualToolBenchEnv(**kwargs) for _ in range(count)]
         self.sent: list[dict[str, Any]] = [{} for _ in range(count)]  # per env: image name -> its ObjectRef
 
-    def reset(self, local: int, seed: int | None, options: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    def reset(
+        self, local: int, seed: int | None, options: Mapping[str, Any] | None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         self.sent[local] = {}
         observation, info = self.envs[local].reset(seed=seed, options=options)
         return self._wire(local, observation), info
@@ -85,8 +92,15 @@ class EnvHost:
 class RayEnvPool:
     """N ``VisualToolBenchEnv`` in Ray actors, stepped together; at most one step in flight per environment."""
 
-    def __init__(self, n: int, env_kwargs: Mapping[str, Any] | None = None, *, actors: int | None = None,
-                 address: str | None = None, temp_dir: str | None = None):
+    def __init__(
+        self,
+        n: int,
+        env_kwargs: Mapping[str, Any] | None = None,
+        *,
+        actors: int | None = None,
+        address: str | None = None,
+        temp_dir: str | None = None,
+    ):
         if n < 1:
             raise ValueError("RayEnvPool needs at least one environment")
         ray = connect(address, temp_dir=temp_dir)
@@ -99,25 +113,42 @@ class RayEnvPool:
         per_actor = math.ceil(n / actors)
         counts = [min(per_actor, n - start) for start in range(0, n, per_actor)]
         host = ray.remote(EnvHost)
-        self._hosts = [host.options(num_cpus=1, max_concurrency=count, scheduling_strategy="SPREAD").remote(count, kwargs, tasks_arg)
-                       for count in counts]
-        self._where = [(h, local) for h, count in enumerate(counts) for local in range(count)]  # env index -> (actor, its env)
+        self._hosts = [
+            host.options(num_cpus=1, max_concurrency=count, scheduling_strategy="SPREAD").remote(
+                count, kwargs, tasks_arg
+            )
+            for count in counts
+        ]
+        self._where = [
+            (h, local) for h, count in enumerate(counts) for local in range(count)
+        ]  # env index -> (actor, its env)
         self._images: list[dict[Any, tuple[Any, str | None]]] = [{} for _ in range(n)]  # per env: ref -> (PIL, url)
         self._executor = ThreadPoolExecutor(max_workers=n, thread_name_prefix="vtb-ray-pool")
         self._in_flight: dict[int, Future[StepResult]] = {}
         self.images_fetched = 0  # image payloads pulled from the object store (each image once)
 
     @classmethod
-    def make(cls, n: int, *, actors: int | None = None, address: str | None = None, temp_dir: str | None = None,
-             **env_kwargs: Any) -> "RayEnvPool":
+    def make(
+        cls,
+        n: int,
+        *,
+        actors: int | None = None,
+        address: str | None = None,
+        temp_dir: str | None = None,
+        **env_kwargs: Any,
+    ) -> "RayEnvPool":
         """``n`` environments built with the same keyword arguments (tasks, tools, reward, config)."""
         return cls(n, env_kwargs, actors=actors, address=address, temp_dir=temp_dir)
 
     def __len__(self) -> int:
         return len(self._where)
 
-    def reset(self, seed: int | None = None, options: Sequence[Mapping[str, Any] | None] | None = None,
-              indices: Sequence[int] | None = None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    def reset(
+        self,
+        seed: int | None = None,
+        options: Sequence[Mapping[str, Any] | None] | None = None,
+        indices: Sequence[int] | None = None,
+    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """Reset the environments ``indices`` (default: all); environment i gets ``seed + i``."""
         indices = list(range(len(self))) if indices is None else list(indices)
         self._require_idle(indices)
@@ -125,8 +156,15 @@ class RayEnvPool:
         for position, i in enumerate(indices):
             self._images[i] = {}
             h, local = self._where[i]
-            refs.append(self._hosts[h].reset.remote(local, None if seed is None else seed + i, None if options is None else options[position]))
-        return [(self._resolve(i, observation), info) for i, (observation, info) in zip(indices, self._ray.get(refs), strict=True)]
+            refs.append(
+                self._hosts[h].reset.remote(
+                    local, None if seed is None else seed + i, None if options is None else options[position]
+                )
+            )
+        return [
+            (self._resolve(i, observation), info)
+            for i, (observation, info) in zip(indices, self._ray.get(refs), strict=True)
+        ]
 
     def submit(self, index: int, action: str | Mapping[str, Any]) -> Future[StepResult]:
         """Send ``action`` to its environment's actor; the Future gives the step's result."""

@@ -46,8 +46,10 @@ def render_html(messages: Iterable[Mapping[str, Any]], title: str = "VisualToolB
             else:
                 body.append(f"<p>[image {html.escape(str(part.get('name', '')))}]</p>")
         for call in message.get("tool_calls") or ():
-            body.append(f"<pre class=call>{html.escape(call['id'])}: "
-                f"{html.escape(call['function']['name'])}({html.escape(_clip(call['function']['arguments'], 5000))})</pre>")
+            body.append(
+                f"<pre class=call>{html.escape(call['id'])}: "
+                f"{html.escape(call['function']['name'])}({html.escape(_clip(call['function']['arguments'], 5000))})</pre>"
+            )
         role = html.escape(message["role"])
         rows.append(f'<div class="msg {role}"><b>{role}</b>{"".join(body)}</div>')
     style = (

@@ -88,8 +88,20 @@ def clean_json_text(text: str) -> str:
 
 def clean_tool_result(result: ToolResult) -> ToolResult:
     """The result's text, error, image names and metadata cleaned (the same object when all are clean)."""
-    images = [image if clean_text(image.name) is image.name else replace(image, name=clean_text(image.name)) for image in result.images]
-    text, error, meta = clean_json_text(result.text), None if result.error is None else clean_text(result.error), clean_value(result.meta)
-    if text is result.text and error is result.error and meta is result.meta and all(a is b for a, b in zip(images, result.images, strict=False)):
+    images = [
+        image if clean_text(image.name) is image.name else replace(image, name=clean_text(image.name))
+        for image in result.images
+    ]
+    text, error, meta = (
+        clean_json_text(result.text),
+        None if result.error is None else clean_text(result.error),
+        clean_value(result.meta),
+    )
+    if (
+        text is result.text
+        and error is result.error
+        and meta is result.meta
+        and all(a is b for a, b in zip(images, result.images, strict=False))
+    ):
         return result
     return replace(result, text=text, error=error, images=images, meta=meta)

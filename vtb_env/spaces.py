@@ -31,7 +31,11 @@ class AssistantActionSpace(Space):
         if isinstance(x, str):
             return len(x) <= self.max_length
         if isinstance(x, Mapping):
-            return x.get("role", "assistant") == "assistant" and ("content" in x or "tool_calls" in x) and isinstance(x.get("tool_calls") or [], list)
+            return (
+                x.get("role", "assistant") == "assistant"
+                and ("content" in x or "tool_calls" in x)
+                and isinstance(x.get("tool_calls") or [], list)
+            )
         return False
 
     def sample(self, mask: Any = None, probability: Any = None) -> str:
@@ -67,9 +71,16 @@ class DialogueObservationSpace(Space):
         messages, images, names, tools = (x[key] for key in self.keys)
         if not all(isinstance(item, list) for item in (messages, images, names, tools)):
             return False
-        if len(images) != len(names) or not all(isinstance(image, Image.Image) for image in images) or not all(isinstance(n, str) for n in names):
+        if (
+            len(images) != len(names)
+            or not all(isinstance(image, Image.Image) for image in images)
+            or not all(isinstance(n, str) for n in names)
+        ):
             return False
-        if not all(isinstance(tool, Mapping) and tool.get("type") == "function" and isinstance(tool.get("function"), Mapping) for tool in tools):
+        if not all(
+            isinstance(tool, Mapping) and tool.get("type") == "function" and isinstance(tool.get("function"), Mapping)
+            for tool in tools
+        ):
             return False
         image_parts = 0
         for message in messages:

@@ -188,7 +188,10 @@ def parse_rubrics_json(text: str | Mapping[str, Any]) -> tuple[Rubric, ...]:
     if isinstance(data, Mapping):
         return tuple(Rubric.from_official(key, value) for key, value in data.items())
     if isinstance(data, list):
-        return tuple(Rubric.from_official(str(item.get("id", i)) if isinstance(item, Mapping) else str(i), item) for i, item in enumerate(data))
+        return tuple(
+            Rubric.from_official(str(item.get("id", i)) if isinstance(item, Mapping) else str(i), item)
+            for i, item in enumerate(data)
+        )
     raise ValueError(f"rubrics must be a JSON object or list, got {type(data).__name__}")
 
 
@@ -279,11 +282,14 @@ class Task:
         """Inverse of ``to_dict``; image names resolve against ``image_dir``."""
         base = Path(image_dir) if image_dir is not None else None
         if not isinstance(data.get("turns"), list) or not all(isinstance(turn, Mapping) for turn in data["turns"]):
-            raise ValueError(f"task {data.get('id')}: 'turns' must be a list of objects, got {type(data.get('turns')).__name__}")
+            raise ValueError(
+                f"task {data.get('id')}: 'turns' must be a list of objects, got {type(data.get('turns')).__name__}"
+            )
         turns = []
         for turn in data["turns"]:
             images = tuple(
-                ImageRef(name=Path(name).name, path=str(base / name) if base else name) for name in turn.get("images", ())
+                ImageRef(name=Path(name).name, path=str(base / name) if base else name)
+                for name in turn.get("images", ())
             )
             turns.append(
                 Turn(

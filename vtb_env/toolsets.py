@@ -14,7 +14,14 @@ if TYPE_CHECKING:
     from vtb_env.tools.base import ToolRegistry
 
 VISION_TOOL = "python_image_processing"
-ALL_TOOLS: tuple[str, ...] = (VISION_TOOL, "python_interpreter", "web_search", "browser_get_page_text", "historical_weather", "calculator")
+ALL_TOOLS: tuple[str, ...] = (
+    VISION_TOOL,
+    "python_interpreter",
+    "web_search",
+    "browser_get_page_text",
+    "historical_weather",
+    "calculator",
+)
 TOOL_SETS: Mapping[str, tuple[str, ...]] = {
     "all": ALL_TOOLS,
     "no_vision": tuple(name for name in ALL_TOOLS if name != VISION_TOOL),

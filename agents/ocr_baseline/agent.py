@@ -48,7 +48,9 @@ class OcrBaselineAgent(BaseAgent):
             action, error = f"I could not work out an answer ({type(exc).__name__}).", f"{type(exc).__name__}: {exc}"
         else:
             error = None
-        self.record(CallRecord(latency_s=time.perf_counter() - start, error=error, meta={"ocr_reads": self._local.reads}))
+        self.record(
+            CallRecord(latency_s=time.perf_counter() - start, error=error, meta={"ocr_reads": self._local.reads})
+        )
         return action
 
     def ocr(self, image: Any) -> list[Any]:

@@ -35,7 +35,7 @@ class Episode:
         prompts = [i for i, m in enumerate(self.messages) if is_prompt(self.messages, i)]
         self.prompt_at = prompts[-1] if prompts else None
         self.turn_originals = [image_names(self.messages[i]) for i in prompts]
-        after = self.messages[(self.prompt_at if self.prompt_at is not None else 0) + 1:]
+        after = self.messages[(self.prompt_at if self.prompt_at is not None else 0) + 1 :]
         self.calls = [c for m in after if m.get("role") == "assistant" for c in m.get("tool_calls") or ()]
         self.results = {m.get("tool_call_id"): str(m.get("content") or "") for m in after if m.get("role") == "tool"}
         self.variants = variants(self.messages)

@@ -30,7 +30,6 @@ _TEMPLATE_WORDS = frozenset(
 )
 
 
-
 @dataclass
 class Question:
     """The turn's question, with what the dialogue adds to it."""
@@ -74,7 +73,7 @@ def _find(low: str, qkey: str, words: Sequence[str], label: str) -> int | None:
     if len(target) < 4:
         return None
     for i in range(len(words) - n + 1):
-        window = "".join(label_key(w) for w in words[i:i + n])
+        window = "".join(label_key(w) for w in words[i : i + n])
         if difflib.SequenceMatcher(None, window, target).ratio() >= 0.75:
             return low.find(words[i])
     return None

@@ -38,7 +38,9 @@ class Reading:
     def merged(self, other: "Reading") -> "Reading":
         known = {label_key(r.label) for r in self.rows}
         rows = self.rows + [r for r in other.rows if label_key(r.label) not in known]
-        return Reading(rows, (self.text + "\n" + other.text).strip(), self.quality + other.quality, self.legible or other.legible)
+        return Reading(
+            rows, (self.text + "\n" + other.text).strip(), self.quality + other.quality, self.legible or other.legible
+        )
 
 
 def label_key(label: str) -> str:
@@ -116,15 +118,23 @@ def _line_rows(line: Sequence[Any]) -> list[Row]:
     rows = []
     for n, (label_words, word, i) in enumerate(pairs):
         end = line.index(pairs[n + 1][0][0]) if n + 1 < len(pairs) else len(line)
-        span = _RANGE.search(" ".join(w.text for w in line[i + 1:end]))
+        span = _RANGE.search(" ".join(w.text for w in line[i + 1 : end]))
         text = _digits(word.text.strip(".,;:"))
         value = parse_number(text)
         if value is None:
             continue
         label = _code(" ".join(w.text.strip("$()|") for w in label_words))
         conf = min(w.confidence for w in [*label_words, word])
-        rows.append(Row(label, text, value, (float(span.group(1)), float(span.group(2))) if span else (), conf,
-                        words_center([*label_words, word])))
+        rows.append(
+            Row(
+                label,
+                text,
+                value,
+                (float(span.group(1)), float(span.group(2))) if span else (),
+                conf,
+                words_center([*label_words, word]),
+            )
+        )
     return rows
 
 
@@ -136,7 +146,10 @@ def _digits(text: str) -> str:
 
 
 def words_center(words: Sequence[Any]) -> tuple[float, float]:
-    return (sum((w.box[0] + w.box[2]) / 2 for w in words) / len(words), sum((w.box[1] + w.box[3]) / 2 for w in words) / len(words))
+    return (
+        sum((w.box[0] + w.box[2]) / 2 for w in words) / len(words),
+        sum((w.box[1] + w.box[3]) / 2 for w in words) / len(words),
+    )
 
 
 def _chart_rows(labels: Sequence[Any], values: Sequence[Any], taken: Sequence[Row]) -> list[Row]:
@@ -148,16 +161,37 @@ def _chart_rows(labels: Sequence[Any], values: Sequence[Any], taken: Sequence[Ro
             continue
         lx, ly = words_center([word])
         width = max(8.0, (word.box[2] - word.box[0]) * 1.5)
-        above = [v for v in values if v.text not in used and abs(words_center([v])[0] - lx) <= width and words_center([v])[1] < ly]
+        above = [
+            v
+            for v in values
+            if v.text not in used and abs(words_center([v])[0] - lx) <= width and words_center([v])[1] < ly
+        ]
         if above:
             best = min(above, key=lambda v: abs(words_center([v])[0] - lx))
             value = parse_number(best.text)
             if value is not None:
-                rows.append(Row(_code(word.text), best.text, value, (), min(word.confidence, best.confidence), (lx, ly)))
+                rows.append(
+                    Row(_code(word.text), best.text, value, (), min(word.confidence, best.confidence), (lx, ly))
+                )
     return rows
 
 
-_DIGIT_LOOKALIKES = str.maketrans({"T": "7", "l": "1", "I": "1", "i": "1", "O": "0", "o": "0", "S": "5", "s": "5", "B": "8", "Z": "2", "é": "6", "G": "6"})
+_DIGIT_LOOKALIKES = str.maketrans(
+    {
+        "T": "7",
+        "l": "1",
+        "I": "1",
+        "i": "1",
+        "O": "0",
+        "o": "0",
+        "S": "5",
+        "s": "5",
+        "B": "8",
+        "Z": "2",
+        "é": "6",
+        "G": "6",
+    }
+)
 
 
 def _code(text: str) -> str:
@@ -180,4 +214,3 @@ def map_distances(words: Sequence[Any]) -> tuple[list[tuple[str, float]], list[t
             elif re.fullmatch(r"[A-Z][a-z]{3,}", word.text) and word.confidence >= 0.5:
                 towns.append((word.text, words_center([word])[0]))
     return towns, distances
-

@@ -107,6 +107,7 @@ def solve(ep: Episode, q: Question) -> Outcome:
 
 # --- formatting ---------------------------------------------------------------------------------
 
+
 def _fmt(value: float, money: bool = False) -> str:
     if money:
         return f"${value:,.2f}"
@@ -133,9 +134,12 @@ def _say(row: Row) -> str:
 
 # --- the rules ----------------------------------------------------------------------------------
 
+
 def weather_rule(ep: Episode, q: Question) -> Outcome:
     names = ep.in_view()
-    text = "\n".join(" ".join(w.text for w in line) for n in names for words in ep.word_sets(n) for line in group_lines(words))
+    text = "\n".join(
+        " ".join(w.text for w in line) for n in names for words in ep.word_sets(n) for line in group_lines(words)
+    )
     city = re.search(r"\bTo:?\s+([A-Z][a-z]+)", text)
     date = re.search(r"\b(\d{4}-\d{2}-\d{2})\b", text)
     if not city or not date:
@@ -149,8 +153,10 @@ def weather_rule(ep: Episode, q: Question) -> Outcome:
     found = re.search(r'"temperature_max_c":\s*(-?[\d.]+)', result)
     if not found:
         return f"The ticket is to {city.group(1)} on {date.group(1)}; the weather archive had no maximum temperature for that day."
-    return (f"The ticket is to {city.group(1)} on {date.group(1)}. The weather archive reports a maximum temperature of "
-            f"{float(found.group(1)):.1f} °C there that day.")
+    return (
+        f"The ticket is to {city.group(1)} on {date.group(1)}. The weather archive reports a maximum temperature of "
+        f"{float(found.group(1)):.1f} °C there that day."
+    )
 
 
 def dividend_rule(ep: Episode, q: Question) -> Outcome:
@@ -310,7 +316,9 @@ def that_rule(ep: Episode, q: Question) -> Outcome:
 
 def lab_range_rule(ep: Episode, q: Question) -> Outcome:
     table = read_table(ep, ep.in_view())
-    found = named_rows(q.prompt, table.rows) or named_rows(q.previous_answer, table.rows) or named_rows(q.text, table.rows)
+    found = (
+        named_rows(q.prompt, table.rows) or named_rows(q.previous_answer, table.rows) or named_rows(q.text, table.rows)
+    )
     if not found:
         return table.missing("the test result")
     row = found[0]
@@ -381,7 +389,11 @@ RULES: tuple[Rule, ...] = (  # in order: the first whose cue matches the questio
     Rule("speed", lambda low: bool(_SPEED.search(low)), speed_rule),
     Rule("share", lambda low: "share of the combined total" in low, share_rule),
     Rule("limit", lambda low: "upper limit" in low, limit_rule),
-    Rule("route", lambda low: bool(("route" in low or "how far" in low) and _FROM_TO.search(low)) and "ride" not in low, route_rule),
+    Rule(
+        "route",
+        lambda low: bool(("route" in low or "how far" in low) and _FROM_TO.search(low)) and "ride" not in low,
+        route_rule,
+    ),
     Rule("change_most", lambda low: "changed the most" in low, change_most_rule),
     Rule("changed_since", lambda low: "changed since" in low, changed_since_rule),
     Rule("highest", lambda low: bool(_WHICH_TOP.search(low)) and "changed" not in low, highest_rule),

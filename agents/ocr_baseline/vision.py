@@ -64,7 +64,7 @@ def skew_angle(image: Any, box: tuple[int, int, int, int]) -> float:
     return float(max(np.arange(coarse - 3, coarse + 3.1, 0.5), key=spread))
 
 
-ENHANCE_CODE = '''import json
+ENHANCE_CODE = """import json
 from PIL import Image, ImageFilter, ImageOps
 # Regions to read, located in the original images: (image, crop box, deskew angle in degrees).
 plan = {plan!r}
@@ -86,7 +86,7 @@ for name, box, angle in plan:
         made[f"transformed_image_{{index}}.png"] = [name, list(box)]
         index += 1
 print(json.dumps({{"variants": made}}))
-'''
+"""
 
 
 def repair_plan(name: str, image: Any) -> Plan:

@@ -21,7 +21,9 @@ class BackendError(Exception):
 class JudgeBackend(Protocol):
     judge_id: str
 
-    def complete_many(self, prompts: Sequence[str], schema: Mapping[str, Any] | None = None) -> list[str | BackendError]:
+    def complete_many(
+        self, prompts: Sequence[str], schema: Mapping[str, Any] | None = None
+    ) -> list[str | BackendError]:
         """One reply per prompt; ``schema`` (``{"name", "schema"}``) asks for structured output where supported."""
         ...
 
@@ -61,7 +63,11 @@ class OpenAIChatBackend:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
         self.model = model
-        if token_field not in ("max_tokens", "max_completion_tokens") or structured not in ("auto", "json_schema", "off"):
+        if token_field not in ("max_tokens", "max_completion_tokens") or structured not in (
+            "auto",
+            "json_schema",
+            "off",
+        ):
             raise ValueError(f"bad judge request options: token_field={token_field!r}, structured={structured!r}")
         self.judge_id = f"openai:{model}@t={temperature}"
         self.max_concurrency = max_concurrency
@@ -94,7 +100,11 @@ class OpenAIChatBackend:
         return kwargs
 
     def _refuses_schema(self, exc: Exception) -> bool:
-        if self.structured != "auto" or not isinstance(exc, self._openai.APIStatusError) or exc.status_code not in (400, 422):
+        if (
+            self.structured != "auto"
+            or not isinstance(exc, self._openai.APIStatusError)
+            or exc.status_code not in (400, 422)
+        ):
             return False
         text = str(exc).lower()
         return "response_format" in text or "json_schema" in text or "structured" in text
@@ -115,7 +125,9 @@ class OpenAIChatBackend:
                 return BackendError(f"{type(exc).__name__}: {exc}"[:300])
         raise AssertionError("unreachable")
 
-    def complete_many(self, prompts: Sequence[str], schema: Mapping[str, Any] | None = None) -> list[str | BackendError]:
+    def complete_many(
+        self, prompts: Sequence[str], schema: Mapping[str, Any] | None = None
+    ) -> list[str | BackendError]:
         if len(prompts) <= 1:
             return [self.complete(prompt, schema) for prompt in prompts]
         with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(prompts))) as pool:
@@ -165,6 +177,8 @@ class TransformersBackend:
         except Exception as exc:  # a model failure is one rubric's judge_error, not a crash
             return BackendError(f"{type(exc).__name__}: {exc}"[:300])
 
-    def complete_many(self, prompts: Sequence[str], schema: Mapping[str, Any] | None = None) -> list[str | BackendError]:
+    def complete_many(
+        self, prompts: Sequence[str], schema: Mapping[str, Any] | None = None
+    ) -> list[str | BackendError]:
         """Replies in order; ``schema`` is not enforced (the prompt states the format)."""
         return [self.complete(prompt) for prompt in prompts]

@@ -111,7 +111,13 @@ class Judge:
         if pending:
             keys = list(pending)
             prompts = [
-                render(self.template, question=it.question, golden_answer=it.golden_answer, criterion=it.criterion, answer=it.answer or "")
+                render(
+                    self.template,
+                    question=it.question,
+                    golden_answer=it.golden_answer,
+                    criterion=it.criterion,
+                    answer=it.answer or "",
+                )
                 for it in (items[pending[key][0]] for key in keys)
             ]
             replies = self.backend.complete_many([p for p in prompts for _ in range(self.votes)], schema=VERDICT_SCHEMA)  # type: ignore[union-attr]

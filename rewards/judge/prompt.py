@@ -102,6 +102,7 @@ def render(template: str, *, question: str, golden_answer: str, criterion: str, 
         question=question, golden_answer=golden_answer, rubric_criteria=criterion, model_answer=answer
     )
 
+
 # The paper's error analysis (appendix B.6): one category per failed answer.
 ERROR_TYPE_TEMPLATE = """You are an expert evaluator. A model answered a visual question incorrectly. Classify the main cause of its failure into exactly one category:
 

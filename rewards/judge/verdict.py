@@ -71,8 +71,6 @@ def status_of(value: object) -> Status | None:
     return {"met": MET, "not met": NOT_MET}.get(norm)
 
 
-
-
 def _from_object(obj: object) -> Verdict | None:
     if not isinstance(obj, dict):
         return None
@@ -102,7 +100,11 @@ def _candidates(text: str) -> list[Verdict]:
             repaired = None
         if repaired is not None:
             return [repaired]
-    return [Verdict(status, explanation=text.strip()[:500]) for m in _RESULT_LINE.finditer(text) if (status := status_of(m.group(1)))]
+    return [
+        Verdict(status, explanation=text.strip()[:500])
+        for m in _RESULT_LINE.finditer(text)
+        if (status := status_of(m.group(1)))
+    ]
 
 
 def parse_verdict(text: str | None) -> Verdict:

@@ -76,8 +76,20 @@ def vllm_metrics() -> Iterator[dict[str, float]]:
 
 def _serve(model_dir: Path, name: str, state: Path, metrics: dict, *extra: str) -> Iterator[VLLMServer]:
     began = time.perf_counter()
-    url = _server_script("start", "--model", str(model_dir), "--family", "tiny", "--name", name,
-                         "--port", str(_free_port()), "--state", str(state), *extra)
+    url = _server_script(
+        "start",
+        "--model",
+        str(model_dir),
+        "--family",
+        "tiny",
+        "--name",
+        name,
+        "--port",
+        str(_free_port()),
+        "--state",
+        str(state),
+        *extra,
+    )
     metrics[f"{name}_startup_s"] = round(time.perf_counter() - began, 1)
     try:
         yield VLLMServer(url.splitlines()[-1], name, state)
@@ -95,7 +107,9 @@ def scripted_vlm_server(tmp_path_factory, vllm_metrics) -> Iterator[VLLMServer]:
     message would read that message as a new turn and call again, up to the env's tool cap.
     """
     root = tmp_path_factory.mktemp("scripted_vlm")
-    model = tiny_models.build_scripted_model(root / "model", "idefics3", SCRIPTED_CALL, SCRIPTED_ANSWER, call_each_turn=False)
+    model = tiny_models.build_scripted_model(
+        root / "model", "idefics3", SCRIPTED_CALL, SCRIPTED_ANSWER, call_each_turn=False
+    )
     yield from _serve(model, "scripted-vlm", root / "state", vllm_metrics, *SCRIPTED_SERVER_OPTIONS)
 
 

@@ -47,12 +47,18 @@ def _harbour_task(task_id: str = "harbour") -> Task:
     """One turn, one image; rubrics: an exact check the scripted answer meets (weight 5), one it
     misses (weight 1), and one without a check that only an LLM judge can decide (weight 2)."""
     rubrics = (
-        Rubric(id="count", description="States that there are 3 boats.", weight=5, check={"type": "number", "value": 3}),
+        Rubric(
+            id="count", description="States that there are 3 boats.", weight=5, check={"type": "number", "value": 3}
+        ),
         Rubric(id="colour", description="Says the boats are red.", weight=1, check={"type": "text", "any_of": ["red"]}),
         Rubric(id="judged", description="Gives a single clear count.", weight=2),
     )
-    turn = Turn(prompt="How many boats are in the harbour?", images=(ImageRef(name="harbour.png", data=_png(IMAGE_SIZE, (20, 120, 220))),),
-                golden_answer="3", rubrics=rubrics)
+    turn = Turn(
+        prompt="How many boats are in the harbour?",
+        images=(ImageRef(name="harbour.png", data=_png(IMAGE_SIZE, (20, 120, 220))),),
+        golden_answer="3",
+        rubrics=rubrics,
+    )
     return Task(id=task_id, turns=(turn,), mode_label="tool_required")
 
 
@@ -68,8 +74,13 @@ class RequestLog:
 
     def image_parts(self, index: int) -> list[Image.Image]:
         """The images of request ``index``'s ``image_url`` parts, decoded."""
-        urls = [part["image_url"]["url"] for message in self.bodies[index]["messages"] if isinstance(message["content"], list)
-                for part in message["content"] if part.get("type") == "image_url"]
+        urls = [
+            part["image_url"]["url"]
+            for message in self.bodies[index]["messages"]
+            if isinstance(message["content"], list)
+            for part in message["content"]
+            if part.get("type") == "image_url"
+        ]
         return [Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) for url in urls]
 
 
@@ -96,7 +107,8 @@ def _run_episode(server: VLLMServer, mode: str, reward: EpisodeReward, metrics: 
 @pytest.mark.parametrize("mode", ["native", "text"])
 def test_full_episode_through_the_server(scripted_vlm_server, vllm_metrics, mode):
     record, reward, info, requests, calls = _run_episode(
-        scripted_vlm_server, mode, EpisodeReward(judge=Judge(backend=None)), vllm_metrics, f"episode_{mode}")
+        scripted_vlm_server, mode, EpisodeReward(judge=Judge(backend=None)), vllm_metrics, f"episode_{mode}"
+    )
 
     [turn] = record.turns
     call_step, answer_step = turn.steps
@@ -112,7 +124,9 @@ def test_full_episode_through_the_server(scripted_vlm_server, vllm_metrics, mode
     assert [image.size for image in requests.image_parts(1)] == [IMAGE_SIZE, CROP_SIZE]
     assert [tool["function"]["name"] for tool in requests.bodies[0]["tools"]] == list(ALL_TOOLS)
     assert requests.bodies[0].get("tool_choice") == (None if mode == "native" else "none")
-    assert [c.meta["finish_reason"] for c in calls] == (["tool_calls", "stop"] if mode == "native" else ["stop", "stop"])
+    assert [c.meta["finish_reason"] for c in calls] == (
+        ["tool_calls", "stop"] if mode == "native" else ["stop", "stop"]
+    )
     assert calls[1].prompt_tokens > calls[0].prompt_tokens and not any(c.error for c in calls)
 
     # Composed reward: exact checks only (the unchecked rubric is a judge error, counted Not Met).
@@ -131,7 +145,9 @@ def test_full_episode_through_the_server(scripted_vlm_server, vllm_metrics, mode
 def test_served_judge_grades_a_served_episode(scripted_vlm_server, judge_server, vllm_metrics):
     """vtb_rewards.judge's OpenAI backend against the judge server decides the rubric without a check."""
     judge = Judge(OpenAIChatBackend(judge_server.model, judge_server.base_url, retries=0))
-    _, reward, info, _, _ = _run_episode(scripted_vlm_server, "native", EpisodeReward(judge=judge), vllm_metrics, "episode_judged")
+    _, reward, info, _, _ = _run_episode(
+        scripted_vlm_server, "native", EpisodeReward(judge=judge), vllm_metrics, "episode_judged"
+    )
     components = info["reward_components"]
     assert components["judge_errors"] == 0.0
     assert components["rubric_score"] == pytest.approx(7 / 8)  # count (5) and judged (2) Met, colour (1) not
@@ -145,12 +161,27 @@ def test_vtb_eval_against_both_servers(scripted_vlm_server, judge_server, vllm_m
     out = tmp_path / "run"
     began = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "vtb_app.cli", "eval", "--data", str(data),
-         "--agent", f"openai:{scripted_vlm_server.model}@{scripted_vlm_server.base_url}",
-         "--judge", f"openai:{judge_server.model}@{judge_server.base_url}",
-         "--agent-extra-body", json.dumps({"chat_template_kwargs": {"unused_by_this_template": True}}),
-         "--out", str(out), "--no-progress"],
-        cwd=ROOT, capture_output=True, text=True, timeout=180,
+        [
+            sys.executable,
+            "-m",
+            "vtb_app.cli",
+            "eval",
+            "--data",
+            str(data),
+            "--agent",
+            f"openai:{scripted_vlm_server.model}@{scripted_vlm_server.base_url}",
+            "--judge",
+            f"openai:{judge_server.model}@{judge_server.base_url}",
+            "--agent-extra-body",
+            json.dumps({"chat_template_kwargs": {"unused_by_this_template": True}}),
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     vllm_metrics["vtb_eval_s"] = round(time.perf_counter() - began, 1)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -26,20 +26,25 @@ from tests.integration.conftest import (
 
 pytestmark = pytest.mark.vllm
 
-TOOLS = [{
-    "type": "function",
-    "function": {
-        "name": "python_image_processing",
-        "description": "Run Python code on the task images (image_1.png, ...).",
-        "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
-    },
-}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "python_image_processing",
+            "description": "Run Python code on the task images (image_1.png, ...).",
+            "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
+        },
+    }
+]
 
 
 def _image_part(color: tuple[int, int, int]) -> dict:
     buffer = io.BytesIO()
     Image.new("RGB", (96, 64), color).save(buffer, format="PNG")
-    return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()}}
+    return {
+        "type": "image_url",
+        "image_url": {"url": "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()},
+    }
 
 
 def _question() -> dict:
@@ -75,8 +80,11 @@ def test_after_a_tool_result_with_an_image_the_model_answers(scripted_vlm_server
     messages = [
         _question(),
         {"role": "assistant", "content": None, "tool_calls": [call.model_dump(include={"id", "type", "function"})]},
-        {"role": "tool", "tool_call_id": call.id,
-         "content": [{"type": "text", "text": "(96, 64)"}, _image_part((200, 30, 30))]},
+        {
+            "role": "tool",
+            "tool_call_id": call.id,
+            "content": [{"type": "text", "text": "(96, 64)"}, _image_part((200, 30, 30))],
+        },
     ]
     choice = _chat(scripted_vlm_server, messages, vllm_metrics, "final_answer", tools=TOOLS)
     assert choice.finish_reason == "stop" and not choice.message.tool_calls
@@ -85,15 +93,33 @@ def test_after_a_tool_result_with_an_image_the_model_answers(scripted_vlm_server
 
 def test_start_is_idempotent_while_the_server_runs(scripted_vlm_server):
     state = scripted_vlm_server.state
-    status = subprocess.run(["bash", str(SERVER_SCRIPT), "status", "--state", str(state)], capture_output=True, text=True)
+    status = subprocess.run(
+        ["bash", str(SERVER_SCRIPT), "status", "--state", str(state)], capture_output=True, text=True
+    )
     assert status.returncode == 0 and status.stdout.startswith("running")
     signature = (state / "server.args").read_text().splitlines()
     model, port = signature[signature.index("--model") + 1], signature[signature.index("--port") + 1]
     began = time.perf_counter()
     again = subprocess.run(
-        ["bash", str(SERVER_SCRIPT), "start", "--model", model, "--family", "tiny", "--name", scripted_vlm_server.model,
-         "--port", port, "--state", str(state), *SCRIPTED_SERVER_OPTIONS],
-        capture_output=True, text=True, timeout=30,
+        [
+            "bash",
+            str(SERVER_SCRIPT),
+            "start",
+            "--model",
+            model,
+            "--family",
+            "tiny",
+            "--name",
+            scripted_vlm_server.model,
+            "--port",
+            port,
+            "--state",
+            str(state),
+            *SCRIPTED_SERVER_OPTIONS,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == scripted_vlm_server.base_url
@@ -101,8 +127,10 @@ def test_start_is_idempotent_while_the_server_runs(scripted_vlm_server):
 
 
 def test_judge_text_model_answers(judge_server, vllm_metrics):
-    messages = [{"role": "system", "content": "Grade the response against the rubric."},
-                {"role": "user", "content": "Rubric: says 3.\nResponse: The answer is 3."}]
+    messages = [
+        {"role": "system", "content": "Grade the response against the rubric."},
+        {"role": "user", "content": "Rubric: says 3.\nResponse: The answer is 3."},
+    ]
     choice = _chat(judge_server, messages, vllm_metrics, "judge")
     assert choice.message.content == JUDGE_VERDICT
 
@@ -110,7 +138,9 @@ def test_judge_text_model_answers(judge_server, vllm_metrics):
 def test_unknown_family_is_refused_before_starting(tmp_path):
     done = subprocess.run(
         ["bash", str(SERVER_SCRIPT), "start", "--model", str(tmp_path), "--family", "gpt", "--state", str(tmp_path)],
-        capture_output=True, text=True, timeout=30,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert done.returncode != 0 and "unknown --family 'gpt'" in done.stderr
     assert not (tmp_path / "server.pid").exists()

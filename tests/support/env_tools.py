@@ -25,8 +25,19 @@ def png(width: int = 64, height: int = 48, color: tuple[int, int, int] = (200, 3
 
 
 def _function(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "description": f"test {name}", "parameters": {"type": "object", "properties": properties,
-        "required": required, "additionalProperties": False}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"test {name}",
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
+        },
+    }
 
 
 class ImageMakerTool(Tool):
@@ -42,8 +53,13 @@ class ImageMakerTool(Tool):
     def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         count = arguments["code"].count("save")
         names = [f"transformed_image_{context.next_image_index + i}.png" for i in range(count)]
-        images = [NamedImage(name, png(*self.size, color=(10 * (len(context.images) + i) % 256, 100, 150))) for i, name in enumerate(names)]
-        return ToolResult(text=json.dumps({"saved": names, "visible": [image.name for image in context.images]}), images=images)
+        images = [
+            NamedImage(name, png(*self.size, color=(10 * (len(context.images) + i) % 256, 100, 150)))
+            for i, name in enumerate(names)
+        ]
+        return ToolResult(
+            text=json.dumps({"saved": names, "visible": [image.name for image in context.images]}), images=images
+        )
 
 
 class EchoCalculator(Tool):
@@ -60,13 +76,17 @@ class SleepySearch(Tool):
     """A web_search whose latency is the query's number of seconds (``"sleep 0.5"``)."""
 
     name = "web_search"
-    schema = _function(name, {"query": {"type": "string"}, "num_results": {"type": "integer", "minimum": 1, "maximum": 10}}, ["query"])
+    schema = _function(
+        name, {"query": {"type": "string"}, "num_results": {"type": "integer", "minimum": 1, "maximum": 10}}, ["query"]
+    )
 
     def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         words = arguments["query"].split()
         if len(words) == 2 and words[0] == "sleep":
             time.sleep(float(words[1]))
-        return ToolResult(text=json.dumps({"results": [{"title": arguments["query"], "url": "http://127.0.0.1/", "snippet": ""}]}))
+        return ToolResult(
+            text=json.dumps({"results": [{"title": arguments["query"], "url": "http://127.0.0.1/", "snippet": ""}]})
+        )
 
 
 def small_tools() -> ToolRegistry:
@@ -82,8 +102,20 @@ def make_task(task_id: str = "t1", turns: int = 1, images_per_turn: int = 1) -> 
         for _ in range(images_per_turn):
             refs.append(ImageRef(name=f"src_{k}.jpg", data=png(40 + k, 30, color=(k * 40 % 256, 0, 0))))
             k += 1
-        rubric = Rubric(id=f"{task_id}-r{t}", description=f"says {10 * (t + 1)}", weight=5, check={"type": "number", "value": 10 * (t + 1)})
-        built.append(Turn(prompt=f"Question {t + 1} of {task_id}?", images=tuple(refs), golden_answer=f"Golden {10 * (t + 1)}", rubrics=(rubric,)))
+        rubric = Rubric(
+            id=f"{task_id}-r{t}",
+            description=f"says {10 * (t + 1)}",
+            weight=5,
+            check={"type": "number", "value": 10 * (t + 1)},
+        )
+        built.append(
+            Turn(
+                prompt=f"Question {t + 1} of {task_id}?",
+                images=tuple(refs),
+                golden_answer=f"Golden {10 * (t + 1)}",
+                rubrics=(rubric,),
+            )
+        )
     return Task(id=task_id, turns=tuple(built), prompt_category="maths", eval_focus="region_switch_qa")
 
 
@@ -104,4 +136,8 @@ def unserializable_actions():
         deep = {"role": "assistant", "content": deep}
     cyclic = {"role": "assistant"}
     cyclic["self"] = cyclic
-    return [({(1, 2): "x", "content": "hi"}, "TypeError"), (deep, "RecursionError"), (cyclic, "ValueError: Circular reference")]
+    return [
+        ({(1, 2): "x", "content": "hi"}, "TypeError"),
+        (deep, "RecursionError"),
+        (cyclic, "ValueError: Circular reference"),
+    ]

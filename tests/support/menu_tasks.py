@@ -32,13 +32,28 @@ def write_menu_tasks(root: Path, n: int = 2) -> Path:
     with open(root / "tasks.jsonl", "w") as handle:
         for i in range(n):
             label, price = ITEMS[i % len(ITEMS)]
-            rubrics = {"r1": {"description": f"states {price}", "weight": 5, "critical": "yes", "check": {"type": "number", "value": price}},
-                       "r2": {"description": "is concise", "weight": 1, "check": {"type": "text", "any_of": ["answer"]}}}
+            rubrics = {
+                "r1": {
+                    "description": f"states {price}",
+                    "weight": 5,
+                    "critical": "yes",
+                    "check": {"type": "number", "value": price},
+                },
+                "r2": {"description": "is concise", "weight": 1, "check": {"type": "text", "any_of": ["answer"]}},
+            }
             task = {
-                "id": f"menu-{i}", "prompt_category": "finance" if i % 2 else "generalist", "eval_focus": "region_switch_qa",
+                "id": f"menu-{i}",
+                "prompt_category": "finance" if i % 2 else "generalist",
+                "eval_focus": "region_switch_qa",
                 "mode_label": "tool_required" if i % 2 else "tool_redundant",
-                "turns": [{"prompt": f"What is the price of the {label}?", "images": ["tiny.png" if i % 2 else "big.png"],
-                           "golden_answer": str(price), "rubrics": rubrics}],
+                "turns": [
+                    {
+                        "prompt": f"What is the price of the {label}?",
+                        "images": ["tiny.png" if i % 2 else "big.png"],
+                        "golden_answer": str(price),
+                        "rubrics": rubrics,
+                    }
+                ],
             }
             handle.write(json.dumps(task) + "\n")
     return root

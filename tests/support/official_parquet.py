@@ -41,8 +41,10 @@ _HF_FEATURES = {
     if not pa.types.is_list(t)
 }
 _HF_FEATURES.update(
-    {name: {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"} for name in
-     ("turn_prompts", "turn_golden_answers", "turn_tool_trajectories", "rubrics_by_turn")}
+    {
+        name: {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"}
+        for name in ("turn_prompts", "turn_golden_answers", "turn_tool_trajectories", "rubrics_by_turn")
+    }
 )
 _HF_FEATURES["images"] = {"feature": {"_type": "Image"}, "_type": "List"}
 _HF_FEATURES["images_by_turn"] = {"feature": {"feature": {"_type": "Image"}, "_type": "List"}, "_type": "List"}
@@ -59,7 +61,9 @@ def image_struct(data: bytes, path: str | None = None) -> dict[str, Any]:
     return {"bytes": data, "path": path}
 
 
-def rubric(description: str, weight: int, critical: str = "no", final_answer: str = "yes", **extra: Any) -> dict[str, Any]:
+def rubric(
+    description: str, weight: int, critical: str = "no", final_answer: str = "yes", **extra: Any
+) -> dict[str, Any]:
     """One official rubric entry (note the slash keys and the yes/no strings)."""
     return {
         "description": description,
@@ -80,7 +84,10 @@ def make_row(
     eval_focus: str = "region_switch_qa",
 ) -> dict[str, Any]:
     """A current-schema row; each turn: prompt, answer, images (bytes list), rubrics (dict), trajectory."""
-    by_turn = [[image_struct(data, f"{task_id}_{t}_{j}.png") for j, data in enumerate(turn.get("images", []))] for t, turn in enumerate(turns)]
+    by_turn = [
+        [image_struct(data, f"{task_id}_{t}_{j}.png") for j, data in enumerate(turn.get("images", []))]
+        for t, turn in enumerate(turns)
+    ]
     return {
         "id": task_id,
         "turncase": "single-turn" if len(turns) == 1 else "multi-turn",
@@ -89,8 +96,12 @@ def make_row(
         "eval_focus": eval_focus,
         "turn_prompts": [turn["prompt"] for turn in turns],
         "turn_golden_answers": [turn.get("answer", "42") for turn in turns],
-        "turn_tool_trajectories": [turn.get("trajectory", '[{"tool": "python_image_processing", "code": "crop"}]') for turn in turns],
-        "rubrics_by_turn": [turn["rubrics"] if isinstance(turn["rubrics"], str) else json.dumps(turn["rubrics"]) for turn in turns],
+        "turn_tool_trajectories": [
+            turn.get("trajectory", '[{"tool": "python_image_processing", "code": "crop"}]') for turn in turns
+        ],
+        "rubrics_by_turn": [
+            turn["rubrics"] if isinstance(turn["rubrics"], str) else json.dumps(turn["rubrics"]) for turn in turns
+        ],
         "images": [image for images in by_turn for image in images],
         "images_by_turn": by_turn,
         "num_images": sum(len(images) for images in by_turn),
@@ -99,35 +110,67 @@ def make_row(
 
 def official_rows() -> list[dict[str, Any]]:
     """Four good tasks covering the awkward cases of the real data."""
-    red, green, blue = png_bytes(color=(200, 30, 30)), png_bytes(40, 30, (30, 200, 30)), png_bytes(20, 50, (30, 30, 200))
+    red, green, blue = (
+        png_bytes(color=(200, 30, 30)),
+        png_bytes(40, 30, (30, 200, 30)),
+        png_bytes(20, 50, (30, 30, 200)),
+    )
     return [
         make_row(
             "68658a711603983919432616",
-            [{
-                "prompt": "What does the sign in the second photo say?",
-                "answer": "OPEN",
-                "images": [red, green],  # a multi-image turn
-                "rubrics": {
-                    "3f1c9a2e-1111-4c1d-9a55-0a1b2c3d4e5f_1": rubric("Says OPEN", 5, "yes", category=["visual understanding", "truthfulness"]),
-                    "3f1c9a2e-1111-4c1d-9a55-0a1b2c3d4e5f_2": rubric("Mentions the colour", 2, "yes", "no", objective="subjective", explicit="implicit"),
-                },
-            }],
+            [
+                {
+                    "prompt": "What does the sign in the second photo say?",
+                    "answer": "OPEN",
+                    "images": [red, green],  # a multi-image turn
+                    "rubrics": {
+                        "3f1c9a2e-1111-4c1d-9a55-0a1b2c3d4e5f_1": rubric(
+                            "Says OPEN", 5, "yes", category=["visual understanding", "truthfulness"]
+                        ),
+                        "3f1c9a2e-1111-4c1d-9a55-0a1b2c3d4e5f_2": rubric(
+                            "Mentions the colour", 2, "yes", "no", objective="subjective", explicit="implicit"
+                        ),
+                    },
+                }
+            ],
             prompt_category="chemistry",
             eval_focus="region_switch_qa",
         ),
         make_row(
             "68658a711603983919432617",
             [
-                {"prompt": "Read the chart.", "answer": "12 mg", "images": [blue], "rubrics": {"a0-final": rubric("States 12 mg", 4)}},
-                {"prompt": "And per day?", "answer": "36 mg", "images": [], "rubrics": {"b0-final": rubric("States 36 mg", 5)}},  # no image
-                {"prompt": "Compare with these.", "answer": "higher", "images": [green, red], "rubrics": {"c0": rubric("Says higher", 3)}},
+                {
+                    "prompt": "Read the chart.",
+                    "answer": "12 mg",
+                    "images": [blue],
+                    "rubrics": {"a0-final": rubric("States 12 mg", 4)},
+                },
+                {
+                    "prompt": "And per day?",
+                    "answer": "36 mg",
+                    "images": [],
+                    "rubrics": {"b0-final": rubric("States 36 mg", 5)},
+                },  # no image
+                {
+                    "prompt": "Compare with these.",
+                    "answer": "higher",
+                    "images": [green, red],
+                    "rubrics": {"c0": rubric("Says higher", 3)},
+                },
             ],
             prompt_category="medical",
             eval_focus="follow_up_test",
         ),
         make_row(
             "68658a711603983919432618",
-            [{"prompt": "Total of the receipt?", "answer": "$13", "images": [green], "rubrics": {"d0": rubric("Says $13", 5)}}],
+            [
+                {
+                    "prompt": "Total of the receipt?",
+                    "answer": "$13",
+                    "images": [green],
+                    "rubrics": {"d0": rubric("Says $13", 5)},
+                }
+            ],
             prompt_category="finance",
             eval_focus="hybrid_tool_reasoning",
         ),
@@ -135,7 +178,12 @@ def official_rows() -> list[dict[str, Any]]:
             "68658a711603983919432619",
             [
                 {"prompt": "Who leads?", "answer": "Team A", "images": [red], "rubrics": {"e0": rubric("Team A", 5)}},
-                {"prompt": "After the break?", "answer": "Team B", "images": [blue], "rubrics": {"e1": rubric("Team B", 4)}},
+                {
+                    "prompt": "After the break?",
+                    "answer": "Team B",
+                    "images": [blue],
+                    "rubrics": {"e1": rubric("Team B", 4)},
+                },
             ],
             prompt_category="sports",
             eval_focus="temporal_visual_reasoning",
@@ -147,8 +195,16 @@ def broken_rows() -> dict[str, dict[str, Any]]:
     """One row per bad-row reason, keyed by the word the report's reason must contain."""
     good = png_bytes()
     bad_json = make_row("bad-rubric-json", [{"prompt": "p", "images": [good], "rubrics": "{not json"}])
-    bad_image = make_row("bad-image", [{"prompt": "p", "images": [b"\x89PNG\r\n\x1a\n truncated"], "rubrics": {"r": rubric("x", 5)}}])
-    uneven = make_row("uneven-turns", [{"prompt": "p", "images": [good], "rubrics": {"r": rubric("x", 5)}}, {"prompt": "q", "rubrics": {"s": rubric("y", 5)}}])
+    bad_image = make_row(
+        "bad-image", [{"prompt": "p", "images": [b"\x89PNG\r\n\x1a\n truncated"], "rubrics": {"r": rubric("x", 5)}}]
+    )
+    uneven = make_row(
+        "uneven-turns",
+        [
+            {"prompt": "p", "images": [good], "rubrics": {"r": rubric("x", 5)}},
+            {"prompt": "q", "rubrics": {"s": rubric("y", 5)}},
+        ],
+    )
     uneven["turn_golden_answers"] = uneven["turn_golden_answers"][:1]
     missing = make_row("missing-answer", [{"prompt": "p", "images": [good], "rubrics": {"r": rubric("x", 5)}}])
     missing["turn_golden_answers"] = None
@@ -165,8 +221,12 @@ def write_legacy_1191(path: Path, rows: list[dict[str, Any]]) -> Path:
     """The older 1,191-row layout: ``prompt`` and ``rubrics`` lists per turn, ``images_by_turn``."""
     legacy = [
         {
-            "id": r["id"], "prompt_category": r["prompt_category"], "eval_focus": r["eval_focus"],
-            "prompt": r["turn_prompts"], "rubrics": r["rubrics_by_turn"], "images_by_turn": r["images_by_turn"],
+            "id": r["id"],
+            "prompt_category": r["prompt_category"],
+            "eval_focus": r["eval_focus"],
+            "prompt": r["turn_prompts"],
+            "rubrics": r["rubrics_by_turn"],
+            "images_by_turn": r["images_by_turn"],
         }
         for r in rows
     ]
@@ -182,11 +242,17 @@ def write_legacy_1204(path: Path, rows: list[dict[str, Any]]) -> Path:
 
     legacy = [
         {
-            "id": r["id"], "prompt_category": r["prompt_category"], "eval_focus": r["eval_focus"],
-            "prompt": prefixed(r["turn_prompts"]), "golden_answer": prefixed(r["turn_golden_answers"]),
+            "id": r["id"],
+            "prompt_category": r["prompt_category"],
+            "eval_focus": r["eval_focus"],
+            "prompt": prefixed(r["turn_prompts"]),
+            "golden_answer": prefixed(r["turn_golden_answers"]),
             "tool_trajectory": json.dumps(r["turn_tool_trajectories"]),
-            "rubrics": json.dumps([json.loads(x) for x in r["rubrics_by_turn"]]) if len(r["rubrics_by_turn"]) > 1 else r["rubrics_by_turn"][0],
-            "image": r["images"][0], "images": r["images"],
+            "rubrics": json.dumps([json.loads(x) for x in r["rubrics_by_turn"]])
+            if len(r["rubrics_by_turn"]) > 1
+            else r["rubrics_by_turn"][0],
+            "image": r["images"][0],
+            "images": r["images"],
         }
         for r in rows
     ]

@@ -47,9 +47,18 @@ TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
 # Header words the chat template writes; the scripted model keys on the user and tool ones.
 USER_ROLE, TOOL_ROLE = "user", "ipython"
 _SPECIAL_TOKENS = [
-    BOS, EOT, PAD, IMAGE, "<|start_header_id|>", "<|end_header_id|>", "<|eom_id|>", "<|python_tag|>",
+    BOS,
+    EOT,
+    PAD,
+    IMAGE,
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eom_id|>",
+    "<|python_tag|>",
     # Idefics3's processor looks these up by name.
-    "<fake_token_around_image>", "<global-img>", "<end_of_utterance>",
+    "<fake_token_around_image>",
+    "<global-img>",
+    "<end_of_utterance>",
     *(f"<row_{i}_col_{j}>" for i in range(1, 7) for j in range(1, 7)),
 ]
 _HEAD_DIM = 64
@@ -60,7 +69,7 @@ _ROPE_THETA = 500000.0
 CHAT_TEMPLATE = (
     "{{- bos_token }}"
     "{%- if tools %}<|start_header_id|>system<|end_header_id|>\n\n"
-    "You may call one of these tools by replying <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>.\n"
+    'You may call one of these tools by replying <tool_call>{"name": ..., "arguments": {...}}</tool_call>.\n'
     "{%- for tool in tools %}\n{{ tool | tojson }}{%- endfor %}<|eot_id|>{%- endif %}"
     "{%- for message in messages %}"
     "<|start_header_id|>{{ 'ipython' if message['role'] == 'tool' else message['role'] }}<|end_header_id|>\n\n"
@@ -69,7 +78,7 @@ CHAT_TEMPLATE = (
     "{%- if part['type'] == 'image' %}<image>{%- elif part['type'] == 'text' %}{{ part['text'] }}{%- endif %}"
     "{%- endfor %}{%- endif %}"
     "{%- for call in message['tool_calls'] or [] %}{%- set fn = call['function'] if call['function'] is defined else call %}"
-    "<tool_call>{\"name\": \"{{ fn['name'] }}\", \"arguments\": "
+    '<tool_call>{"name": "{{ fn[\'name\'] }}", "arguments": '
     "{{ fn['arguments'] if fn['arguments'] is string else fn['arguments'] | tojson }}}</tool_call>"
     "{%- endfor %}<|eot_id|>"
     "{%- endfor %}"
@@ -101,7 +110,10 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     corpus = _CORPUS * 4 + [f"{USER_ROLE}\n\n{TOOL_ROLE}\n\nassistant\n\n {USER_ROLE} {TOOL_ROLE}"] * 50
     bpe.train_from_iterator(corpus, trainer)
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe, bos_token=BOS, eos_token=EOT, pad_token=PAD,
+        tokenizer_object=bpe,
+        bos_token=BOS,
+        eos_token=EOT,
+        pad_token=PAD,
         extra_special_tokens={"image_token": IMAGE},
     )
     # Not special: vLLM's hermes parser finds them in the vocabulary, and decoding must keep them.
@@ -114,10 +126,19 @@ def _llama_config(
     tokenizer: PreTrainedTokenizerFast, *, hidden_size: int = 128, layers: int = 2, heads: int = 2
 ) -> LlamaConfig:
     return LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=2 * _HEAD_DIM,
-        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads, head_dim=_HEAD_DIM,
-        max_position_embeddings=4096, rope_theta=_ROPE_THETA, tie_word_embeddings=False,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=2 * _HEAD_DIM,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        head_dim=_HEAD_DIM,
+        max_position_embeddings=4096,
+        rope_theta=_ROPE_THETA,
+        tie_word_embeddings=False,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
     )
 
 
@@ -135,11 +156,17 @@ def _idefics3(tokenizer: PreTrainedTokenizerFast, text: LlamaConfig) -> tuple[to
     image_size, patch_size, scale_factor = 64, 16, 2
     config = Idefics3Config(
         vision_config=dict(
-            hidden_size=_HEAD_DIM, intermediate_size=2 * _HEAD_DIM, num_hidden_layers=1, num_attention_heads=1,
-            image_size=image_size, patch_size=patch_size,
+            hidden_size=_HEAD_DIM,
+            intermediate_size=2 * _HEAD_DIM,
+            num_hidden_layers=1,
+            num_attention_heads=1,
+            image_size=image_size,
+            patch_size=patch_size,
         ),
-        text_config=text.to_dict(), scale_factor=scale_factor,
-        image_token_id=tokenizer.convert_tokens_to_ids(IMAGE), tie_word_embeddings=False,
+        text_config=text.to_dict(),
+        scale_factor=scale_factor,
+        image_token_id=tokenizer.convert_tokens_to_ids(IMAGE),
+        tie_word_embeddings=False,
     )
     image_processor = Idefics3ImageProcessorPil(
         do_image_splitting=False, size={"longest_edge": image_size}, max_image_size={"longest_edge": image_size}
@@ -153,16 +180,28 @@ def _llava(tokenizer: PreTrainedTokenizerFast, text: LlamaConfig) -> tuple[torch
     image_size, patch_size = 32, 16
     config = LlavaConfig(
         vision_config=CLIPVisionConfig(
-            hidden_size=_HEAD_DIM, intermediate_size=2 * _HEAD_DIM, num_hidden_layers=2, num_attention_heads=1,
-            image_size=image_size, patch_size=patch_size, projection_dim=_HEAD_DIM,
+            hidden_size=_HEAD_DIM,
+            intermediate_size=2 * _HEAD_DIM,
+            num_hidden_layers=2,
+            num_attention_heads=1,
+            image_size=image_size,
+            patch_size=patch_size,
+            projection_dim=_HEAD_DIM,
         ).to_dict(),
-        text_config=text.to_dict(), image_token_index=tokenizer.convert_tokens_to_ids(IMAGE),
-        image_seq_length=(image_size // patch_size) ** 2, vision_feature_layer=-1, tie_word_embeddings=False,
+        text_config=text.to_dict(),
+        image_token_index=tokenizer.convert_tokens_to_ids(IMAGE),
+        image_seq_length=(image_size // patch_size) ** 2,
+        vision_feature_layer=-1,
+        tie_word_embeddings=False,
     )
     image_processor = CLIPImageProcessorPil(size={"shortest_edge": image_size}, crop_size=image_size)
     processor = LlavaProcessor(
-        image_processor, tokenizer, patch_size=patch_size, vision_feature_select_strategy="default",
-        chat_template=CHAT_TEMPLATE, num_additional_image_tokens=1,
+        image_processor,
+        tokenizer,
+        patch_size=patch_size,
+        vision_feature_select_strategy="default",
+        chat_template=CHAT_TEMPLATE,
+        num_additional_image_tokens=1,
     )
     return LlavaForConditionalGeneration(config).eval(), processor
 
@@ -208,11 +247,19 @@ def build_tiny_mllama(path: str | Path) -> Path:
     image_size, patch_size = 32, 16
     config = MllamaConfig(
         vision_config=dict(
-            hidden_size=_HEAD_DIM, intermediate_size=2 * _HEAD_DIM, num_hidden_layers=2, num_global_layers=1,
-            attention_heads=1, image_size=image_size, patch_size=patch_size, max_num_tiles=4,
-            intermediate_layers_indices=[0], vision_output_dim=2 * _HEAD_DIM,  # hidden x (1 + intermediate layers)
+            hidden_size=_HEAD_DIM,
+            intermediate_size=2 * _HEAD_DIM,
+            num_hidden_layers=2,
+            num_global_layers=1,
+            attention_heads=1,
+            image_size=image_size,
+            patch_size=patch_size,
+            max_num_tiles=4,
+            intermediate_layers_indices=[0],
+            vision_output_dim=2 * _HEAD_DIM,  # hidden x (1 + intermediate layers)
         ),
-        text_config=text, image_token_index=tokenizer.convert_tokens_to_ids(IMAGE),
+        text_config=text,
+        image_token_index=tokenizer.convert_tokens_to_ids(IMAGE),
     )
     torch.manual_seed(0)
     model = MllamaForConditionalGeneration(config).eval()
@@ -277,8 +324,12 @@ def _scripted_token_ids(tokenizer: PreTrainedTokenizerFast, call_text: str | Non
 
     prompt_end = tokenizer.encode("<|start_header_id|>assistant<|end_header_id|>\n\n", add_special_tokens=False)[-1]
     ids = {
-        "bos": tokenizer.bos_token_id, "eos": tokenizer.eos_token_id, "prompt_end": prompt_end,
-        "user": single(USER_ROLE), "tool": single(TOOL_ROLE), "answer": single(answer),
+        "bos": tokenizer.bos_token_id,
+        "eos": tokenizer.eos_token_id,
+        "prompt_end": prompt_end,
+        "user": single(USER_ROLE),
+        "tool": single(TOOL_ROLE),
+        "answer": single(answer),
     }
     if call_text is not None:
         ids.update(open=single(TOOL_CALL_OPEN), call=single(call_text), close=single(TOOL_CALL_CLOSE))

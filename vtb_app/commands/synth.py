@@ -15,12 +15,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, help="output folder (tasks.jsonl + images/)")
     parser.add_argument("--difficulty", type=float, default=0.5, help="0 (easy) .. 1 (hard)")
-    parser.add_argument("--mix", type=json.loads, default=None,
-                        help=f"category weights as JSON, e.g. '{{\"region_switch_qa\": 2}}'; names: {', '.join(TASK_CATEGORIES)}")
+    parser.add_argument(
+        "--mix",
+        type=json.loads,
+        default=None,
+        help=f"category weights as JSON, e.g. '{{\"region_switch_qa\": 2}}'; names: {', '.join(TASK_CATEGORIES)}",
+    )
     parser.add_argument("--no-twins", action="store_true", help="tool-required tasks only")
-    parser.add_argument("--generator", choices=("v1", "v2"), default="v2",
-                        help="v2: twins share one photo, only the key pages differ (default); v1: the first generator")
-    parser.add_argument("--demo", action="store_true", help="regenerate the bundled demo set, corpus and weather archive")
+    parser.add_argument(
+        "--generator",
+        choices=("v1", "v2"),
+        default="v2",
+        help="v2: twins share one photo, only the key pages differ (default); v1: the first generator",
+    )
+    parser.add_argument(
+        "--demo", action="store_true", help="regenerate the bundled demo set, corpus and weather archive"
+    )
     parser.set_defaults(func=run)
 
 
@@ -40,8 +50,14 @@ def run(args: argparse.Namespace) -> int:
         if not 0.0 <= args.difficulty <= 1.0:
             raise SystemExit("vtb synth: --difficulty must be in [0, 1]")
         try:
-            tasks = generate(args.n, args.seed, args.mix, difficulty=args.difficulty, twins=not args.no_twins,
-                             generator=args.generator)
+            tasks = generate(
+                args.n,
+                args.seed,
+                args.mix,
+                difficulty=args.difficulty,
+                twins=not args.no_twins,
+                generator=args.generator,
+            )
         except ValueError as exc:
             raise SystemExit(f"vtb synth: {exc}") from None
         out = args.out

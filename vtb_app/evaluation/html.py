@@ -83,9 +83,17 @@ def _table_html(table: Table) -> str:
 
 def _call_html(call: Mapping[str, Any], images: _Images, files: Mapping[str, str]) -> str:
     arguments = call.get("arguments")
-    shown = arguments.get("code") if isinstance(arguments, Mapping) and "code" in arguments else json.dumps(arguments, indent=1, ensure_ascii=False)
+    shown = (
+        arguments.get("code")
+        if isinstance(arguments, Mapping) and "code" in arguments
+        else json.dumps(arguments, indent=1, ensure_ascii=False)
+    )
     made = "".join(images.tag(i["name"], files.get(i["name"]), "made") for i in call.get("images", []))
-    error = f'<div class="fail">error ({_esc(call.get("error_kind"))}): {_esc(call.get("error"))}</div>' if call.get("error") else ""
+    error = (
+        f'<div class="fail">error ({_esc(call.get("error_kind"))}): {_esc(call.get("error"))}</div>'
+        if call.get("error")
+        else ""
+    )
     css = "call error" if call.get("error") else "call"
     return (
         f'<div class="{css}"><b>{_esc(call.get("name"))}</b> <small>{call.get("latency_s", 0):.2f}s</small>'
@@ -96,7 +104,7 @@ def _call_html(call: Mapping[str, Any], images: _Images, files: Mapping[str, str
 def _verdicts_html(verdicts: Sequence[Mapping[str, Any]]) -> str:
     rows = "".join(
         f'<tr class="{_esc(str(v.get("status")).replace(" ", "-"))}"><td>{_esc(v.get("description"))}</td><td>{_esc(v.get("weight"))}</td>'
-        f'<td>{"yes" if v.get("critical") else ""}</td><td>{_esc(v.get("status"))}</td><td>{_esc(v.get("explanation") or v.get("error"))}</td></tr>'
+        f"<td>{'yes' if v.get('critical') else ''}</td><td>{_esc(v.get('status'))}</td><td>{_esc(v.get('explanation') or v.get('error'))}</td></tr>"
         for v in verdicts
     )
     return f'<table class="verdicts"><tr><th>rubric</th><th>weight</th><th>critical</th><th>verdict</th><th>reason</th></tr>{rows}</table>'
@@ -106,16 +114,18 @@ def _trajectory_html(record: Mapping[str, Any], images: _Images) -> str:
     task, score = record["task"], record["score"]
     files = record.get("image_files") if isinstance(record.get("image_files"), Mapping) else {}
     verdict = '<span class="pass">PASS</span>' if score["passed"] else '<span class="fail">FAIL</span>'
-    reward = f' · reward {record["reward"]:.2f}' if record.get("reward") is not None else ""
+    reward = f" · reward {record['reward']:.2f}" if record.get("reward") is not None else ""
     parts = [
         f'<details class="trajectory" data-key="{_esc(record["key"])}" data-passed="{str(bool(score["passed"])).lower()}">'
-        f'<summary>{verdict} {_esc(record["key"])} · {_esc(task.get("turncase"))} · {_esc(task.get("domain"))} · '
-        f'{_esc(task.get("eval_focus"))} · score {score["score"]:.2f}{reward} · {len(episode_calls(record))} tool calls</summary>'
+        f"<summary>{verdict} {_esc(record['key'])} · {_esc(task.get('turncase'))} · {_esc(task.get('domain'))} · "
+        f"{_esc(task.get('eval_focus'))} · score {score['score']:.2f}{reward} · {len(episode_calls(record))} tool calls</summary>"
     ]
     turns = record.get("episode", {}).get("turns", [])
     for t, turn_task in enumerate(task.get("turns", [])):
         parts.append(f'<h4>Turn {t + 1}</h4><div class="prompt"><b>User:</b><pre>{_esc(turn_task.get("prompt"))}</pre>')
-        parts.append("".join(images.tag(name, files.get(name), "seen") for name in turn_task.get("images", [])) + "</div>")
+        parts.append(
+            "".join(images.tag(name, files.get(name), "seen") for name in turn_task.get("images", [])) + "</div>"
+        )
         turn = turns[t] if t < len(turns) else {"steps": []}
         for s, step in enumerate(turn.get("steps", [])):
             parts.append(f'<div class="step"><b>Step {s + 1}</b>')
@@ -128,7 +138,9 @@ def _trajectory_html(record: Mapping[str, Any], images: _Images) -> str:
             parts.append("</div>")
         answers = record.get("answers", [])
         answer = answers[t] if t < len(answers) else None
-        parts.append(f'<div class="answer"><b>Final answer:</b><pre>{_esc(answer if answer is not None else "(none)")}</pre></div>')
+        parts.append(
+            f'<div class="answer"><b>Final answer:</b><pre>{_esc(answer if answer is not None else "(none)")}</pre></div>'
+        )
         golden = turn_task.get("golden_answer")
         if golden:
             parts.append(f"<details><summary>golden answer</summary><pre>{_esc(golden)}</pre></details>")
@@ -149,14 +161,17 @@ def write_html(
 ) -> Path:
     """Write the report to ``path``; returns it."""
     plot_tags = "".join(
-        f'<img class="plot" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}" alt="{_esc(p.stem)}">' for p in plots
+        f'<img class="plot" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}" alt="{_esc(p.stem)}">'
+        for p in plots
     )
     body = ["<h1>VisualToolBench evaluation report</h1>", f"<h2>Summary</h2>{''.join(_table_html(t) for t in tables)}"]
     body.append(f'<h2>Plots</h2><div class="plots">{plot_tags}</div>')
     for run in runs:
         images = _Images(run.path, max_side)
         records = sorted(run.records, key=lambda r: r["key"])[:max_trajectories]
-        body.append(f'<h2 class="run">Trajectories: {_esc(run.name)} ({len(run.records)} records, {len(run.errors)} errors)</h2>')
+        body.append(
+            f'<h2 class="run">Trajectories: {_esc(run.name)} ({len(run.records)} records, {len(run.errors)} errors)</h2>'
+        )
         body.extend(_trajectory_html(record, images) for record in records)
         for error in run.errors:
             body.append(f'<div class="fail error-record">{_esc(error["key"])}: {_esc(error.get("error"))}</div>')

@@ -33,18 +33,40 @@ IMAGE_OPERATIONS: dict[str, re.Pattern[str]] = {
     "flipping": re.compile(r"FLIP_|cv2\.flip|\bflip|mirror", re.I),
     "brightness": re.compile(r"Brightness|brighten|gamma|convertScaleAbs", re.I),
     "contrast": re.compile(r"Contrast|equalize|autocontrast|CLAHE|threshold|Sharpness|sharpen|UnsharpMask", re.I),
-    "editing": re.compile(r"ImageDraw|\.rectangle\(|\.line\(|\.text\(|inpaint|\.paste\(|cv2\.putText|cv2\.circle", re.I),
+    "editing": re.compile(
+        r"ImageDraw|\.rectangle\(|\.line\(|\.text\(|inpaint|\.paste\(|cv2\.putText|cv2\.circle", re.I
+    ),
 }
 
 
 # Raw domain names seen in data and their paper column (table 3/6); anything else is "Other".
 _DOMAIN_ALIASES = {
-    "stem": "STEM", "science": "STEM", "chemistry": "STEM", "maths": "STEM", "math": "STEM", "mathematics": "STEM",
-    "biology": "STEM", "engineering": "STEM", "physics": "STEM",
-    "medical": "Medical", "medicine": "Medical", "med": "Medical", "health": "Medical", "healthcare": "Medical",
-    "finance": "Finance", "financial": "Finance", "fin": "Finance", "economics": "Finance",
-    "sports": "Sports", "sport": "Sports", "sprt": "Sports", "spt": "Sports",
-    "generalist": "Generalist", "general": "Generalist", "gen": "Generalist", "": "Generalist",
+    "stem": "STEM",
+    "science": "STEM",
+    "chemistry": "STEM",
+    "maths": "STEM",
+    "math": "STEM",
+    "mathematics": "STEM",
+    "biology": "STEM",
+    "engineering": "STEM",
+    "physics": "STEM",
+    "medical": "Medical",
+    "medicine": "Medical",
+    "med": "Medical",
+    "health": "Medical",
+    "healthcare": "Medical",
+    "finance": "Finance",
+    "financial": "Finance",
+    "fin": "Finance",
+    "economics": "Finance",
+    "sports": "Sports",
+    "sport": "Sports",
+    "sprt": "Sports",
+    "spt": "Sports",
+    "generalist": "Generalist",
+    "general": "Generalist",
+    "gen": "Generalist",
+    "": "Generalist",
 }
 OTHER_DOMAIN = "Other"
 
@@ -81,14 +103,20 @@ class Run:
         config = read_config(path)
         index = config.get("task_index") if isinstance(config.get("task_index"), dict) else {}
         samples = int(config.get("samples") or 1)
-        missing = [(record_key(tid, s), tid) for tid in index for s in range(samples) if record_key(tid, s) not in chosen]
+        missing = [
+            (record_key(tid, s), tid) for tid in index for s in range(samples) if record_key(tid, s) not in chosen
+        ]
         return cls(name or config.get("name") or path.name, path, config, ok, errors, missing)
 
     def task_groups(self, task_id: str, record: Mapping[str, Any] | None = None) -> tuple[str, str, str]:
         """(turn case, paper domain, category) of a task, from its record or the run's task index."""
         task = (record or {}).get("task") if isinstance((record or {}).get("task"), Mapping) else None
         if task is not None:
-            return str(task.get("turncase")), report_domain(task.get("domain")), str(task.get("eval_focus") or "unknown")
+            return (
+                str(task.get("turncase")),
+                report_domain(task.get("domain")),
+                str(task.get("eval_focus") or "unknown"),
+            )
         turncase, domain, focus = (self.config.get("task_index") or {}).get(task_id) or ("unknown", "", "unknown")
         return str(turncase), report_domain(domain), str(focus)
 
@@ -96,8 +124,12 @@ class Run:
 def tool_use(records: list[Mapping[str, Any]]) -> dict[str, Any]:
     """Appendix B.4 (proactivity, success rate, volume) over stored records, via vtb_rewards.process."""
     stats = tool_use_stats([EpisodeRecord.from_dict(r["episode"]) for r in records])
-    return {"proactivity": stats.proactivity if stats.n_tasks else None, "success_rate": stats.success_rate,
-            "volume": stats.volume if stats.n_tasks else None, "calls": stats.n_calls}
+    return {
+        "proactivity": stats.proactivity if stats.n_tasks else None,
+        "success_rate": stats.success_rate,
+        "volume": stats.volume if stats.n_tasks else None,
+        "calls": stats.n_calls,
+    }
 
 
 def episode_calls(record: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -200,7 +232,12 @@ def summarize_run(run: Run, labels: Mapping[str, str] | None = None) -> dict[str
 
     def count(task_id: str, record: Mapping[str, Any] | None, passed: bool, score: float, complete: bool) -> None:
         turncase, domain, focus = run.task_groups(task_id, record)
-        for group in (overall, by_turncase_domain[turncase][domain], by_turncase_domain[turncase]["all"], by_focus[focus]):
+        for group in (
+            overall,
+            by_turncase_domain[turncase][domain],
+            by_turncase_domain[turncase]["all"],
+            by_focus[focus],
+        ):
             group.add_outcome(passed, score, complete)
 
     for record in run.errors:
@@ -229,7 +266,11 @@ def summarize_run(run: Run, labels: Mapping[str, str] | None = None) -> dict[str
         if record.get("error_type"):
             error_types[record["error_type"]] += 1
         process = record.get("process") or {}
-        for values, name in ((kcoverage, "kcoverage"), (kcoverage_furthest, "kcoverage_furthest"), (effectiveness, "tool_effectiveness")):
+        for values, name in (
+            (kcoverage, "kcoverage"),
+            (kcoverage_furthest, "kcoverage_furthest"),
+            (effectiveness, "tool_effectiveness"),
+        ):
             if process.get(name) is not None:
                 values.append(float(process[name]))
     matrix = ConfusionMatrix.from_outcomes(outcomes)
@@ -246,14 +287,15 @@ def summarize_run(run: Run, labels: Mapping[str, str] | None = None) -> dict[str
         "apr_completed": completed.apr if completed.n else None,
         "ars_completed": completed.ars if completed.n else None,
         "n_incomplete": overall.n_incomplete,
-        "scoring": {"critical_rule": scoring.get("critical_rule", "weight>=4"), "multi_turn": scoring.get("multi_turn", "pooled")},
+        "scoring": {
+            "critical_rule": scoring.get("critical_rule", "weight>=4"),
+            "multi_turn": scoring.get("multi_turn", "pooled"),
+        },
         "by_turncase_domain": {
             case: {domain: g.to_dict() for domain, g in groups.items()} for case, groups in by_turncase_domain.items()
         },
         "by_eval_focus": {focus: g.to_dict() for focus, g in sorted(by_focus.items())},
-        "tool_use": {
-            case: tool_use(records) for case, records in {**by_turncase, "overall": run.records}.items()
-        },
+        "tool_use": {case: tool_use(records) for case, records in {**by_turncase, "overall": run.records}.items()},
         "tools_by_name": dict(tools_by_name.most_common()),
         "mode_selection": {**matrix.to_dict(), "label_sources": dict(label_sources)} if matrix.n else None,
         "reward": _mean(rewards),
@@ -266,7 +308,9 @@ def summarize_run(run: Run, labels: Mapping[str, str] | None = None) -> dict[str
         "error_types": dict(error_types),
         "failures": dict(failures.most_common()),
         "image_operations": dict(operations.most_common()),
-        "agent": run.config.get("agent", {}).get("name") if isinstance(run.config.get("agent"), Mapping) else run.config.get("agent"),
+        "agent": run.config.get("agent", {}).get("name")
+        if isinstance(run.config.get("agent"), Mapping)
+        else run.config.get("agent"),
         "judge": run.config.get("judge"),
     }
 
@@ -279,7 +323,9 @@ def pick_labels(runs: Iterable[Run], store: ModeLabelStore | None = None) -> lis
     """Mode labels for each run (in order): the store's labels of the run's model when a store is
     given, else those of a text-only (``no_tools``) run of the same model among ``runs``."""
     runs = list(runs)
-    text_only = {run_model(r.config): mode_labels_from_text_only(r) for r in runs if r.config.get("ablation") == "no_tools"}
+    text_only = {
+        run_model(r.config): mode_labels_from_text_only(r) for r in runs if r.config.get("ablation") == "no_tools"
+    }
     chosen = []
     for run in runs:
         model = run_model(run.config)

@@ -37,7 +37,10 @@ def plot_apr_by_category(summaries: Sequence[dict[str, Any]], path: Path) -> Pat
 def plot_apr_vs_tool_use(summaries: Sequence[dict[str, Any]], path: Path) -> Path:
     """Figure 4: APR against tool-use proactivity (left) and calls per task (right), one point per run."""
     fig, axes = plt.subplots(1, 2, figsize=(9, 4))
-    for ax, key, label in ((axes[0], "proactivity", "tool-use proactivity"), (axes[1], "volume", "tool calls per task")):
+    for ax, key, label in (
+        (axes[0], "proactivity", "tool-use proactivity"),
+        (axes[1], "volume", "tool calls per task"),
+    ):
         for s in summaries:
             x = s["tool_use"]["overall"][key] or 0.0
             y = 100 * (s["apr"] or 0.0)

@@ -137,17 +137,32 @@ class EpisodeWorker:
     def play(self, task_id: str, sample: int) -> tuple[bytes, dict[str, bytes]]:
         """One (task, sample)'s record (its JSON line), and the PNGs the driver must write (none on a shared filesystem)."""
         spec = self.spec
-        record = evaluate_item(self._thread_env, self.agent, self.judge, self.tasks[task_id], sample, seed=spec.seed,
-                               scoring=spec.scoring, passes=spec.passes, store=self.store, config_hash=spec.config_hash,
-                               identity=spec.identity, mode_labels=spec.mode_labels)
+        record = evaluate_item(
+            self._thread_env,
+            self.agent,
+            self.judge,
+            self.tasks[task_id],
+            sample,
+            seed=spec.seed,
+            scoring=spec.scoring,
+            passes=spec.passes,
+            store=self.store,
+            config_hash=spec.config_hash,
+            identity=spec.identity,
+            mode_labels=spec.mode_labels,
+        )
         if self.scratch is None:
             return encode_record(record), {}
-        return encode_record(record), {relpath: (self.scratch / relpath).read_bytes() for relpath in record.get("image_files", {}).values()}
+        return encode_record(record), {
+            relpath: (self.scratch / relpath).read_bytes() for relpath in record.get("image_files", {}).values()
+        }
 
     def rejudge(self, saved: bytes) -> tuple[bytes, dict[str, bytes]]:
         """A saved record (its JSON line) judged again; no images to send, its episode is not played."""
         record, spec = json.loads(saved), self.spec
-        return encode_record(rejudge_item(record, self.tasks[record["task_id"]], self.judge, spec.scoring, spec.passes, spec.config_hash)), {}
+        return encode_record(
+            rejudge_item(record, self.tasks[record["task_id"]], self.judge, spec.scoring, spec.passes, spec.config_hash)
+        ), {}
 
     def close(self) -> None:
         with self._envs_lock:
@@ -164,7 +179,9 @@ class EpisodeWorker:
         if not hasattr(self._local, "env"):
             from vtb_env.env import VisualToolBenchEnv
 
-            self._local.env = VisualToolBenchEnv(list(self.tasks.values()), tools=self.tools, reward=self.reward, config=self.spec.env_config)
+            self._local.env = VisualToolBenchEnv(
+                list(self.tasks.values()), tools=self.tools, reward=self.reward, config=self.spec.env_config
+            )
             with self._envs_lock:
                 self._envs.append(self._local.env)
         return self._local.env
@@ -208,7 +225,10 @@ class _Fleet:
                 continue
             slots = max(1, math.ceil(in_flight_total * cpus / total_cpus))
             handle = self.actor_class.options(
-                num_cpus=1, max_concurrency=slots, max_restarts=0, max_task_retries=0,
+                num_cpus=1,
+                max_concurrency=slots,
+                max_restarts=0,
+                max_task_retries=0,
                 scheduling_strategy=self._on_node(node_id),
             ).remote(self.spec, self.tasks_ref, cpus, str(self.run_dir), self.node_token)
             starting.append(_Worker(node_id, handle, slots))
@@ -280,7 +300,9 @@ def evaluate_on_ray(
     images = run_dir / "images"
     images.mkdir(parents=True, exist_ok=True)
     (images / _NODE_CHECK).write_text(node_token)
-    jobs = [_Job(task.id, sample) for task, sample in plan.items] + [_Job(r["task_id"], r["sample"], r) for r in plan.rejudge]
+    jobs = [_Job(task.id, sample) for task, sample in plan.items] + [
+        _Job(r["task_id"], r["sample"], r) for r in plan.rejudge
+    ]
     fleet = _Fleet(ray, spec, ray.put(list(tasks)), run_dir, node_token, concurrency)
     finished_run = False
     try:
@@ -306,20 +328,37 @@ class _Job:
     attempts: int = 0  # workers it has lost
 
     def submit(self, worker: _Worker) -> Any:
-        return worker.handle.rejudge.remote(encode_record(self.saved)) if self.saved is not None else worker.handle.play.remote(self.task_id, self.sample)
+        return (
+            worker.handle.rejudge.remote(encode_record(self.saved))
+            if self.saved is not None
+            else worker.handle.play.remote(self.task_id, self.sample)
+        )
 
     def failed(self, task: Task, spec: RunSpec, error: str) -> dict[str, Any]:
         """The error record of a job whose result never came (as the work items record their own failures)."""
         if self.saved is not None:
             return error_record(self.saved, f"re-judging failed: {error}")
-        base = {"key": record_key(task.id, self.sample), "task_id": task.id, "sample": self.sample,
-                "seed": sample_seed(spec.seed, task.id, self.sample), "config_hash": spec.config_hash, **spec.identity,
-                "task": task_summary(task)}
+        base = {
+            "key": record_key(task.id, self.sample),
+            "task_id": task.id,
+            "sample": self.sample,
+            "seed": sample_seed(spec.seed, task.id, self.sample),
+            "config_hash": spec.config_hash,
+            **spec.identity,
+            "task": task_summary(task),
+        }
         return error_record(base, error)
 
 
-def _drive(ray: Any, fleet: _Fleet, jobs: Sequence[_Job], tasks: Mapping[str, Task], spec: RunSpec, run_dir: Path,
-           keep: RecordKeeper) -> None:
+def _drive(
+    ray: Any,
+    fleet: _Fleet,
+    jobs: Sequence[_Job],
+    tasks: Mapping[str, Task],
+    spec: RunSpec,
+    run_dir: Path,
+    keep: RecordKeeper,
+) -> None:
     """Keep every worker's slots busy and hand each result to ``keep`` as it comes."""
     queue: deque[_Job] = deque(jobs)
     in_flight: dict[Any, tuple[_Worker, _Job]] = {}
@@ -348,13 +387,17 @@ def _drive(ray: Any, fleet: _Fleet, jobs: Sequence[_Job], tasks: Mapping[str, Ta
                 if job.attempts < MAX_ATTEMPTS:
                     queue.appendleft(job)
                 else:
-                    keep(job.failed(tasks[job.task_id], spec, f"{type(exc).__name__}: worker lost {MAX_ATTEMPTS} times"))
+                    keep(
+                        job.failed(tasks[job.task_id], spec, f"{type(exc).__name__}: worker lost {MAX_ATTEMPTS} times")
+                    )
                 continue
             try:
                 record = json.loads(line)
                 _write_images(run_dir, pngs)
             except Exception as exc:  # a result that cannot be stored is this item's error, never the run's
-                record = job.failed(tasks[job.task_id], spec, f"result could not be stored: {type(exc).__name__}: {exc}")
+                record = job.failed(
+                    tasks[job.task_id], spec, f"result could not be stored: {type(exc).__name__}: {exc}"
+                )
             keep(record)
 
 

@@ -81,7 +81,19 @@ def encode_record(record: Mapping[str, Any]) -> bytes:
 
 def error_record(base: Mapping[str, Any], error: str, **extra: Any) -> dict[str, Any]:
     """A task's ``error`` record from plain fields only, so that it can always be written."""
-    fields = ("key", "task_id", "sample", "seed", "config_hash", "agent", "model", "judge", "ablation", "preset", "task")
+    fields = (
+        "key",
+        "task_id",
+        "sample",
+        "seed",
+        "config_hash",
+        "agent",
+        "model",
+        "judge",
+        "ablation",
+        "preset",
+        "task",
+    )
     safe = {key: base[key] for key in fields if key in base}
     return {**safe, "status": "error", "error": error[:4000], **extra}
 
@@ -139,7 +151,11 @@ def judging_complete(record: Mapping[str, Any]) -> bool:
     """Did every judgment of this ``ok`` record succeed (rubrics, and the optional passes it ran)?"""
     score = record.get("score") or {}
     process = record.get("process") or {}
-    return bool(score.get("complete", True)) and not process.get("n_judge_errors") and record.get("error_type") != "judge_error"
+    return (
+        bool(score.get("complete", True))
+        and not process.get("n_judge_errors")
+        and record.get("error_type") != "judge_error"
+    )
 
 
 def ok_keys(path: str | Path) -> set[str]:
@@ -149,7 +165,9 @@ def ok_keys(path: str | Path) -> set[str]:
 
 def done_keys(path: str | Path) -> set[str]:
     """Keys with an ``ok`` record whose judging is complete: what ``--resume`` skips."""
-    return {key for key, record in latest_records(path).items() if record.get("status") == "ok" and judging_complete(record)}
+    return {
+        key for key, record in latest_records(path).items() if record.get("status") == "ok" and judging_complete(record)
+    }
 
 
 def rejudge_records(path: str | Path) -> dict[str, dict[str, Any]]:

@@ -40,4 +40,3 @@ def write_report(
     plots = write_plots(summaries, out_dir)
     html = write_html(out_dir / "report.html", loaded, tables, plots, max_trajectories=max_trajectories)
     return {"text": text, "summary": summary, "html": html, **{p.stem: p for p in plots}}
-

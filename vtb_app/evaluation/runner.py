@@ -47,7 +47,9 @@ EnvFactory = Callable[[Sequence[Task]], Any]  # tasks -> a VisualToolBenchEnv
 MAX_STEPS_PER_TURN = 64  # a policy that never answers and never hits the cap cannot hang a run
 
 
-def episode_reward(judge: Judge, scoring: RewardConfig, mode_labels: Mapping[str, ModeLabel] | None = None) -> EpisodeReward:
+def episode_reward(
+    judge: Judge, scoring: RewardConfig, mode_labels: Mapping[str, ModeLabel] | None = None
+) -> EpisodeReward:
     """The env's reward for an evaluation: this run's judge, scoring configuration and labels."""
     return EpisodeReward(scoring, judge, mode_labels)
 
@@ -153,7 +155,9 @@ class PlayedEpisode:
     reward_details: dict[str, Any] | None = None  # info["reward_details"]: the reward's verdicts and task score
 
 
-def play_episode(env: Any, agent: Agent, task: Task, store: _ImageStore | None = None, seed: int | None = None) -> PlayedEpisode:
+def play_episode(
+    env: Any, agent: Agent, task: Task, store: _ImageStore | None = None, seed: int | None = None
+) -> PlayedEpisode:
     """Run one episode of ``task`` with ``agent`` through ``env`` to its end."""
     observation, info = env.reset(seed=seed, options={"task_id": task.id})
     files: dict[str, str] = {}
@@ -170,11 +174,20 @@ def play_episode(env: Any, agent: Agent, task: Task, store: _ImageStore | None =
             raise RuntimeError(f"episode exceeded {steps} steps without ending")
     if store is not None:
         store.save(observation, _image_hashes(info["record"]), files)
-    return PlayedEpisode(info["record"], files, bool(truncated), float(reward), info.get("reward_components"), info.get("reward_error"),
-                         info.get("reward_details"))
+    return PlayedEpisode(
+        info["record"],
+        files,
+        bool(truncated),
+        float(reward),
+        info.get("reward_components"),
+        info.get("reward_error"),
+        info.get("reward_details"),
+    )
 
 
-def run_episode(env: Any, agent: Agent, task: Task, store: _ImageStore | None = None, seed: int | None = None) -> tuple[EpisodeRecord, dict[str, str], bool]:
+def run_episode(
+    env: Any, agent: Agent, task: Task, store: _ImageStore | None = None, seed: int | None = None
+) -> tuple[EpisodeRecord, dict[str, str], bool]:
     """One episode: (the record, image name -> stored file, truncated); ``play_episode`` has the reward too."""
     played = play_episode(env, agent, task, store, seed)
     return played.record, played.image_files, played.truncated
@@ -267,7 +280,9 @@ def process_metrics(judge: Judge, task: Task, episode: EpisodeRecord) -> dict[st
     }
 
 
-def error_type(judge: Judge, task: Task, answers: Sequence[str | None], verdicts: Sequence[Sequence[Mapping[str, Any]]]) -> str:
+def error_type(
+    judge: Judge, task: Task, answers: Sequence[str | None], verdicts: Sequence[Sequence[Mapping[str, Any]]]
+) -> str:
     """Appendix B.6: the main cause of a failed task, by the judge (one call; ``judge_error`` if unreadable)."""
     unmet = [v["description"] for turn in verdicts for v in turn if v["status"] != "Met"]
     answer = "\n\n".join(f"[turn {i + 1}] {a or '(no answer)'}" for i, a in enumerate(answers))
@@ -277,8 +292,14 @@ def error_type(judge: Judge, task: Task, answers: Sequence[str | None], verdicts
 
 
 def judge_record(
-    task: Task, episode: EpisodeRecord, judge: Judge, scoring: RewardConfig, passes: JudgePasses = JudgePasses(),
-    mode_label: str | None = None, with_reward: bool = True, verdicts: Mapping[str, Any] | None = None,
+    task: Task,
+    episode: EpisodeRecord,
+    judge: Judge,
+    scoring: RewardConfig,
+    passes: JudgePasses = JudgePasses(),
+    mode_label: str | None = None,
+    with_reward: bool = True,
+    verdicts: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything judged about a finished episode: verdicts and score (judged here unless ``verdicts``
     gives them), the reward (unless the env just computed it: ``with_reward=False``), and the optional passes."""
@@ -293,7 +314,9 @@ def judge_record(
     return judged
 
 
-def rescore_reward(task: Task, episode: EpisodeRecord, judge: Judge, scoring: RewardConfig, mode_label: ModeLabel | None = None) -> dict[str, Any]:
+def rescore_reward(
+    task: Task, episode: EpisodeRecord, judge: Judge, scoring: RewardConfig, mode_label: ModeLabel | None = None
+) -> dict[str, Any]:
     """The env's composed reward, from a saved episode, with ``judge`` and ``scoring``.
 
     Its judge shares the backend and cache (the verdicts just made are cache hits) but keeps
@@ -305,7 +328,9 @@ def rescore_reward(task: Task, episode: EpisodeRecord, judge: Judge, scoring: Re
     return {"reward": score.reward, "reward_components": score.components, "reward_error": score.error}
 
 
-def rejudge(record: Mapping[str, Any], task: Task, judge: Judge, scoring: RewardConfig, passes: JudgePasses, config_hash: str) -> dict[str, Any]:
+def rejudge(
+    record: Mapping[str, Any], task: Task, judge: Judge, scoring: RewardConfig, passes: JudgePasses, config_hash: str
+) -> dict[str, Any]:
     """A saved ``ok`` record judged again (no model calls): new verdicts, score, reward, passes."""
     episode = EpisodeRecord.from_dict(record["episode"]) if record.get("episode") else None
     if episode is None:  # an imported record without an episode: rubrics only
@@ -338,8 +363,15 @@ def evaluate_item(
     cannot be built is this item's error too, as is a record that cannot be encoded.
     """
     key, item_seed = record_key(task.id, sample), sample_seed(seed, task.id, sample)
-    base = {"key": key, "task_id": task.id, "sample": sample, "seed": item_seed, "config_hash": config_hash,
-            **(identity or {}), "task": task_summary(task)}
+    base = {
+        "key": key,
+        "task_id": task.id,
+        "sample": sample,
+        "seed": item_seed,
+        "config_hash": config_hash,
+        **(identity or {}),
+        "task": task_summary(task),
+    }
     start = time.time()
     agent.drain_records()
     set_seed = getattr(agent, "set_episode_seed", None)
@@ -348,19 +380,38 @@ def evaluate_item(
     try:
         played = play_episode(get_env(), agent, task, store, seed=item_seed)
         episode, episode_s = played.record, time.time() - start
-        judged = judge_record(task, episode, judge, scoring, passes, mode_labels.get(task.id), with_reward=False,
-                              verdicts=reward_judged(played, judge, scoring))
+        judged = judge_record(
+            task,
+            episode,
+            judge,
+            scoring,
+            passes,
+            mode_labels.get(task.id),
+            with_reward=False,
+            verdicts=reward_judged(played, judge, scoring),
+        )
         timings = {"wall_s": time.time() - start, "episode_s": episode_s, "judge_s": time.time() - start - episode_s}
-        record = {**base, **ok_record(played, judged, mode_labels.get(task.id)),
-                  "usage": summarize_calls(agent.drain_records()), "timings": timings, "started_at": start}
+        record = {
+            **base,
+            **ok_record(played, judged, mode_labels.get(task.id)),
+            "usage": summarize_calls(agent.drain_records()),
+            "timings": timings,
+            "started_at": start,
+        }
         encode_record(record)  # a record that cannot be written fails here, as this task's error
         return record
     except Exception as exc:  # recorded and retried on resume; never counted as done
-        return {**error_record(base, f"{type(exc).__name__}: {exc}"), "traceback": traceback.format_exc(limit=8)[-4000:],
-                "usage": summarize_calls(agent.drain_records()), "timings": {"wall_s": time.time() - start}}
+        return {
+            **error_record(base, f"{type(exc).__name__}: {exc}"),
+            "traceback": traceback.format_exc(limit=8)[-4000:],
+            "usage": summarize_calls(agent.drain_records()),
+            "timings": {"wall_s": time.time() - start},
+        }
 
 
-def rejudge_item(record: dict[str, Any], task: Task, judge: Judge, scoring: RewardConfig, passes: JudgePasses, config_hash: str) -> dict[str, Any]:
+def rejudge_item(
+    record: dict[str, Any], task: Task, judge: Judge, scoring: RewardConfig, passes: JudgePasses, config_hash: str
+) -> dict[str, Any]:
     """An incompletely judged ``ok`` record judged again (the work item of ``--resume`` for it)."""
     try:
         rejudged = rejudge(record, task, judge, scoring, passes, config_hash)
@@ -386,12 +437,18 @@ class RunPlan:
 def plan_run(tasks: Sequence[Task], samples: int, path: Path, resume: bool) -> RunPlan:
     """The run's work from its records file; records there without ``resume`` are a conflict."""
     if path.exists() and path.stat().st_size and not resume:
-        raise RunConflictError(f"{path} already has records: pass --resume to continue that run, or choose another --out")
+        raise RunConflictError(
+            f"{path} already has records: pass --resume to continue that run, or choose another --out"
+        )
     finished = done_keys(path) if resume else set()
     to_rejudge = rejudge_records(path) if resume else {}
     ids = {task.id for task in tasks}
-    items = [(task, sample) for task in tasks for sample in range(samples)
-             if record_key(task.id, sample) not in finished and record_key(task.id, sample) not in to_rejudge]
+    items = [
+        (task, sample)
+        for task in tasks
+        for sample in range(samples)
+        if record_key(task.id, sample) not in finished and record_key(task.id, sample) not in to_rejudge
+    ]
     return RunPlan(items, [r for r in to_rejudge.values() if r["task_id"] in ids], finished)
 
 
@@ -489,10 +546,24 @@ def evaluate(
                 envs.append(local.env)
         return local.env
 
-    play = functools.partial(evaluate_item, env_for_thread, agent, judge, seed=seed, scoring=scoring, passes=passes, store=store,
-                             config_hash=config_hash, identity=identity, mode_labels=mode_labels)
+    play = functools.partial(
+        evaluate_item,
+        env_for_thread,
+        agent,
+        judge,
+        seed=seed,
+        scoring=scoring,
+        passes=passes,
+        store=store,
+        config_hash=config_hash,
+        identity=identity,
+        mode_labels=mode_labels,
+    )
     work: list[WorkItem] = [functools.partial(play, task, sample) for task, sample in plan.items]
-    work += [functools.partial(rejudge_item, r, by_id[r["task_id"]], judge, scoring, passes, config_hash) for r in plan.rejudge]
+    work += [
+        functools.partial(rejudge_item, r, by_id[r["task_id"]], judge, scoring, passes, config_hash)
+        for r in plan.rejudge
+    ]
     with RunLog(path) as log:
         keep = RecordKeeper(log, Progress(plan.size, enabled=progress))
         try:

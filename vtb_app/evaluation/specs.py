@@ -33,7 +33,12 @@ def _model_at_url(spec: str, prefix: str) -> tuple[str, str]:
 
 
 def make_agent(
-    spec: str, *, seed: int | None = None, temperature: float = 0.0, max_tokens: int = 2048, extra_body: Mapping[str, Any] | None = None
+    spec: str,
+    *,
+    seed: int | None = None,
+    temperature: float = 0.0,
+    max_tokens: int = 2048,
+    extra_body: Mapping[str, Any] | None = None,
 ) -> Agent:
     """The agent of ``spec``; ``extra_body`` (OpenAI agents only) is merged into every request, e.g.
     ``{"chat_template_kwargs": {"tools_in_user_message": false}}`` for Llama 4 on vLLM."""
@@ -48,8 +53,12 @@ def make_agent(
             from vtb_agents.openai_chat import OpenAIChatAgent, Sampling
 
             model, url = _model_at_url(spec, prefix)
-            sampling = Sampling(temperature=temperature, seed=seed, max_tokens=max_tokens, extra_body=dict(extra_body or {}))
-            return OpenAIChatAgent(model, url, api_key=os.environ.get("OPENAI_API_KEY"), tool_mode=mode, sampling=sampling)  # type: ignore[arg-type]
+            sampling = Sampling(
+                temperature=temperature, seed=seed, max_tokens=max_tokens, extra_body=dict(extra_body or {})
+            )
+            return OpenAIChatAgent(
+                model, url, api_key=os.environ.get("OPENAI_API_KEY"), tool_mode=mode, sampling=sampling
+            )  # type: ignore[arg-type]
     if spec.startswith("hf:"):
         from vtb_agents.transformers_agent import TransformersAgent
 
@@ -79,12 +88,18 @@ def judge_from_spec(spec: str, cache_path: str | Path | None = None, options: Ju
 
         model, url = _model_at_url(spec, "openai:")
         key = os.environ.get("VTB_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-        backend = OpenAIChatBackend(model, url, key, temperature=options.temperature, max_tokens=options.max_tokens,
-                                    token_field=options.token_field, structured=options.structured)  # type: ignore[arg-type]
+        backend = OpenAIChatBackend(
+            model,
+            url,
+            key,
+            temperature=options.temperature,
+            max_tokens=options.max_tokens,
+            token_field=options.token_field,
+            structured=options.structured,
+        )  # type: ignore[arg-type]
         return Judge(backend, cache=cache)
     if spec.startswith("hf:"):
         from vtb_rewards.judge.backends import TransformersBackend
 
         return Judge(TransformersBackend.from_pretrained(spec[3:]), cache=cache)
     raise SpecError(f"unknown judge {spec!r}; use exact, openai:MODEL@URL or hf:PATH")
-

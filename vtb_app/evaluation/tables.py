@@ -39,23 +39,53 @@ def scoring_note(summaries: Sequence[dict[str, Any]]) -> str:
     if len(kinds) == 1:
         rule, mode = kinds.pop()
         return f"critical rule {rule}, multi-turn {mode}"
-    return "; ".join(f"{s['name']}: critical rule {s['scoring']['critical_rule']}, multi-turn {s['scoring']['multi_turn']}" for s in summaries)
+    return "; ".join(
+        f"{s['name']}: critical rule {s['scoring']['critical_rule']}, multi-turn {s['scoring']['multi_turn']}"
+        for s in summaries
+    )
 
 
 def comparison_table(summaries: Sequence[dict[str, Any]]) -> Table:
     """The headline: APR and ARS over ALL tasks (failed and never-run episodes count as not
     passed, score 0), the same over completed episodes only, MCC, tool use, and every count."""
-    header = ["run", "tasks", "APR", "ARS", "completed", "APR (over completed episodes)", "errors", "not run",
-              "judging incomplete", "MCC", "proactivity", "call success", "calls/task", "reward"]
+    header = [
+        "run",
+        "tasks",
+        "APR",
+        "ARS",
+        "completed",
+        "APR (over completed episodes)",
+        "errors",
+        "not run",
+        "judging incomplete",
+        "MCC",
+        "proactivity",
+        "call success",
+        "calls/task",
+        "reward",
+    ]
     rows = []
     for s in summaries:
         tools = s["tool_use"]["overall"]
         mode = s["mode_selection"]
-        rows.append([
-            s["name"], s["n"], pct(s["apr"]), fmt(s["ars"]), s["n_completed"], pct(s["apr_completed"]), s["n_errors"], s["n_missing"],
-            s["n_judge_incomplete"], fmt(mode["mcc"]) if mode else "n/a",
-            pct(tools["proactivity"]), pct(tools["success_rate"]), fmt(tools["volume"], 2), fmt(s["reward"]),
-        ])
+        rows.append(
+            [
+                s["name"],
+                s["n"],
+                pct(s["apr"]),
+                fmt(s["ars"]),
+                s["n_completed"],
+                pct(s["apr_completed"]),
+                s["n_errors"],
+                s["n_missing"],
+                s["n_judge_incomplete"],
+                fmt(mode["mcc"]) if mode else "n/a",
+                pct(tools["proactivity"]),
+                pct(tools["success_rate"]),
+                fmt(tools["volume"], 2),
+                fmt(s["reward"]),
+            ]
+        )
     return "Overall", header, rows
 
 
@@ -68,7 +98,14 @@ def _domains(summaries: Sequence[dict[str, Any]]) -> list[str]:
 def turncase_domain_table(summaries: Sequence[dict[str, Any]], metric: str) -> Table:
     """Tables 3 (APR) and 6 (ARS) in the paper's column order: overall, then single-turn and
     multi-turn by domain (STEM, Med, Fin, Sprt, Gen); each turn case's total follows at the end."""
-    short = {"STEM": "STEM", "Medical": "Med", "Finance": "Fin", "Sports": "Sprt", "Generalist": "Gen", OTHER_DOMAIN: "Other"}
+    short = {
+        "STEM": "STEM",
+        "Medical": "Med",
+        "Finance": "Fin",
+        "Sports": "Sprt",
+        "Generalist": "Gen",
+        OTHER_DOMAIN: "Other",
+    }
     domains = _domains(summaries)
     prefixes = {"single-turn": "ST", "multi-turn": "MT"}
     header = ["run", "Overall"]
@@ -120,8 +157,15 @@ def mode_table(summaries: Sequence[dict[str, Any]]) -> Table:
 def reward_table(summaries: Sequence[dict[str, Any]]) -> Table:
     """Mean composed per-episode reward and mean of each component (over the episodes it applies to)."""
     names = [n for n in REWARD_COMPONENTS if any(n in s["reward_components"] for s in summaries)]
-    rows = [[s["name"], s["reward_n"], fmt(s["reward"]), *(fmt(s["reward_components"].get(n)) for n in names)] for s in summaries]
-    return "Reward (the env's composed per-episode reward, vtb_rewards.compose)", ["run", "episodes", "reward", *names], rows
+    rows = [
+        [s["name"], s["reward_n"], fmt(s["reward"]), *(fmt(s["reward_components"].get(n)) for n in names)]
+        for s in summaries
+    ]
+    return (
+        "Reward (the env's composed per-episode reward, vtb_rewards.compose)",
+        ["run", "episodes", "reward", *names],
+        rows,
+    )
 
 
 def focus_table(summaries: Sequence[dict[str, Any]]) -> Table:
@@ -132,9 +176,17 @@ def focus_table(summaries: Sequence[dict[str, Any]]) -> Table:
 
 def process_table(summaries: Sequence[dict[str, Any]]) -> Table:
     """KCoverage under both readings (vtb_rewards.process) and tool effectiveness, over the judged episodes."""
-    rows = [[s["name"], s["process_n"], fmt(s["kcoverage"]), fmt(s["kcoverage_furthest"]), fmt(s["tool_effectiveness"])] for s in summaries]
-    header = ["run", "episodes judged", "KCoverage (longest covered prefix: the formula)",
-              "KCoverage (furthest key step reached: the text)", "tool effectiveness"]
+    rows = [
+        [s["name"], s["process_n"], fmt(s["kcoverage"]), fmt(s["kcoverage_furthest"]), fmt(s["tool_effectiveness"])]
+        for s in summaries
+    ]
+    header = [
+        "run",
+        "episodes judged",
+        "KCoverage (longest covered prefix: the formula)",
+        "KCoverage (furthest key step reached: the text)",
+        "tool effectiveness",
+    ]
     return "Process metrics (seed 000; `--process-metrics`)", header, rows
 
 
@@ -144,7 +196,16 @@ def error_type_table(summaries: Sequence[dict[str, Any]]) -> Table:
     rows = []
     for s in summaries:
         total = sum(s["error_types"].values())
-        rows.append([s["name"], total, *(f"{s['error_types'].get(k, 0)} ({pct(s['error_types'].get(k, 0) / total) if total else 'n/a'})" for k in kinds)])
+        rows.append(
+            [
+                s["name"],
+                total,
+                *(
+                    f"{s['error_types'].get(k, 0)} ({pct(s['error_types'].get(k, 0) / total) if total else 'n/a'})"
+                    for k in kinds
+                ),
+            ]
+        )
     return "Error types of failed tasks (table 4, appendix B.6; `--error-types`)", ["run", "classified", *kinds], rows
 
 

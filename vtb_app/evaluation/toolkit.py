@@ -100,8 +100,12 @@ def _tool_call(turn: int, index: int, call: Mapping[str, Any]) -> ToolCallRecord
     name = str(call.get("function_name", ""))
     output = observation if isinstance(observation, str) else json.dumps(observation, ensure_ascii=False, default=str)
     return ToolCallRecord(
-        call_id=f"toolkit_{turn}_{index}", name=TOOL_NAMES.get(name, name), arguments=call.get("function_args"),
-        output=output[:OUTPUT_CHARS], error=error, error_kind="tool_error" if error else None,
+        call_id=f"toolkit_{turn}_{index}",
+        name=TOOL_NAMES.get(name, name),
+        arguments=call.get("function_args"),
+        output=output[:OUTPUT_CHARS],
+        error=error,
+        error_kind="tool_error" if error else None,
     )
 
 
@@ -169,14 +173,29 @@ class ToolkitVerdicts:
                     continue
                 reply = result.get("judge_result")
                 reply = reply if isinstance(reply, str) else json.dumps(reply)
-                prompt = render(RUBRIC_JUDGE_TEMPLATE, question=turn.prompt, golden_answer=turn.golden_answer, criterion=rubric.description, answer=answer)
+                prompt = render(
+                    RUBRIC_JUDGE_TEMPLATE,
+                    question=turn.prompt,
+                    golden_answer=turn.golden_answer,
+                    criterion=rubric.description,
+                    answer=answer,
+                )
                 # The toolkit writes a judge outage as this placeholder with "Not Met": it is a judge_error.
-                self._replies[prompt] = BackendError(f"the toolkit's judge failed ({TOOLKIT_JUDGE_FAILURE!r})") if TOOLKIT_JUDGE_FAILURE in reply else reply
+                self._replies[prompt] = (
+                    BackendError(f"the toolkit's judge failed ({TOOLKIT_JUDGE_FAILURE!r})")
+                    if TOOLKIT_JUDGE_FAILURE in reply
+                    else reply
+                )
                 added += 1
         return added
 
-    def complete_many(self, prompts: Sequence[str], schema: Mapping[str, Any] | None = None) -> list[str | BackendError]:
-        return [self._replies.get(p) or BackendError("the toolkit's judge results have no verdict for this rubric") for p in prompts]
+    def complete_many(
+        self, prompts: Sequence[str], schema: Mapping[str, Any] | None = None
+    ) -> list[str | BackendError]:
+        return [
+            self._replies.get(p) or BackendError("the toolkit's judge results have no verdict for this rubric")
+            for p in prompts
+        ]
 
 
 def without_checks(task: Task) -> Task:
@@ -199,8 +218,13 @@ def import_toolkit(
     digest = write_config(out, {**config, "judge": judge.judge_id, "scoring": scoring.scoring()})
     done = ok_keys(out / RECORDS_FILE)  # the toolkit's verdicts are fixed: `vtb judge` retries its judge errors
     reward = episode_reward(judge, scoring)
-    identity = {"agent": config["agent"]["name"], "model": config["model"], "judge": judge.judge_id, "ablation": config["ablation"],
-        "preset": "official toolkit"}
+    identity = {
+        "agent": config["agent"]["name"],
+        "model": config["model"],
+        "judge": judge.judge_id,
+        "ablation": config["ablation"],
+        "preset": "official toolkit",
+    }
     ok = errors = 0
     with RunLog(out / RECORDS_FILE) as log:
         for row in responses:
@@ -208,7 +232,14 @@ def import_toolkit(
             key = record_key(task.id, 0)
             if key in done:
                 continue
-            base = {"key": key, "task_id": task.id, "sample": 0, "config_hash": digest, **identity, "task": task_summary(task)}
+            base = {
+                "key": key,
+                "task_id": task.id,
+                "sample": 0,
+                "config_hash": digest,
+                **identity,
+                "task": task_summary(task),
+            }
             failure = harness_error(row)
             if failure:
                 log.append({**base, "status": "error", "error": f"toolkit: {failure}"})
@@ -225,19 +256,37 @@ def import_toolkit(
             score = score_episode(reward, judged_task, episode)
             played = PlayedEpisode(episode, {}, False, score.reward, score.components, score.error)
             toolkit = {k: judge_row.get(k) for k in ("score", "accuracy")} if judge_row is not None else None
-            log.append({**base, **ok_record(played, judged), "toolkit": toolkit,
-                        "usage": {"toolkit_num_tool_calls": [p.get("num_tool_calls") for p in response_turns(row)]}})
+            log.append(
+                {
+                    **base,
+                    **ok_record(played, judged),
+                    "toolkit": toolkit,
+                    "usage": {"toolkit_num_tool_calls": [p.get("num_tool_calls") for p in response_turns(row)]},
+                }
+            )
             ok += 1
     return ok, errors, len(done)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    im = subparsers.add_parser("import-toolkit", help="the official toolkit's output JSON as a run directory (for vtb judge / vtb report)")
+    im = subparsers.add_parser(
+        "import-toolkit", help="the official toolkit's output JSON as a run directory (for vtb judge / vtb report)"
+    )
     im.add_argument("responses", help="the toolkit's model-response JSON (run_model_response_*_turn.py output)")
-    im.add_argument("--judge-results", default=None, help="the toolkit's judge JSON for those responses (run_judge_*_turn.py output)")
+    im.add_argument(
+        "--judge-results",
+        default=None,
+        help="the toolkit's judge JSON for those responses (run_judge_*_turn.py output)",
+    )
     im.add_argument("--judge", default=None, help="judge the answers here instead: exact | openai:MODEL@URL | hf:PATH")
-    im.add_argument("--toolkit-judge", default="toolkit", help="name of the judge model the toolkit used (recorded as toolkit:NAME)")
-    im.add_argument("--data", required=True, help="the tasks the toolkit ran (rubrics, prompts, images): parquet, toolkit dir, tasks.jsonl, ...")
+    im.add_argument(
+        "--toolkit-judge", default="toolkit", help="name of the judge model the toolkit used (recorded as toolkit:NAME)"
+    )
+    im.add_argument(
+        "--data",
+        required=True,
+        help="the tasks the toolkit ran (rubrics, prompts, images): parquet, toolkit dir, tasks.jsonl, ...",
+    )
     im.add_argument("--model", default=None, help="the model the toolkit ran (default: the responses file's name)")
     im.add_argument("--no-tools", action="store_true", help="the toolkit ran with tool use off (a text-only run)")
     im.add_argument("--critical-rule", default="weight>=4", choices=("weight>=4", "flag", "either"))
@@ -251,19 +300,27 @@ def run_import(args: argparse.Namespace) -> int:
     from vtb_env.loaders import load_tasks
 
     if (args.judge_results is None) == (args.judge is None):
-        print("error: give exactly one of --judge-results (the toolkit's verdicts) and --judge (judge here)", file=sys.stderr)
+        print(
+            "error: give exactly one of --judge-results (the toolkit's verdicts) and --judge (judge here)",
+            file=sys.stderr,
+        )
         return 2
     out = Path(args.out)
     try:
         responses = load_rows(args.responses, "model-response")
-        judge_rows = {_row_id(r): r for r in load_rows(args.judge_results, "judge-results")} if args.judge_results else None
+        judge_rows = (
+            {_row_id(r): r for r in load_rows(args.judge_results, "judge-results")} if args.judge_results else None
+        )
     except ToolkitFormatError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     tasks = {task.id: task for task in load_tasks(args.data)}
     missing = sorted({_row_id(r) for r in responses} - set(tasks))
     if missing:
-        print(f"error: {len(missing)} of the toolkit's tasks are not in {args.data!r} (e.g. {missing[0]})", file=sys.stderr)
+        print(
+            f"error: {len(missing)} of the toolkit's tasks are not in {args.data!r} (e.g. {missing[0]})",
+            file=sys.stderr,
+        )
         return 2
     if args.judge_results:
         judge = Judge(ToolkitVerdicts(args.toolkit_judge))
@@ -280,11 +337,22 @@ def run_import(args: argparse.Namespace) -> int:
         "model": model,
         "judge_spec": args.judge or f"toolkit results {Path(args.judge_results).name}",
         "ablation": "no_tools" if args.no_tools else "strong",
-        "imported_from": {"responses": str(Path(args.responses).resolve()),
-                          "judge_results": str(Path(args.judge_results).resolve()) if args.judge_results else None},
+        "imported_from": {
+            "responses": str(Path(args.responses).resolve()),
+            "judge_results": str(Path(args.judge_results).resolve()) if args.judge_results else None,
+        },
     }
-    ok, errors, skipped = import_toolkit(responses, tasks, out, config=config, judge=judge, judge_rows=judge_rows,
-                                         scoring=RewardConfig(critical_rule=args.critical_rule, multi_turn=args.multi_turn))
-    print(f"imported {ok} toolkit episodes ({errors} harness errors, {skipped} already imported) into {out / RECORDS_FILE}")
+    ok, errors, skipped = import_toolkit(
+        responses,
+        tasks,
+        out,
+        config=config,
+        judge=judge,
+        judge_rows=judge_rows,
+        scoring=RewardConfig(critical_rule=args.critical_rule, multi_turn=args.multi_turn),
+    )
+    print(
+        f"imported {ok} toolkit episodes ({errors} harness errors, {skipped} already imported) into {out / RECORDS_FILE}"
+    )
     print_comparison([out])
     return 0

@@ -60,7 +60,9 @@ def check_trl_version() -> str:
     from packaging.specifiers import SpecifierSet
 
     if trl.__version__ not in SpecifierSet(",".join(SUPPORTED_TRL)):
-        raise RuntimeError(f"TRL {trl.__version__} is installed; vtb_app.integrations.trl is tested with TRL {','.join(SUPPORTED_TRL)}")
+        raise RuntimeError(
+            f"TRL {trl.__version__} is installed; vtb_app.integrations.trl is tested with TRL {','.join(SUPPORTED_TRL)}"
+        )
     return trl.__version__
 
 
@@ -96,8 +98,12 @@ def _tool_method(schema: dict[str, Any]) -> Callable[..., Any]:
         kind = _JSON_TYPES.get(spec.get("type"), str)
         annotations[key] = kind if key in required else (kind | None)
         default = inspect.Parameter.empty if key in required else spec.get("default")
-        parameters.append(inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotations[key]))
-    args_doc = "".join(f"\n    {key}: {' '.join(str(spec.get('description', key)).split())}" for key, spec in properties.items())
+        parameters.append(
+            inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotations[key])
+        )
+    args_doc = "".join(
+        f"\n    {key}: {' '.join(str(spec.get('description', key)).split())}" for key, spec in properties.items()
+    )
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"{' '.join(function.get('description', name).split())}\n\nArgs:{args_doc}\n"
     call.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
@@ -124,13 +130,17 @@ class VTBEnvironment:
     def _call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         if self._done:
             return "The episode is over: tools are no longer available."
-        action = {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+        action = {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}],
+        }
         observation, reward, terminated, truncated, info = self.env.step(action)
         if terminated or truncated:
             self._finish(reward, info)
         messages, images = self._seen
         self._seen = (len(observation["messages"]), len(observation["images"]))
-        text = "\n".join(_text(m) for m in observation["messages"][messages + 1:])  # after the env's copy of the call
+        text = "\n".join(_text(m) for m in observation["messages"][messages + 1 :])  # after the env's copy of the call
         images = observation["images"][images:]
         if not self.show_images or not images:
             return text
@@ -153,7 +163,10 @@ def _text(message: dict[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
-    return "".join(part.get("text", "") if part.get("type") == "text" else f"[{part.get('name', 'image')}]" for part in content or [])
+    return "".join(
+        part.get("text", "") if part.get("type") == "text" else f"[{part.get('name', 'image')}]"
+        for part in content or []
+    )
 
 
 class VTBEnvironmentFactory:
@@ -163,10 +176,19 @@ class VTBEnvironmentFactory:
     images as content blocks (VLM policies; TRL refuses images for a text policy).
     """
 
-    def __init__(self, tasks: Sequence[Task], tools: ToolRegistry | None = None, config: EnvConfig | None = None, *, show_images: bool = False):
+    def __init__(
+        self,
+        tasks: Sequence[Task],
+        tools: ToolRegistry | None = None,
+        config: EnvConfig | None = None,
+        *,
+        show_images: bool = False,
+    ):
         multi = [t.id for t in tasks if len(t.turns) > 1]
         if multi:
-            raise ValueError(f"environment_factory handles single-turn tasks only ({len(multi)} multi-turn, e.g. {multi[0]!r}); use the rollout_func path")
+            raise ValueError(
+                f"environment_factory handles single-turn tasks only ({len(multi)} multi-turn, e.g. {multi[0]!r}); use the rollout_func path"
+            )
         if tools is None:
             from vtb_env.tools import default_tools
 
@@ -174,10 +196,14 @@ class VTBEnvironmentFactory:
         self.tasks, self.tools, self.show_images = list(tasks), tools, show_images
         self.config = config or EnvConfig.preset("default", image_parts="name")
         schemas = tools.schemas(ToolContext(task_id=""))
-        self.environment_class = type("VisualToolBenchTools", (VTBEnvironment,), {s["function"]["name"]: _tool_method(s) for s in schemas})
+        self.environment_class = type(
+            "VisualToolBenchTools", (VTBEnvironment,), {s["function"]["name"]: _tool_method(s) for s in schemas}
+        )
 
     def __call__(self) -> VTBEnvironment:
-        return self.environment_class(VisualToolBenchEnv(tasks=self.tasks, tools=self.tools, config=self.config), self.show_images)
+        return self.environment_class(
+            VisualToolBenchEnv(tasks=self.tasks, tools=self.tools, config=self.config), self.show_images
+        )
 
     def dataset(self) -> Any:
         """TRL rows: the env's system prompt and first user message (images as content parts when shown), ``task_id``."""
@@ -189,17 +215,26 @@ class VTBEnvironmentFactory:
             turn = task.turns[0]
             names = "".join(f"\n[image_{k}.png]" for k in range(1, len(turn.images) + 1))
             if self.show_images:
-                content: Any = [*({"type": "image"} for _ in turn.images), {"type": "text", "text": turn.prompt + names}]
+                content: Any = [
+                    *({"type": "image"} for _ in turn.images),
+                    {"type": "text", "text": turn.prompt + names},
+                ]
             else:
                 content = turn.prompt + names
-            row = {"prompt": ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": content}], "task_id": task.id}
+            row = {
+                "prompt": ([{"role": "system", "content": system}] if system else [])
+                + [{"role": "user", "content": content}],
+                "task_id": task.id,
+            }
             if self.show_images:
                 row["images"] = [ref.open().convert("RGB") for ref in turn.images]
             rows.append(row)
         return Dataset.from_list(rows)
 
 
-def vtb_env_reward(completions: list, environments: list[VTBEnvironment], log_metric: Callable | None = None, **_: Any) -> list[float]:
+def vtb_env_reward(
+    completions: list, environments: list[VTBEnvironment], log_metric: Callable | None = None, **_: Any
+) -> list[float]:
     """TRL reward function for ``VTBEnvironmentFactory``: each env gets the final answer and returns its reward."""
     rewards = [env._answer(_final_text(completion)) for completion, env in zip(completions, environments, strict=True)]
     if log_metric is not None:
@@ -223,10 +258,16 @@ def _final_text(completion: Any) -> str:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="GRPO on VisualToolBench with TRL: multi-turn, tool-using rollouts in the real environment.",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--model", required=True, help="local checkpoint directory (causal LM or VLM with a tool-aware chat template)")
-    p.add_argument("--tasks", default="synth:64:0", help="synth:N:SEED, or any vtb_env.loaders source (parquet, directory)")
+    p = argparse.ArgumentParser(
+        description="GRPO on VisualToolBench with TRL: multi-turn, tool-using rollouts in the real environment.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument(
+        "--model", required=True, help="local checkpoint directory (causal LM or VLM with a tool-aware chat template)"
+    )
+    p.add_argument(
+        "--tasks", default="synth:64:0", help="synth:N:SEED, or any vtb_env.loaders source (parquet, directory)"
+    )
     p.add_argument("--tools", default=None, help="comma-separated tool names to offer (default: all the env's tools)")
     p.add_argument("--output-dir", default="runs/grpo")
     p.add_argument("--seed", type=int, default=0)
@@ -243,9 +284,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--max-new-tokens", type=int, default=512, help="tokens per policy step")
-    p.add_argument("--max-episode-tokens", type=int, default=4096, help="completion budget per episode (policy + env tokens)")
+    p.add_argument(
+        "--max-episode-tokens", type=int, default=4096, help="completion budget per episode (policy + env tokens)"
+    )
     p.add_argument("--max-tool-calls", type=int, default=5, help="the env's tool-call cap (per --cap-scope)")
-    p.add_argument("--cap-scope", default="task", choices=("task", "turn"), help="the cap counts calls per task (the paper) or per turn")
+    p.add_argument(
+        "--cap-scope",
+        default="task",
+        choices=("task", "turn"),
+        help="the cap counts calls per task (the paper) or per turn",
+    )
     p.add_argument("--system-prompt", default="strong", help="strong, weak, none, or text")
     # hardware
     p.add_argument("--use-vllm", action="store_true", help="generate with vLLM (GPU)")
@@ -255,7 +303,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--gradient-checkpointing", action="store_true")
     p.add_argument("--report-to", default="none", help="none, tensorboard, wandb, ...")
     p.add_argument("--logging-steps", type=int, default=1)
-    p.add_argument("--log-completions", action="store_true", help="TRL's completions table (with each episode's image names)")
+    p.add_argument(
+        "--log-completions", action="store_true", help="TRL's completions table (with each episode's image names)"
+    )
     p.add_argument("--save-steps", type=int, default=0, help="0: save only at the end")
     return p.parse_args(argv)
 
@@ -271,7 +321,9 @@ def task_dataset(tasks: Sequence[Task]) -> Any:
     """One row per task. The env builds the real prompt; the row carries the task id to the rollout."""
     from datasets import Dataset
 
-    return Dataset.from_list([{"prompt": [{"role": "user", "content": t.turns[0].prompt, "task_id": t.id}]} for t in tasks])
+    return Dataset.from_list(
+        [{"prompt": [{"role": "user", "content": t.turns[0].prompt, "task_id": t.id}]} for t in tasks]
+    )
 
 
 def accelerator_round_sync(accelerator: Any) -> Callable[[int], int] | None:
@@ -294,7 +346,14 @@ class EnvRollout:
     ``process_index * len(prompts)`` and ZeRO-3 generation gathers parameters in every forward.
     """
 
-    def __init__(self, tasks: Sequence[Task], tools: ToolRegistry | None, config: EnvConfig, processing_class: Any, args: argparse.Namespace):
+    def __init__(
+        self,
+        tasks: Sequence[Task],
+        tools: ToolRegistry | None,
+        config: EnvConfig,
+        processing_class: Any,
+        args: argparse.Namespace,
+    ):
         self.tasks, self.tools, self.config, self.args = list(tasks), tools, config, args
         self.renderer = ChatRenderer(processing_class)
         self.processing_class = processing_class
@@ -305,25 +364,42 @@ class EnvRollout:
         if self.pool is None or len(self.pool) < size:
             if self.pool is not None:
                 self.pool.close()
-            self.pool = EnvPool([VisualToolBenchEnv(tasks=self.tasks, tools=self.tools, config=self.config) for _ in range(size)])
+            self.pool = EnvPool(
+                [VisualToolBenchEnv(tasks=self.tasks, tools=self.tools, config=self.config) for _ in range(size)]
+            )
         return self.pool
 
     def __call__(self, prompts: list[list[dict[str, Any]]], trainer: Any) -> dict[str, Any]:
         task_ids = [prompt[-1]["task_id"] for prompt in prompts]
         self.calls += 1
         play = lambda generate: run_episodes(  # noqa: E731
-            self._pool(len(task_ids)), task_ids, generate, self.renderer, max_completion_tokens=self.args.max_episode_tokens,
-            seed=self.args.seed * 1_000_003 + self.calls, round_sync=accelerator_round_sync(trainer.accelerator),
+            self._pool(len(task_ids)),
+            task_ids,
+            generate,
+            self.renderer,
+            max_completion_tokens=self.args.max_episode_tokens,
+            seed=self.args.seed * 1_000_003 + self.calls,
+            round_sync=accelerator_round_sync(trainer.accelerator),
         )
         if self.args.use_vllm:
             episodes = play(VLLMGenerator(trainer))
         else:
             from trl.models import unwrap_model_for_generation
 
-            with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
-                gather_deepspeed3_params=trainer.args.ds3_gather_for_generation) as model:
-                episodes = play(HFGenerator(model, self.processing_class, max_new_tokens=self.args.max_new_tokens, temperature=self.args.temperature,
-                    top_p=self.args.top_p))
+            with unwrap_model_for_generation(
+                trainer.model_wrapped,
+                trainer.accelerator,
+                gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
+            ) as model:
+                episodes = play(
+                    HFGenerator(
+                        model,
+                        self.processing_class,
+                        max_new_tokens=self.args.max_new_tokens,
+                        temperature=self.args.temperature,
+                        top_p=self.args.top_p,
+                    )
+                )
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],
             "completion_ids": [e.completion_ids for e in episodes],
@@ -369,12 +445,28 @@ def episode_images_trainer_class() -> type:
             self._row_images = inputs.get("episode_images")
             return super()._compute_loss(model, inputs)
 
-        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False,
-            compute_aux_loss=False, **image_kwargs):
+        def _get_per_token_logps_and_entropies(
+            self,
+            model,
+            input_ids,
+            attention_mask,
+            logits_to_keep,
+            batch_size=None,
+            compute_entropy=False,
+            compute_aux_loss=False,
+            **image_kwargs,
+        ):
             rows = self._row_images
             if rows is None or not any(rows):
                 return super()._get_per_token_logps_and_entropies(
-                    model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss, **image_kwargs
+                    model,
+                    input_ids,
+                    attention_mask,
+                    logits_to_keep,
+                    batch_size,
+                    compute_entropy,
+                    compute_aux_loss,
+                    **image_kwargs,
                 )
             if len(rows) != input_ids.size(0):
                 raise RuntimeError(f"{input_ids.size(0)} rows to score but images for {len(rows)} episodes")
@@ -388,14 +480,22 @@ def episode_images_trainer_class() -> type:
                 num_images = [len(images) for images in rows[chunk]]
                 # One call per chunk, so TRL's own per-chunk slicing of the image tensors is the identity.
                 chunk_logps, chunk_entropies, chunk_aux = super()._get_per_token_logps_and_entropies(
-                    model, input_ids[chunk], attention_mask[chunk], logits_to_keep, input_ids[chunk].size(0),
-                    compute_entropy, compute_aux_loss, num_images=num_images if pixels else None, **pixels,
+                    model,
+                    input_ids[chunk],
+                    attention_mask[chunk],
+                    logits_to_keep,
+                    input_ids[chunk].size(0),
+                    compute_entropy,
+                    compute_aux_loss,
+                    num_images=num_images if pixels else None,
+                    **pixels,
                 )
                 logps.append(chunk_logps)
                 entropies.append(chunk_entropies)
                 aux.append(chunk_aux)
             return (
-                torch.cat(logps), torch.cat(entropies) if compute_entropy else None,
+                torch.cat(logps),
+                torch.cat(entropies) if compute_entropy else None,
                 torch.stack(aux).mean() if compute_aux_loss else None,
             )
 
@@ -405,7 +505,9 @@ def episode_images_trainer_class() -> type:
 def make_reward_func(group_size: int) -> Callable[..., list[float]]:
     """The env's composed episode reward, as a TRL reward function that also logs components, MCC and image names."""
 
-    def vtb_reward(prompts: list, completions: list, vtb_episode: list[Episode], log_metric=None, log_extra=None, **_: Any) -> list[float]:
+    def vtb_reward(
+        prompts: list, completions: list, vtb_episode: list[Episode], log_metric=None, log_extra=None, **_: Any
+    ) -> list[float]:
         if log_metric is not None:
             for name, value in summarize(vtb_episode, group_size).items():
                 log_metric(f"vtb/{name}", value)
@@ -416,7 +518,13 @@ def make_reward_func(group_size: int) -> Callable[..., list[float]]:
     return vtb_reward
 
 
-def train(args: argparse.Namespace, *, tasks: Sequence[Task] | None = None, tools: ToolRegistry | None = None, rollout_class: type = EnvRollout):
+def train(
+    args: argparse.Namespace,
+    *,
+    tasks: Sequence[Task] | None = None,
+    tools: ToolRegistry | None = None,
+    rollout_class: type = EnvRollout,
+):
     """Build everything and run ``trainer.train()``; returns the trainer (tests read its state and model)."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
     from trl import GRPOConfig
@@ -428,20 +536,32 @@ def train(args: argparse.Namespace, *, tasks: Sequence[Task] | None = None, tool
         try:
             from vtb_env.tools import default_tools
         except ImportError as exc:
-            raise SystemExit(f"the environment's default tools are unavailable ({exc}); pass tools= to train()") from exc
+            raise SystemExit(
+                f"the environment's default tools are unavailable ({exc}); pass tools= to train()"
+            ) from exc
         tools = default_tools()
     try:
         tools = select_tools(tools, args.tools)
     except ValueError as exc:
         raise SystemExit(f"--tools: {exc}") from exc
     system_prompt = None if args.system_prompt == "none" else args.system_prompt
-    config = EnvConfig.preset("default", max_tool_calls=args.max_tool_calls, cap_scope=args.cap_scope, image_parts="name", system_prompt=system_prompt)
+    config = EnvConfig.preset(
+        "default",
+        max_tool_calls=args.max_tool_calls,
+        cap_scope=args.cap_scope,
+        image_parts="name",
+        system_prompt=system_prompt,
+    )
 
     model_config = AutoConfig.from_pretrained(args.model)
     if model_config.model_type == "mllama":
-        raise SystemExit("Mllama (Llama 3.2 Vision) attends to images through cross-attention, not image tokens in the sequence: not supported")
+        raise SystemExit(
+            "Mllama (Llama 3.2 Vision) attends to images through cross-attention, not image tokens in the sequence: not supported"
+        )
     is_vlm = getattr(model_config, "vision_config", None) is not None
-    processing_class = AutoProcessor.from_pretrained(args.model) if is_vlm else AutoTokenizer.from_pretrained(args.model)
+    processing_class = (
+        AutoProcessor.from_pretrained(args.model) if is_vlm else AutoTokenizer.from_pretrained(args.model)
+    )
     if is_vlm and not is_processor(processing_class):
         raise SystemExit(f"{args.model} is a vision-language model but AutoProcessor gave no image processor")
     tokenizer = getattr(processing_class, "tokenizer", processing_class)
@@ -453,19 +573,41 @@ def train(args: argparse.Namespace, *, tasks: Sequence[Task] | None = None, tool
 
     G = args.num_generations
     grpo = GRPOConfig(
-        output_dir=args.output_dir, seed=args.seed, max_steps=args.max_steps, learning_rate=args.learning_rate,
-        per_device_train_batch_size=args.tasks_per_step * G, gradient_accumulation_steps=args.gradient_accumulation_steps,
-        num_generations=G, beta=args.beta, epsilon=args.epsilon, loss_type=args.loss_type, scale_rewards="group",
-        temperature=args.temperature, top_p=args.top_p, max_completion_length=args.max_new_tokens,
-        use_vllm=args.use_vllm, vllm_mode=args.vllm_mode, vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
-        bf16=args.bf16, report_to=args.report_to, **({"gradient_checkpointing": True} if args.gradient_checkpointing else {}),
-        logging_steps=args.logging_steps, save_strategy="steps" if args.save_steps else "no", save_steps=args.save_steps or 500,
-        use_cpu=not _has_gpu(), shuffle_dataset=True, log_completions=args.log_completions,
+        output_dir=args.output_dir,
+        seed=args.seed,
+        max_steps=args.max_steps,
+        learning_rate=args.learning_rate,
+        per_device_train_batch_size=args.tasks_per_step * G,
+        gradient_accumulation_steps=args.gradient_accumulation_steps,
+        num_generations=G,
+        beta=args.beta,
+        epsilon=args.epsilon,
+        loss_type=args.loss_type,
+        scale_rewards="group",
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_completion_length=args.max_new_tokens,
+        use_vllm=args.use_vllm,
+        vllm_mode=args.vllm_mode,
+        vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+        bf16=args.bf16,
+        report_to=args.report_to,
+        **({"gradient_checkpointing": True} if args.gradient_checkpointing else {}),
+        logging_steps=args.logging_steps,
+        save_strategy="steps" if args.save_steps else "no",
+        save_steps=args.save_steps or 500,
+        use_cpu=not _has_gpu(),
+        shuffle_dataset=True,
+        log_completions=args.log_completions,
     )
     rollout = rollout_class(tasks, tools, config, processing_class, args)
     trainer = episode_images_trainer_class()(
-        model=model, reward_funcs=[make_reward_func(G)], args=grpo, train_dataset=task_dataset(tasks),
-        processing_class=processing_class, rollout_func=rollout,
+        model=model,
+        reward_funcs=[make_reward_func(G)],
+        args=grpo,
+        train_dataset=task_dataset(tasks),
+        processing_class=processing_class,
+        rollout_func=rollout,
     )
     try:
         trainer.train()
@@ -486,6 +628,16 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 __all__ = [
-    "SUPPORTED_TRL", "VTBEnvironment", "VTBEnvironmentFactory", "EnvRollout", "check_trl_version", "episode_images_trainer_class",
-    "make_reward_func", "parse_args", "select_tools", "task_dataset", "train", "vtb_env_reward",
+    "SUPPORTED_TRL",
+    "VTBEnvironment",
+    "VTBEnvironmentFactory",
+    "EnvRollout",
+    "check_trl_version",
+    "episode_images_trainer_class",
+    "make_reward_func",
+    "parse_args",
+    "select_tools",
+    "task_dataset",
+    "train",
+    "vtb_env_reward",
 ]

@@ -40,34 +40,67 @@ def _openai(message: Any) -> dict[str, Any]:
     data = message.model_dump(exclude_none=True) if hasattr(message, "model_dump") else dict(message)
     calls = data.pop("tool_calls", None)
     if calls:
-        data["tool_calls"] = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls]
+        data["tool_calls"] = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in calls
+        ]
     return data
 
 
 class VisualToolBenchVFEnv(vf.MultiTurnEnv):
     """A verifiers ``MultiTurnEnv`` whose every rollout is a ``VisualToolBenchEnv`` episode."""
 
-    def __init__(self, tasks: Sequence[Task], tools: ToolRegistry, config: EnvConfig | None = None, reward: Any = None, **kwargs: Any):
+    def __init__(
+        self,
+        tasks: Sequence[Task],
+        tools: ToolRegistry,
+        config: EnvConfig | None = None,
+        reward: Any = None,
+        **kwargs: Any,
+    ):
         from datasets import Dataset
 
         self.vtb_tasks, self.vtb_tools, self.vtb_reward_fn = list(tasks), tools, reward
         self.vtb_config = config or EnvConfig.preset("default")
         if self.vtb_config.image_parts != "data_url":
             raise ValueError("a chat-completions model needs the images inline: EnvConfig(image_parts='data_url')")
-        rows = [{"prompt": [{"role": "user", "content": t.turns[0].prompt}], "answer": "", "info": {"task_id": t.id,
-            "env_id": "visualtoolbench"}} for t in self.vtb_tasks]
+        rows = [
+            {
+                "prompt": [{"role": "user", "content": t.turns[0].prompt}],
+                "answer": "",
+                "info": {"task_id": t.id, "env_id": "visualtoolbench"},
+            }
+            for t in self.vtb_tasks
+        ]
         schemas = tools.schemas(ToolContext(task_id=""))
-        tool_defs = [vf.Tool(name=s["function"]["name"], description=s["function"]["description"], parameters=s["function"]["parameters"]) for s in schemas]
+        tool_defs = [
+            vf.Tool(
+                name=s["function"]["name"],
+                description=s["function"]["description"],
+                parameters=s["function"]["parameters"],
+            )
+            for s in schemas
+        ]
         rubric = vf.Rubric(funcs=[self.vtb_reward])
         for name in METRICS:
             rubric.add_metric(_component_metric(name))
-        max_turns = kwargs.pop("max_turns", 4 * self.vtb_config.max_tool_calls * max(len(t.turns) for t in self.vtb_tasks))
-        super().__init__(dataset=Dataset.from_list(rows), eval_dataset=Dataset.from_list(rows), rubric=rubric, tool_defs=tool_defs,
-            max_turns=max_turns, **kwargs)
+        max_turns = kwargs.pop(
+            "max_turns", 4 * self.vtb_config.max_tool_calls * max(len(t.turns) for t in self.vtb_tasks)
+        )
+        super().__init__(
+            dataset=Dataset.from_list(rows),
+            eval_dataset=Dataset.from_list(rows),
+            rubric=rubric,
+            tool_defs=tool_defs,
+            max_turns=max_turns,
+            **kwargs,
+        )
 
     async def setup_state(self, state: vf.State) -> vf.State:
         task_id = state["info"]["task_id"]
-        env = VisualToolBenchEnv(tasks=self.vtb_tasks, tools=self.vtb_tools, reward=self.vtb_reward_fn, config=self.vtb_config)
+        env = VisualToolBenchEnv(
+            tasks=self.vtb_tasks, tools=self.vtb_tools, reward=self.vtb_reward_fn, config=self.vtb_config
+        )
         observation, info = await asyncio.to_thread(env.reset, options={"task_id": task_id})
         state["vtb_env"], state["vtb_record"], state["vtb_seen"] = env, info["record"], len(observation["messages"])
         state["prompt"] = observation["messages"]  # the env's system prompt, first turn and its images
@@ -76,7 +109,7 @@ class VisualToolBenchVFEnv(vf.MultiTurnEnv):
     async def env_response(self, messages: vf.Messages, state: vf.State, **kwargs: Any) -> vf.Messages:
         env: VisualToolBenchEnv = state["vtb_env"]
         observation, reward, terminated, truncated, info = await asyncio.to_thread(env.step, _openai(messages[-1]))
-        new = observation["messages"][state["vtb_seen"] + 1:]  # after the env's copy of the model's message
+        new = observation["messages"][state["vtb_seen"] + 1 :]  # after the env's copy of the model's message
         state["vtb_seen"] = len(observation["messages"])
         if terminated or truncated:
             state["vtb_reward"], state["vtb_components"] = float(reward), dict(info.get("reward_components") or {})
@@ -107,8 +140,13 @@ def _component_metric(name: str) -> Any:
     return metric
 
 
-def load_environment(tasks: Any = "demo", tools: ToolRegistry | str | None = None, config: EnvConfig | None = None, reward: Any = None,
-    **kwargs: Any) -> VisualToolBenchVFEnv:
+def load_environment(
+    tasks: Any = "demo",
+    tools: ToolRegistry | str | None = None,
+    config: EnvConfig | None = None,
+    reward: Any = None,
+    **kwargs: Any,
+) -> VisualToolBenchVFEnv:
     """verifiers' entry point: ``tasks`` is a task list or a source (``demo``, ``synth:N:SEED``, a path, ...).
 
     ``tools``: a ToolRegistry, a comma list of tool names, or None for the six defaults.

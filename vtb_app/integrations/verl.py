@@ -80,20 +80,28 @@ class VTBAgentLoop(AgentLoopBase):
     """
 
     def __init__(
-        self, *args: Any, tools_factory: str = DEFAULT_FACTORY, reward_factory: str = "rewards:default_reward",
-        env: Mapping[str, Any] | None = None, **kwargs: Any,
+        self,
+        *args: Any,
+        tools_factory: str = DEFAULT_FACTORY,
+        reward_factory: str = "rewards:default_reward",
+        env: Mapping[str, Any] | None = None,
+        **kwargs: Any,
     ):
         kwargs.pop("tools", None)  # verl passes its own tools; the env brings the benchmark's
         super().__init__(*args, **kwargs)
         options = dict(env or {})
         self.env_config = EnvConfig.preset(options.pop("preset", "default"), **{"image_parts": "name", **options})
         if self.env_config.history == "golden":
-            raise ValueError("history='golden' rewrites the dialogue, so an episode is not one token sequence; use history='model'")
+            raise ValueError(
+                "history='golden' rewrites the dialogue, so an episode is not one token sequence; use history='model'"
+            )
         self.tool_registry = _registry(tools_factory)
         if reward_factory not in _REWARDS:
             _REWARDS[reward_factory] = _load(reward_factory)()
         self.reward_fn = _REWARDS[reward_factory]
-        self.renderer = ChatRenderer(self.processor if self.processor is not None else self.tokenizer, **self.apply_chat_template_kwargs)
+        self.renderer = ChatRenderer(
+            self.processor if self.processor is not None else self.tokenizer, **self.apply_chat_template_kwargs
+        )
         self.response_length = self.rollout_config.response_length
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
@@ -114,7 +122,9 @@ class VTBAgentLoop(AgentLoopBase):
         while True:
             start = time.perf_counter()
             output = await self.server_manager.generate(
-                request_id=request_id, prompt_ids=episode.prompt_ids + episode.completion_ids, sampling_params=sampling_params,
+                request_id=request_id,
+                prompt_ids=episode.prompt_ids + episode.completion_ids,
+                sampling_params=sampling_params,
                 image_data=list(episode.images) if self.renderer.is_vision and episode.images else None,
             )
             timing["generate_sequences"] += time.perf_counter() - start
@@ -126,7 +136,9 @@ class VTBAgentLoop(AgentLoopBase):
                 episode.length_truncated = True
                 break
             start = time.perf_counter()
-            observation, reward, terminated, truncated, info = await asyncio.to_thread(env.step, self.renderer.decode(output.token_ids))
+            observation, reward, terminated, truncated, info = await asyncio.to_thread(
+                env.step, self.renderer.decode(output.token_ids)
+            )
             timing["tool_calls"] += time.perf_counter() - start
             if terminated or truncated:
                 break
@@ -137,13 +149,19 @@ class VTBAgentLoop(AgentLoopBase):
                 break
         return self._output(episode, float(reward), info, timing, has_logprobs)
 
-    def _output(self, episode: Any, reward: float, info: dict[str, Any], timing: dict[str, float], has_logprobs: bool) -> AgentLoopOutput:
+    def _output(
+        self, episode: Any, reward: float, info: dict[str, Any], timing: dict[str, float], has_logprobs: bool
+    ) -> AgentLoopOutput:
         n = self.response_length
         record = info["record"]
         if len(episode.prompt_ids) > self.rollout_config.prompt_length and self.renderer.is_vision:
-            raise ValueError(f"the prompt has {len(episode.prompt_ids)} tokens, over rollout.prompt_length: image tokens cannot be cut; raise it")
+            raise ValueError(
+                f"the prompt has {len(episode.prompt_ids)} tokens, over rollout.prompt_length: image tokens cannot be cut; raise it"
+            )
         return AgentLoopOutput(
-            prompt_ids=self._cap_text_prompt_length(episode.prompt_ids),  # verl's own loops left-truncate text prompts too
+            prompt_ids=self._cap_text_prompt_length(
+                episode.prompt_ids
+            ),  # verl's own loops left-truncate text prompts too
             response_ids=episode.completion_ids[:n],
             response_mask=episode.env_mask[:n],
             response_logprobs=episode.logprobs[:n] if has_logprobs else None,
@@ -191,7 +209,11 @@ def _prompt_images(agent_data: Any) -> list[bytes]:
     for message in getattr(agent_data, "messages", None) or []:
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):
-            found += [part["bytes"] for part in content if isinstance(part, dict) and part.get("type") == "image" and part.get("bytes")]
+            found += [
+                part["bytes"]
+                for part in content
+                if isinstance(part, dict) and part.get("type") == "image" and part.get("bytes")
+            ]
     return found
 
 
@@ -215,30 +237,46 @@ class VTBTool(BaseTool):
         super().__init__(dict(config), tool_schema)
 
     def get_openai_tool_schema(self) -> OpenAIFunctionToolSchema:
-        schema = next(s for s in self.registry.schemas(ToolContext(task_id="")) if s["function"]["name"] == self.tool_name)
+        schema = next(
+            s for s in self.registry.schemas(ToolContext(task_id="")) if s["function"]["name"] == self.tool_name
+        )
         return OpenAIFunctionToolSchema.model_validate(schema)
 
-    async def create(self, instance_id: str | None = None, create_kwargs: Mapping[str, Any] | None = None, **kwargs: Any) -> tuple[str, ToolResponse]:
+    async def create(
+        self, instance_id: str | None = None, create_kwargs: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> tuple[str, ToolResponse]:
         instance_id = instance_id or uuid4().hex
         self._created[instance_id] = dict(create_kwargs or {})
         return instance_id, ToolResponse()
 
     def _trajectory(self, instance_id: str, agent_data: Any) -> _Trajectory:
-        key = agent_data if agent_data is not None else self  # without verl's agent_data: one trajectory per tool object
+        key = (
+            agent_data if agent_data is not None else self
+        )  # without verl's agent_data: one trajectory per tool object
         state = _TRAJECTORIES.get(key)
         if state is None:
             created = self._created.get(instance_id, {})
-            images = _prompt_images(agent_data) or list((getattr(agent_data, "tools_kwargs", None) or {}).get(IMAGES_KEY) or [])
+            images = _prompt_images(agent_data) or list(
+                (getattr(agent_data, "tools_kwargs", None) or {}).get(IMAGES_KEY) or []
+            )
             named = [NamedImage(task_image_name(k), bytes(data)) for k, data in enumerate(images, start=1)]
-            state = _TRAJECTORIES[key] = _Trajectory(str(created.get("task_id", "")), int(created.get("turn_index", 0)), named)
+            state = _TRAJECTORIES[key] = _Trajectory(
+                str(created.get("task_id", "")), int(created.get("turn_index", 0)), named
+            )
         return state
 
-    async def execute(self, instance_id: str, parameters: Mapping[str, Any] | str, agent_data: Any = None, **kwargs: Any) -> tuple[ToolResponse,
-        float, dict[str, Any]]:
+    async def execute(
+        self, instance_id: str, parameters: Mapping[str, Any] | str, agent_data: Any = None, **kwargs: Any
+    ) -> tuple[ToolResponse, float, dict[str, Any]]:
         """Run the call in the trajectory's context. Never raises on bad arguments (the error is the text)."""
         state = self._trajectory(instance_id, agent_data)
         async with state.lock:  # parallel calls of one trajectory number their images in order
-            context = ToolContext(task_id=state.task_id, images=tuple(state.images), next_image_index=state.next_image_index, turn_index=state.turn_index)
+            context = ToolContext(
+                task_id=state.task_id,
+                images=tuple(state.images),
+                next_image_index=state.next_image_index,
+                turn_index=state.turn_index,
+            )
             result = await asyncio.to_thread(self.registry.call, self.tool_name, parameters, context)
             state.calls += 1
             state.failures += result.error is not None
@@ -267,7 +305,9 @@ class VTBTool(BaseTool):
 class VTBToolParser(ToolParser):
     """Reads calls in any format the env understands; unreadable calls reach verl with their raw text as arguments."""
 
-    async def extract_tool_calls(self, responses_ids: list[int], tools: list[OpenAIFunctionToolSchema] | None = None) -> tuple[str, list[FunctionCall]]:
+    async def extract_tool_calls(
+        self, responses_ids: list[int], tools: list[OpenAIFunctionToolSchema] | None = None
+    ) -> tuple[str, list[FunctionCall]]:
         text = self.tokenizer.decode(responses_ids, skip_special_tokens=True)
         parsed = parse_action(text)
         calls = [

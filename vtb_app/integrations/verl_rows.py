@@ -49,18 +49,28 @@ def task_from_row(extra_info: dict[str, Any]) -> Task:
         task = Task.from_dict(json.loads(extra_info[TASK_KEY]))
         images = list(extra_info[IMAGES_KEY])
     except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"not a vtb_agent row (extra_info needs {TASK_KEY!r} and {IMAGES_KEY!r}; see agent_row): {exc}") from exc
+        raise ValueError(
+            f"not a vtb_agent row (extra_info needs {TASK_KEY!r} and {IMAGES_KEY!r}; see agent_row): {exc}"
+        ) from exc
     count = sum(len(turn.images) for turn in task.turns)
     if count != len(images):
         raise ValueError(f"task {task.id!r} names {count} images but the row stores {len(images)}")
     data = iter(images)
-    turns = tuple(replace(turn, images=tuple(ImageRef(name=ref.name, data=bytes(next(data))) for ref in turn.images)) for turn in task.turns)
+    turns = tuple(
+        replace(turn, images=tuple(ImageRef(name=ref.name, data=bytes(next(data))) for ref in turn.images))
+        for turn in task.turns
+    )
     return replace(task, turns=turns)
 
 
 def tool_agent_row(
-    task: Task, tool_names: Sequence[str], *, turn_index: int = 0, show_images: bool = True,
-    system_prompt: str | None = None, index: int = 0,
+    task: Task,
+    tool_names: Sequence[str],
+    *,
+    turn_index: int = 0,
+    show_images: bool = True,
+    system_prompt: str | None = None,
+    index: int = 0,
 ) -> dict[str, Any]:
     """A ``tool_agent`` row for one task turn, with the earlier turns as dialogue.
 
@@ -86,7 +96,12 @@ def tool_agent_row(
         "agent_name": "tool_agent",
         "prompt": messages,
         "reward_model": {"style": "rule", "ground_truth": json.dumps(task.to_dict())},
-        "extra_info": {"index": index, "turn_index": turn_index, "need_tools_kwargs": True, "tools_kwargs": tools_kwargs},
+        "extra_info": {
+            "index": index,
+            "turn_index": turn_index,
+            "need_tools_kwargs": True,
+            "tools_kwargs": tools_kwargs,
+        },
     }
     if show_images:
         row["images"] = [{"bytes": data} for data in images]
@@ -95,7 +110,9 @@ def tool_agent_row(
     return row
 
 
-def tools_config(tool_names: Sequence[str], factory: str = DEFAULT_FACTORY, *, return_images: bool = True) -> dict[str, Any]:
+def tools_config(
+    tool_names: Sequence[str], factory: str = DEFAULT_FACTORY, *, return_images: bool = True
+) -> dict[str, Any]:
     """The verl tools YAML (``rollout.multi_turn.tool_config_path``) offering ``tool_names`` as ``VTBTool``.
 
     ``return_images=False`` for text-only policies (verl refuses tool images without a processor).
@@ -112,12 +129,19 @@ def tools_config(tool_names: Sequence[str], factory: str = DEFAULT_FACTORY, *, r
     }
 
 
-def agent_loop_config(factory: str = DEFAULT_FACTORY, reward_factory: str = "rewards:default_reward", **env: Any) -> list[dict[str, Any]]:
+def agent_loop_config(
+    factory: str = DEFAULT_FACTORY, reward_factory: str = "rewards:default_reward", **env: Any
+) -> list[dict[str, Any]]:
     """The verl agent-loop YAML (``rollout.agent.agent_loop_config_path``) registering ``vtb_agent``.
 
     ``env``: ``EnvConfig`` fields (``preset``, ``max_tool_calls``, ``system_prompt``, ...).
     """
-    return [{
-        "name": AGENT_NAME, "_target_": "vtb_app.integrations.verl.VTBAgentLoop",
-        "tools_factory": factory, "reward_factory": reward_factory, "env": dict(env),
-    }]
+    return [
+        {
+            "name": AGENT_NAME,
+            "_target_": "vtb_app.integrations.verl.VTBAgentLoop",
+            "tools_factory": factory,
+            "reward_factory": reward_factory,
+            "env": dict(env),
+        }
+    ]

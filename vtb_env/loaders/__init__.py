@@ -31,7 +31,6 @@ from vtb_env.tasks import Task
 DEMO_DIR = Path(__file__).resolve().parent.parent / "data" / "demo"
 
 
-
 def _candidates(source: Any, task_filter: TaskFilter, report: LoadReport) -> Iterator[Candidate]:
     """Dispatch on what ``source`` is; DatasetError when it is none of the supported sources."""
     if isinstance(source, str) and source == "demo":
@@ -114,8 +113,15 @@ def load_tasks(
     """
     return list(
         iter_tasks(
-            source, ids=ids, turncase=turncase, domain=domain, eval_focus=eval_focus,
-            limit=limit, strict=strict, report=report, validate_images=validate_images,
+            source,
+            ids=ids,
+            turncase=turncase,
+            domain=domain,
+            eval_focus=eval_focus,
+            limit=limit,
+            strict=strict,
+            report=report,
+            validate_images=validate_images,
         )
     )
 

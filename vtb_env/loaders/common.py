@@ -124,7 +124,12 @@ class TaskFilter:
 
     def admits_task(self, task: Task) -> bool:
         return self.admits(
-            {"id": task.id, "turncase": task.turncase, "prompt_category": task.prompt_category, "eval_focus": task.eval_focus}
+            {
+                "id": task.id,
+                "turncase": task.turncase,
+                "prompt_category": task.prompt_category,
+                "eval_focus": task.eval_focus,
+            }
         )
 
 
@@ -182,13 +187,18 @@ def run_pipeline(
                 if not task_filter.admits_task(task):
                     continue
                 if task.id in first_seen:
-                    raise BadRow(f"duplicate id {task.id!r}: the first row with it ({first_seen[task.id]}) was loaded, this one is skipped", "duplicate id")
+                    raise BadRow(
+                        f"duplicate id {task.id!r}: the first row with it ({first_seen[task.id]}) was loaded, this one is skipped",
+                        "duplicate id",
+                    )
                 if check_images:
                     validate_images(task)
             except Exception as exc:  # noqa: BLE001 -- any failure of one row is that row's problem
                 kind, reason = _reason(exc)
                 if strict:
-                    raise DatasetError(f"bad row {candidate.label}: {reason}", task_id=candidate.label, reason=reason) from exc
+                    raise DatasetError(
+                        f"bad row {candidate.label}: {reason}", task_id=candidate.label, reason=reason
+                    ) from exc
                 report.skip(candidate.label, reason, kind)
                 logger.warning("skipping bad row %s: %s", candidate.label, reason)
                 continue

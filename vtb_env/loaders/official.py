@@ -48,8 +48,18 @@ class Layout:
         )
 
 
-CURRENT = Layout("current", "turn_prompts", "turn_golden_answers", "turn_tool_trajectories", "rubrics_by_turn", "images_by_turn", ("images",))
-LEGACY_1191 = Layout("legacy-1191", "prompt", "golden_answer", "tool_trajectory", "rubrics", "images_by_turn", ("images",))
+CURRENT = Layout(
+    "current",
+    "turn_prompts",
+    "turn_golden_answers",
+    "turn_tool_trajectories",
+    "rubrics_by_turn",
+    "images_by_turn",
+    ("images",),
+)
+LEGACY_1191 = Layout(
+    "legacy-1191", "prompt", "golden_answer", "tool_trajectory", "rubrics", "images_by_turn", ("images",)
+)
 LEGACY_1204 = Layout("legacy-1204", "prompt", "golden_answer", "tool_trajectory", "rubrics", None, ("images", "image"))
 LAYOUTS = (CURRENT, LEGACY_1191, LEGACY_1204)
 

@@ -30,7 +30,9 @@ def parquet_files(source: str | Path) -> list[Path]:
     if path.is_file():
         return [path]
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*.parquet") if not any(part.startswith(".") for part in p.relative_to(path).parts))
+        files = sorted(
+            p for p in path.rglob("*.parquet") if not any(part.startswith(".") for part in p.relative_to(path).parts)
+        )
     else:
         files = sorted(Path(p) for p in glob.glob(str(source), recursive=True) if p.endswith(".parquet"))
     if not files:
@@ -73,10 +75,16 @@ def parquet_candidates(source: str | Path, task_filter: TaskFilter, report: Load
         with file:
             yield from _file_candidates(file, path, task_filter, report)
     if len(failures) == len(files):
-        raise DatasetError(f"cannot read parquet file {failures[0]}" if len(files) == 1 else "no parquet shard can be read: " + "; ".join(failures))
+        raise DatasetError(
+            f"cannot read parquet file {failures[0]}"
+            if len(files) == 1
+            else "no parquet shard can be read: " + "; ".join(failures)
+        )
 
 
-def _file_candidates(file: pq.ParquetFile, path: Path, task_filter: TaskFilter, report: LoadReport) -> Iterator[Candidate]:
+def _file_candidates(
+    file: pq.ParquetFile, path: Path, task_filter: TaskFilter, report: LoadReport
+) -> Iterator[Candidate]:
     names = file.schema_arrow.names
     layout = detect_layout(names)
     report.note_schema(layout.name)
@@ -84,14 +92,18 @@ def _file_candidates(file: pq.ParquetFile, path: Path, task_filter: TaskFilter, 
     for group in _wanted_row_groups(file, task_filter):
         row_number = starts[group]
         try:
-            for batch in file.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=read_columns(layout, names)):
+            for batch in file.iter_batches(
+                batch_size=BATCH_ROWS, row_groups=[group], columns=read_columns(layout, names)
+            ):
                 for row in batch.to_pylist():
                     label = str(row.get("id") or f"{path.name}#{row_number}")
                     yield Candidate(label, row, partial(row_to_task, row, layout, base_dir=path.parent))
                     row_number += 1
         except Exception as exc:  # noqa: BLE001 -- a corrupt page: the group's remaining rows are bad
             reason = f"{path.name} row group {group}: cannot read the data ({type(exc).__name__}: {str(exc).strip()})"
-            for label in _unread_labels(file, path, group, row_number - starts[group], starts[group + 1] - starts[group]):
+            for label in _unread_labels(
+                file, path, group, row_number - starts[group], starts[group + 1] - starts[group]
+            ):
                 yield Candidate.unreadable(label, reason, "unreadable data")
 
 

@@ -44,10 +44,16 @@ def project_candidates(path: Path, report: LoadReport) -> Iterator[Candidate]:
             try:
                 data = json.loads(line)
             except (ValueError, RecursionError) as exc:
-                yield Candidate.unreadable(label, f"invalid JSON: {exc if not isinstance(exc, RecursionError) else 'nested too deeply'}", "invalid JSON")
+                yield Candidate.unreadable(
+                    label,
+                    f"invalid JSON: {exc if not isinstance(exc, RecursionError) else 'nested too deeply'}",
+                    "invalid JSON",
+                )
                 continue
             if not isinstance(data, dict):
-                yield Candidate.unreadable(label, f"a task line must be a JSON object, got {type(data).__name__}", "invalid row")
+                yield Candidate.unreadable(
+                    label, f"a task line must be a JSON object, got {type(data).__name__}", "invalid row"
+                )
                 continue
             data = clean_value(data)  # "\\ud83d" escapes would reach every observation of the task
             yield Candidate(str(data.get("id") or label), data, partial(Task.from_dict, data, image_dir))
@@ -84,7 +90,9 @@ def save_tasks(tasks: Iterable[Task], out_dir: str | os.PathLike[str]) -> Path:
         for task in tasks:
             folder = _UNSAFE.sub("_", task.id) or "_"
             if folder in seen:
-                raise ValueError(f"tasks {seen[folder]!r} and {task.id!r} share the image folder {folder!r} (duplicate id?)")
+                raise ValueError(
+                    f"tasks {seen[folder]!r} and {task.id!r} share the image folder {folder!r} (duplicate id?)"
+                )
             seen[folder] = task.id
             handle.write(json.dumps(_save_one(task, out / IMAGES_DIR / folder, folder), ensure_ascii=False) + "\n")
     os.replace(tmp, jsonl)

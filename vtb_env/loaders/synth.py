@@ -29,8 +29,10 @@ def parse_synth_spec(spec: str) -> tuple[int, int, str]:
     """``(n, seed, generator)`` of ``synth[-vK]:N:SEED``; DatasetError for anything else."""
     match = _SPEC.fullmatch(spec.strip())
     if match is None:
-        raise DatasetError(f"{spec!r}: expected synth:N:SEED (or synth-v1:N:SEED for the first generator) "
-                           "with N >= 0 and an integer SEED, e.g. synth:50:0")
+        raise DatasetError(
+            f"{spec!r}: expected synth:N:SEED (or synth-v1:N:SEED for the first generator) "
+            "with N >= 0 and an integer SEED, e.g. synth:50:0"
+        )
     return int(match.group(2)), int(match.group(3)), match.group(1) or DEFAULT_GENERATOR
 
 
@@ -39,7 +41,12 @@ def synth_candidates(spec: str, report: LoadReport) -> Iterator[Candidate]:
     report.kind = "synth"
     report.note_schema(f"synth generator {generator}, seed {seed}")
     for task in islice(stream(seed, generator=generator), n):
-        fields = {"id": task.id, "turncase": task.turncase, "prompt_category": task.prompt_category, "eval_focus": task.eval_focus}
+        fields = {
+            "id": task.id,
+            "turncase": task.turncase,
+            "prompt_category": task.prompt_category,
+            "eval_focus": task.eval_focus,
+        }
         yield Candidate(task.id, fields, partial(_generated, task))
 
 

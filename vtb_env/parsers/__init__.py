@@ -83,10 +83,21 @@ def _parse(action: str | Mapping[str, Any], fmt: str) -> ParsedAction:
         reasoning = "\n".join(part for part in (reasoning, more_reasoning) if part)
         if not calls and fmt != OPENAI_FORMAT:  # some servers leave calls in the text
             return _parse_text(content, reasoning, fmt)
-        return ParsedAction(content=content, reasoning=reasoning, calls=bound_calls(calls), parser=OPENAI_FORMAT if calls else None)
+        return ParsedAction(
+            content=content, reasoning=reasoning, calls=bound_calls(calls), parser=OPENAI_FORMAT if calls else None
+        )
     if not isinstance(action, str):
-        return ParsedAction(content="", calls=[ParsedCall(name="", arguments=reprlib.repr(action),
-            error=f"an action must be a string or an assistant message dict, got {type(action).__name__}")], parser=None)
+        return ParsedAction(
+            content="",
+            calls=[
+                ParsedCall(
+                    name="",
+                    arguments=reprlib.repr(action),
+                    error=f"an action must be a string or an assistant message dict, got {type(action).__name__}",
+                )
+            ],
+            parser=None,
+        )
     text, reasoning = split_reasoning(action)
     return _parse_text(text, reasoning, fmt)
 

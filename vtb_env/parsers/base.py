@@ -166,7 +166,9 @@ def load_json_lenient(text: str) -> tuple[Any, bool]:
     if not text.strip():
         raise ValueError("empty JSON")
     if len(text) > MAX_REPAIR_CHARS:
-        raise ValueError(f"invalid JSON of {len(text):,} characters; repair is attempted only up to {MAX_REPAIR_CHARS:,}")
+        raise ValueError(
+            f"invalid JSON of {len(text):,} characters; repair is attempted only up to {MAX_REPAIR_CHARS:,}"
+        )
     budget = _repair_budget.get() or _RepairBudget(REPAIR_BUDGET_READS)
     if budget.left <= 0:
         raise ValueError(f"invalid JSON: {_clip(text)} (not repaired: this action spent its JSON repair budget)")
@@ -200,10 +202,16 @@ def bound_calls(calls: list[ParsedCall]) -> list[ParsedCall]:
     return read[:MAX_CALLS_PER_ACTION] + [ParsedCall(name="", arguments="", error=error, unread=extra)]
 
 
-def call_from_object(obj: Any, raw: str, repaired: bool = False, arguments_keys: tuple[str, ...] = ("arguments", "parameters")) -> ParsedCall:
+def call_from_object(
+    obj: Any, raw: str, repaired: bool = False, arguments_keys: tuple[str, ...] = ("arguments", "parameters")
+) -> ParsedCall:
     """A call from a decoded ``{"name": ..., "arguments"|"parameters": ...}`` object, checked for shape."""
     if not isinstance(obj, Mapping):
-        problem = "is not valid JSON" if repaired else f"must be a JSON object with 'name' and 'arguments', got {type(obj).__name__}"
+        problem = (
+            "is not valid JSON"
+            if repaired
+            else f"must be a JSON object with 'name' and 'arguments', got {type(obj).__name__}"
+        )
         return ParsedCall(name="", arguments=raw, raw=raw, error=f"tool call {problem}: {_clip(raw)}")
     name = obj.get("name")
     if not isinstance(name, str) or not name.strip():
@@ -227,7 +235,9 @@ def arguments_from_string(name: str, text: str, raw: str, repaired: bool = False
     except ValueError as exc:
         return ParsedCall(name=name, arguments=text, raw=raw, error=f"arguments of {name} are not valid JSON ({exc})")
     if fixed and not isinstance(value, Mapping):  # repair guessed something that is not an object
-        return ParsedCall(name=name, arguments=text, raw=raw, error=f"arguments of {name} are not valid JSON: {_clip(text)}")
+        return ParsedCall(
+            name=name, arguments=text, raw=raw, error=f"arguments of {name} are not valid JSON: {_clip(text)}"
+        )
     call = ParsedCall(name=name, arguments=value, raw=raw, repaired=repaired or fixed)
     if not isinstance(value, Mapping):
         call.error = f"arguments of {name} must be a JSON object, got {type(value).__name__}"

@@ -67,7 +67,9 @@ class _NextOccurrence:
         return len(self.text) if self.found == -1 else self.found
 
 
-def _tags(text: str, opener: str, closers: tuple[str, ...], allow_empty_name: bool = False) -> Iterator[tuple[int, str, str, int]]:
+def _tags(
+    text: str, opener: str, closers: tuple[str, ...], allow_empty_name: bool = False
+) -> Iterator[tuple[int, str, str, int]]:
     """(start, name, body, end) of each ``<opener>name>body<closer>`` tag. The body ends at the first
     closer (consumed) or, for the other entries of ``closers``' lookahead, at the end of the text."""
     close_at = _NextOccurrence(text, closers[0])

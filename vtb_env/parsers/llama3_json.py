@@ -34,7 +34,9 @@ class Llama3JsonParser(ToolCallParser):
         content, _, body = text.partition(PYTHON_TAG) if PYTHON_TAG in text else ("", "", text)
         body = _END_TOKENS.sub("", body).strip()
         if not body:
-            return content.strip(), [ParsedCall(name="", arguments="", raw=PYTHON_TAG, error=f"{PYTHON_TAG} is not followed by a tool call")]
+            return content.strip(), [
+                ParsedCall(name="", arguments="", raw=PYTHON_TAG, error=f"{PYTHON_TAG} is not followed by a tool call")
+            ]
         return content.strip(), _calls(body)
 
 

@@ -23,7 +23,9 @@ def message_text(message: Mapping[str, Any]) -> tuple[str, str | None]:
     try:
         return json.dumps(message, ensure_ascii=False, default=str), None
     except (TypeError, ValueError, RecursionError) as exc:
-        return reprlib.repr(message), f"the action is not a JSON-serializable assistant message ({type(exc).__name__}: {exc})"
+        return reprlib.repr(
+            message
+        ), f"the action is not a JSON-serializable assistant message ({type(exc).__name__}: {exc})"
 
 
 def parse_message(message: Mapping[str, Any]) -> tuple[str, str, list[ParsedCall]]:
@@ -34,7 +36,15 @@ def parse_message(message: Mapping[str, Any]) -> tuple[str, str, list[ParsedCall
     reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
     items = message.get("tool_calls") or []
     if not isinstance(items, list):
-        return str(content), str(reasoning), [ParsedCall(name="", arguments=repr(items)[:200], error=f"tool_calls must be a list, got {type(items).__name__}")]
+        return (
+            str(content),
+            str(reasoning),
+            [
+                ParsedCall(
+                    name="", arguments=repr(items)[:200], error=f"tool_calls must be a list, got {type(items).__name__}"
+                )
+            ],
+        )
     calls = [_call(item) for item in items[:MAX_CALLS_PER_ACTION]]
     if len(items) > MAX_CALLS_PER_ACTION:
         calls.append(unread_calls(len(items) - MAX_CALLS_PER_ACTION))
@@ -59,7 +69,10 @@ def _content_text(message: Mapping[str, Any]) -> tuple[str, str | None]:
         if part.get("type", "text") != "text":  # e.g. an image part: no text to keep
             continue
         if not isinstance(part.get("text"), str):
-            return "", f"content part {i} is a text part whose 'text' must be a string, got {type(part.get('text')).__name__}"
+            return (
+                "",
+                f"content part {i} is a text part whose 'text' must be a string, got {type(part.get('text')).__name__}",
+            )
         texts.append(part["text"])
     return "".join(texts), None
 
@@ -67,7 +80,9 @@ def _content_text(message: Mapping[str, Any]) -> tuple[str, str | None]:
 def _call(item: Any) -> ParsedCall:
     raw = json.dumps(item, ensure_ascii=False, default=str)
     if not isinstance(item, Mapping) or not isinstance(item.get("function"), Mapping):
-        return ParsedCall(name="", arguments=raw, raw=raw, error=f"a tool_calls entry needs a 'function' object: {raw[:200]}")
+        return ParsedCall(
+            name="", arguments=raw, raw=raw, error=f"a tool_calls entry needs a 'function' object: {raw[:200]}"
+        )
     function = item["function"]
     name = function.get("name")
     call_id = item.get("id") if isinstance(item.get("id"), str) and item.get("id") else None
@@ -79,6 +94,11 @@ def _call(item: Any) -> ParsedCall:
     elif isinstance(arguments, Mapping):
         call = ParsedCall(name=name.strip(), arguments=dict(arguments), raw=raw)
     else:
-        call = ParsedCall(name=name.strip(), arguments=arguments, raw=raw, error=f"arguments of {name} must be a JSON object, got {type(arguments).__name__}")
+        call = ParsedCall(
+            name=name.strip(),
+            arguments=arguments,
+            raw=raw,
+            error=f"arguments of {name} must be a JSON object, got {type(arguments).__name__}",
+        )
     call.call_id = call_id
     return call

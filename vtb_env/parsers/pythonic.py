@@ -34,17 +34,40 @@ class PythonicParser(ToolCallParser):
             content, body = "", text
         body = _TAGS.sub("", body).strip()
         if len(body) > MAX_PYTHONIC_CHARS:
-            return content.strip(), [ParsedCall(name="", arguments=body, raw=body,
-                error=f"pythonic tool calls of {len(body):,} characters were not read: at most {MAX_PYTHONIC_CHARS:,}")]
+            return content.strip(), [
+                ParsedCall(
+                    name="",
+                    arguments=body,
+                    raw=body,
+                    error=f"pythonic tool calls of {len(body):,} characters were not read: at most {MAX_PYTHONIC_CHARS:,}",
+                )
+            ]
         try:
             tree = ast.parse(body, mode="eval").body
         except SyntaxError as exc:
-            return content.strip(), [ParsedCall(name="", arguments=body, raw=body,
-                error=f"pythonic tool call is not valid Python: {exc.msg} (line {exc.lineno}, column {exc.offset})")]
+            return content.strip(), [
+                ParsedCall(
+                    name="",
+                    arguments=body,
+                    raw=body,
+                    error=f"pythonic tool call is not valid Python: {exc.msg} (line {exc.lineno}, column {exc.offset})",
+                )
+            ]
         except (RecursionError, MemoryError, ValueError):  # absurd nesting; NUL bytes
-            return content.strip(), [ParsedCall(name="", arguments=body, raw=body, error="pythonic tool call is nested too deeply or contains NUL bytes")]
+            return content.strip(), [
+                ParsedCall(
+                    name="",
+                    arguments=body,
+                    raw=body,
+                    error="pythonic tool call is nested too deeply or contains NUL bytes",
+                )
+            ]
         if not isinstance(tree, ast.List):
-            return content.strip(), [ParsedCall(name="", arguments=body, raw=body, error="pythonic tool calls must be a list like [name(arg=value)]")]
+            return content.strip(), [
+                ParsedCall(
+                    name="", arguments=body, raw=body, error="pythonic tool calls must be a list like [name(arg=value)]"
+                )
+            ]
         source = _Source(body)
         calls = [_call(node, source) for node in tree.elts[:MAX_CALLS_PER_ACTION]]
         if len(tree.elts) > MAX_CALLS_PER_ACTION:
@@ -76,7 +99,9 @@ def _call(node: ast.expr, source: _Source) -> ParsedCall:
     if name is None:
         return ParsedCall(name="", arguments=raw, raw=raw, error=f"cannot read the function name in {raw}")
     if node.args:
-        return ParsedCall(name=name, arguments=raw, raw=raw, error=f"{name}: positional arguments are not allowed; use name=value")
+        return ParsedCall(
+            name=name, arguments=raw, raw=raw, error=f"{name}: positional arguments are not allowed; use name=value"
+        )
     arguments = {}
     for keyword in node.keywords:
         if keyword.arg is None:
@@ -85,7 +110,12 @@ def _call(node: ast.expr, source: _Source) -> ParsedCall:
             arguments[keyword.arg] = ast.literal_eval(keyword.value)
         except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
             segment = source.segment(keyword.value)
-            return ParsedCall(name=name, arguments=raw, raw=raw, error=f"{name}: argument {keyword.arg}={segment} is not a literal value")
+            return ParsedCall(
+                name=name,
+                arguments=raw,
+                raw=raw,
+                error=f"{name}: argument {keyword.arg}={segment} is not a literal value",
+            )
     return ParsedCall(name=name, arguments=arguments, raw=raw)
 
 

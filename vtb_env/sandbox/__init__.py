@@ -1,7 +1,7 @@
 """A fast sandbox for model-written Python: pre-forked fork servers with every isolation layer the host allows.
 
-    from vtb_env.sandbox import shared_sandbox
-    result = shared_sandbox("image").run("print(1)")
+from vtb_env.sandbox import shared_sandbox
+result = shared_sandbox("image").run("print(1)")
 """
 
 from vtb_env.sandbox.limits import Limits

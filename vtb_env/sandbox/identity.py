@@ -39,8 +39,14 @@ class UidClaim:
             self._lock_fd = -1
 
 
-def claim_slot_uid(seed: int, *, base: int = UID_BASE, count: int = UID_COUNT,
-                   subordinate_files: Iterable[str] = SUBORDINATE_FILES, lock_dir: str = LOCK_DIR) -> UidClaim:
+def claim_slot_uid(
+    seed: int,
+    *,
+    base: int = UID_BASE,
+    count: int = UID_COUNT,
+    subordinate_files: Iterable[str] = SUBORDINATE_FILES,
+    lock_dir: str = LOCK_DIR,
+) -> UidClaim:
     """The first free uid of the block, probing from ``seed`` (e.g. pid * 16 + slot); raises OSError if none is free."""
     taken_ranges = [r for path in subordinate_files for r in _subordinate_ranges(path)]
     mapped = _mapped_uid_ranges()

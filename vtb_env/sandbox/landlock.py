@@ -45,11 +45,16 @@ def abi_version() -> int:
 def build_ruleset(read_only: list[str], read_write: list[str], abi: int) -> int:
     """Create the ruleset once; returns its fd (kept open in the server)."""
     handled_fs = _FS_BY_ABI.get(abi, (1 << 16) - 1)
-    attr = _RulesetAttr(fs=handled_fs, net=NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0,
-                        scoped=SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0)
+    attr = _RulesetAttr(
+        fs=handled_fs,
+        net=NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0,
+        scoped=SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0,
+    )
     size = 8 if abi < 4 else 16 if abi < 6 else 24
-    fd = c.check(c.syscall(SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)),
-                 "landlock_create_ruleset")
+    fd = c.check(
+        c.syscall(SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)),
+        "landlock_create_ruleset",
+    )
     read = READ_FILE | READ_DIR
     write = WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE_DIR | MAKE_REG | (TRUNCATE if abi >= 3 else 0)
     for paths, access in ((read_only, read), (read_write, read | write)):
@@ -65,8 +70,16 @@ def _allow(ruleset_fd: int, path: str, access: int) -> None:
         if not os.path.isdir(path):
             access &= _FILE_ONLY
         rule = _PathBeneath(allowed_access=access, parent_fd=path_fd)
-        c.check(c.syscall(SYS_ADD_RULE, ctypes.c_int(ruleset_fd), ctypes.c_int(RULE_PATH_BENEATH),
-                          ctypes.byref(rule), ctypes.c_uint32(0)), f"landlock_add_rule {path}")
+        c.check(
+            c.syscall(
+                SYS_ADD_RULE,
+                ctypes.c_int(ruleset_fd),
+                ctypes.c_int(RULE_PATH_BENEATH),
+                ctypes.byref(rule),
+                ctypes.c_uint32(0),
+            ),
+            f"landlock_add_rule {path}",
+        )
     finally:
         os.close(path_fd)
 

@@ -24,9 +24,25 @@ from vtb_env.sandbox.limits import Limits
 from vtb_env.sandbox.server import OPTIONAL_LAYERS, SHARED_WORK_DIR
 
 IMAGE_MODULES = ("numpy", "PIL.Image", "PIL.ImageEnhance", "PIL.ImageFilter", "PIL.ImageOps", "PIL.ImageDraw", "cv2")
-INTERPRETER_MODULES = IMAGE_MODULES + ("pandas", "scipy", "scipy.stats", "scipy.optimize", "sympy", "sklearn",
-                                       "tabulate", "bs4", "math", "statistics", "fractions", "decimal", "json",
-                                       "datetime", "collections", "itertools", "re")
+INTERPRETER_MODULES = IMAGE_MODULES + (
+    "pandas",
+    "scipy",
+    "scipy.stats",
+    "scipy.optimize",
+    "sympy",
+    "sklearn",
+    "tabulate",
+    "bs4",
+    "math",
+    "statistics",
+    "fractions",
+    "decimal",
+    "json",
+    "datetime",
+    "collections",
+    "itertools",
+    "re",
+)
 PROFILES = {"image": IMAGE_MODULES, "interpreter": INTERPRETER_MODULES}
 
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -63,9 +79,18 @@ def clean_environment() -> dict[str, str]:
     ``PYTHONPATH`` is this package's root, then this interpreter's own ``sys.path`` entries (paths,
     not secrets), so the server imports the same packages as the process that started it."""
     return {
-        "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/nonexistent", "PYTHONPATH": _python_path(),
-        "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
-        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1",
+        "PATH": "/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": "/nonexistent",
+        "PYTHONPATH": _python_path(),
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "MPLBACKEND": "Agg",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "NUMEXPR_NUM_THREADS": "1",
     }
 
 
@@ -94,16 +119,22 @@ class _Slot:
         self.stderr = tempfile.TemporaryFile(prefix="vtb-server-stderr-")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "vtb_env.sandbox.server", json.dumps(self.config)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
-            env=clean_environment(), cwd="/", close_fds=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            env=clean_environment(),
+            cwd="/",
+            close_fds=True,
         )
         try:
             self.hello, _ = protocol.receive(self.process.stdout)
         except EOFError:
             tail = self.stderr_tail()
             self.kill()
-            raise SandboxError("the fork server failed to start" + (f"; its stderr ends with:\n{tail}" if tail else
-                                                                    " (it wrote nothing to stderr)")) from None
+            raise SandboxError(
+                "the fork server failed to start"
+                + (f"; its stderr ends with:\n{tail}" if tail else " (it wrote nothing to stderr)")
+            ) from None
 
     def _claim_uid(self) -> None:
         """Reserve this slot's uid once (root only): checked against passwd, subuid/subgid and running processes."""
@@ -130,7 +161,9 @@ class _Slot:
         except (EOFError, BrokenPipeError, OSError) as exc:
             tail = self.stderr_tail()
             self.kill()  # restarted on the next call
-            raise SandboxError(f"the fork server died: {exc}" + (f"; its stderr ends with:\n{tail}" if tail else "")) from None
+            raise SandboxError(
+                f"the fork server died: {exc}" + (f"; its stderr ends with:\n{tail}" if tail else "")
+            ) from None
         if reply[0].get("restart"):
             self.kill()  # a cleanup or server failure: the next call gets a fresh server
         return reply
@@ -192,15 +225,27 @@ class Sandbox:
     that refuse them); rlimits are always on.
     """
 
-    def __init__(self, slots: int | None = None, *, preload: tuple[str, ...] = IMAGE_MODULES,
-                 limits: Limits = Limits(), png_compress_level: int | None = 1, disable: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        slots: int | None = None,
+        *,
+        preload: tuple[str, ...] = IMAGE_MODULES,
+        limits: Limits = Limits(),
+        png_compress_level: int | None = 1,
+        disable: tuple[str, ...] = (),
+    ):
         self.limits = limits
         count = slots or default_slot_count()
         unknown = set(disable) - set(OPTIONAL_LAYERS)
         if unknown:
             raise ValueError(f"unknown layers {sorted(unknown)}; optional layers: {', '.join(OPTIONAL_LAYERS)}")
-        config = {"preload": list(preload), "limits": asdict(limits), "png_compress_level": png_compress_level,
-                  "disable": list(disable), "uid": None}
+        config = {
+            "preload": list(preload),
+            "limits": asdict(limits),
+            "png_compress_level": png_compress_level,
+            "disable": list(disable),
+            "uid": None,
+        }
         self._slots = [_Slot(i, config) for i in range(count)]
         self._free: queue.Queue[_Slot] = queue.Queue()
         for slot in self._slots:
@@ -249,16 +294,21 @@ class Sandbox:
         finally:
             self._free.put(slot)
 
-    def run(self, code: str, files: Mapping[str, bytes] = {}, *, timeout_s: float | None = None,
-            collect_files: bool = False) -> ExecResult:
+    def run(
+        self, code: str, files: Mapping[str, bytes] = {}, *, timeout_s: float | None = None, collect_files: bool = False
+    ) -> ExecResult:
         """Run ``code`` in a fresh isolated child with ``files`` in its work dir."""
         if self._closed:
             raise SandboxError("sandbox is closed")
         bad = [name for name in files if not name or "/" in name or name.startswith(".")]
         if bad:
             raise ValueError(f"bad input file names {bad!r}: plain names only, not hidden")
-        header = {"code": code, "files": list(files), "timeout_s": timeout_s or self.limits.timeout_s,
-                  "collect_files": collect_files}
+        header = {
+            "code": code,
+            "files": list(files),
+            "timeout_s": timeout_s or self.limits.timeout_s,
+            "collect_files": collect_files,
+        }
         slot = self._free.get()
         try:
             reply, blobs = slot.call(header, list(files.values()))
@@ -268,10 +318,15 @@ class Sandbox:
             raise SandboxError(reply["error"])
         stdout, stderr, *outputs = blobs
         return ExecResult(
-            stdout=stdout.decode("utf-8", "replace"), stderr=stderr.decode("utf-8", "replace"),
-            exit_code=reply["exit_code"], timed_out=reply["timed_out"], duration_s=reply["duration_s"],
-            files=dict(zip(reply["files"], outputs, strict=False)), skipped_files=reply["skipped_files"],
-            stdout_truncated=reply["stdout_size"] > len(stdout), stderr_truncated=reply["stderr_size"] > len(stderr),
+            stdout=stdout.decode("utf-8", "replace"),
+            stderr=stderr.decode("utf-8", "replace"),
+            exit_code=reply["exit_code"],
+            timed_out=reply["timed_out"],
+            duration_s=reply["duration_s"],
+            files=dict(zip(reply["files"], outputs, strict=False)),
+            skipped_files=reply["skipped_files"],
+            stdout_truncated=reply["stdout_size"] > len(stdout),
+            stderr_truncated=reply["stderr_size"] > len(stderr),
             leftover_processes=reply["leftover_processes"],
         )
 

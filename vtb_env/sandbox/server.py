@@ -101,8 +101,10 @@ def setup(slot_uid: int | None, lim: Limits, disable: frozenset[str] = frozenset
         iso.ipc_per_call = True
         iso.layers.append("ipcns")
     except OSError as exc:
-        iso.notes.append(f"IPC namespace unavailable: {exc}" + ("" if "seccomp" in disable else
-                         "; SysV IPC is denied by seccomp instead"))
+        iso.notes.append(
+            f"IPC namespace unavailable: {exc}"
+            + ("" if "seccomp" in disable else "; SysV IPC is denied by seccomp instead")
+        )
     root = os.geteuid() == 0
     interpreter_paths = sorted({sys.base_prefix, sys.prefix})
     try:
@@ -112,7 +114,9 @@ def setup(slot_uid: int | None, lim: Limits, disable: frozenset[str] = frozenset
         os.makedirs(SHARED_WORK_DIR, mode=0o755, exist_ok=True)
         if os.path.islink(SHARED_WORK_DIR) or not os.path.isdir(SHARED_WORK_DIR):
             raise OSError(errno.ENOTDIR, f"{SHARED_WORK_DIR} is not a plain directory")
-        namespaces.mount_work_tmpfs(SHARED_WORK_DIR, lim.disk_mb, slot_uid if root and slot_uid is not None else os.getuid())
+        namespaces.mount_work_tmpfs(
+            SHARED_WORK_DIR, lim.disk_mb, slot_uid if root and slot_uid is not None else os.getuid()
+        )
         iso.work_dir = SHARED_WORK_DIR
         iso.layers.append(f"tmpfs({lim.disk_mb}MiB)")
         hidden = namespaces.reveal(interpreter_paths) if root else []
@@ -163,8 +167,11 @@ def _memory_layer(iso: Isolation, lim: Limits) -> None:
         why = "allow_fork is set" if lim.allow_fork else "seccomp unavailable"
         iso.notes.append(f"the code may start processes ({why}): RLIMIT_AS bounds each process, not the call")
     cgroup_dir, why = limits_mod.delegated_memory_cgroup()
-    iso.notes.append(f"no per-slot cgroup memory.max: {why}" if cgroup_dir is None else
-                     f"per-slot cgroup memory.max not implemented ({why}); memory is bounded by RLIMIT_AS")
+    iso.notes.append(
+        f"no per-slot cgroup memory.max: {why}"
+        if cgroup_dir is None
+        else f"per-slot cgroup memory.max not implemented ({why}); memory is bounded by RLIMIT_AS"
+    )
 
 
 class Server:
@@ -183,11 +190,18 @@ class Server:
         # unlinked files outside the tmpfs: output survives a full disk; the code reaches the child without the zygote reading it
         self.captures = [tempfile.TemporaryFile(prefix="vtb-capture-") for _ in range(2)]
         self.code_file = tempfile.TemporaryFile(prefix="vtb-code-")
-        self.zygote = Zygote(self.iso, self.limits, [f.fileno() for f in self.captures], self.code_file.fileno(),
-                             close_in_zygote=[self.proto_in.fileno(), self.proto_out.fileno()])
+        self.zygote = Zygote(
+            self.iso,
+            self.limits,
+            [f.fileno() for f in self.captures],
+            self.code_file.fileno(),
+            close_in_zygote=[self.proto_in.fileno(), self.proto_out.fileno()],
+        )
 
     def serve(self) -> None:
-        protocol.send(self.proto_out, {"layers": self.iso.layers, "notes": self.iso.notes, "work_dir": self.iso.work_dir})
+        protocol.send(
+            self.proto_out, {"layers": self.iso.layers, "notes": self.iso.notes, "work_dir": self.iso.work_dir}
+        )
         while True:
             try:
                 request, blobs = protocol.receive(self.proto_in)
@@ -214,8 +228,13 @@ class Server:
         (stdout, out_size), (stderr, err_size) = (self._read_capture(c) for c in self.captures)
         names, files, skipped = self._collect(inputs) if request.get("collect_files") else ([], [], [])
         header = {
-            "exit_code": exit_code, "timed_out": timed_out, "duration_s": duration,
-            "stdout_size": out_size, "stderr_size": err_size, "files": names, "skipped_files": skipped,
+            "exit_code": exit_code,
+            "timed_out": timed_out,
+            "duration_s": duration,
+            "stdout_size": out_size,
+            "stderr_size": err_size,
+            "files": names,
+            "skipped_files": skipped,
             "leftover_processes": leftovers,
         }
         try:
@@ -345,7 +364,9 @@ class _ZygoteLoop:
             _kill_group(pid)  # before reaping the child, so its pid (the group id) cannot be reused yet
             status = os.waitpid(pid, 0)[1]
             leftovers = _reap_leftovers(self.iso.uid)
-            sock.sendall(_DONE.pack(os.waitstatus_to_exitcode(status), timed_out, time.perf_counter() - start, leftovers))
+            sock.sendall(
+                _DONE.pack(os.waitstatus_to_exitcode(status), timed_out, time.perf_counter() - start, leftovers)
+            )
 
     def _child(self, timeout: float) -> None:
         try:
@@ -376,8 +397,9 @@ class _ZygoteLoop:
             tempfile.tempdir = None
             sys.stdin = open(os.devnull)
             sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
-            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
-                                          line_buffering=True)
+            sys.stderr = io.TextIOWrapper(
+                io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
+            )
         except BaseException as exc:  # fail closed: never run the code half-isolated
             os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
             os._exit(SETUP_FAILED)

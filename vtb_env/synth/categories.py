@@ -52,12 +52,17 @@ class Blueprint:
 # --- wording ---------------------------------------------------------------------------------
 
 ROW_WORDS = {  # kind: (row noun, "highest ..." phrase)
-    "menu": ("dish", "the most expensive dish"), "receipt": ("item", "the most expensive item"),
+    "menu": ("dish", "the most expensive dish"),
+    "receipt": ("item", "the most expensive item"),
     "quotes": ("ticker", "the ticker with the highest last price"),
-    "portfolio": ("ticker", "the holding with the most shares"), "scoreboard": ("team", "the team with the highest score"),
-    "league": ("club", "the club with the most points"), "chart": ("bar", "the tallest bar"),
-    "measurements": ("specimen", "the specimen with the highest reading"), "map": ("segment", "the longest segment of the route"),
-    "timetable": ("stop", "the stop with the latest departure"), "lab": ("test", "the test with the highest value"),
+    "portfolio": ("ticker", "the holding with the most shares"),
+    "scoreboard": ("team", "the team with the highest score"),
+    "league": ("club", "the club with the most points"),
+    "chart": ("bar", "the tallest bar"),
+    "measurements": ("specimen", "the specimen with the highest reading"),
+    "map": ("segment", "the longest segment of the route"),
+    "timetable": ("stop", "the stop with the latest departure"),
+    "lab": ("test", "the test with the highest value"),
 }
 
 
@@ -81,17 +86,30 @@ def text(*any_of: str, none_of: tuple[str, ...] = ()) -> dict[str, Any]:
 
 
 def read_rubric(scene: Scene, entry: Entry) -> RubricSpec:
-    check = text(entry.text) if scene.kind.name == "timetable" else number(entry.value, 0.006 if scene.kind.unit == "$" else 0.05)
-    return RubricSpec(f"The response reads {scene.kind.phrase(entry.label)} as {entry.text}.", 3, ("visual understanding",), check)
+    check = (
+        text(entry.text)
+        if scene.kind.name == "timetable"
+        else number(entry.value, 0.006 if scene.kind.unit == "$" else 0.05)
+    )
+    return RubricSpec(
+        f"The response reads {scene.kind.phrase(entry.label)} as {entry.text}.", 3, ("visual understanding",), check
+    )
 
 
 def final_rubric(what: str, value: float, shown: str, tol: float = 0.011) -> RubricSpec:
-    return RubricSpec(f"The response states that {what} is {shown}.", 5, ("truthfulness", "reasoning"), number(value, tol), True)
+    return RubricSpec(
+        f"The response states that {what} is {shown}.", 5, ("truthfulness", "reasoning"), number(value, tol), True
+    )
 
 
 def label_rubric(what: str, label: str, others: list[str]) -> RubricSpec:
-    return RubricSpec(f"The response identifies {label} as {what}.", 5, ("visual understanding", "truthfulness"),
-                      text(label, none_of=tuple(o for o in others if o != label and label not in o)), True)
+    return RubricSpec(
+        f"The response identifies {label} as {what}.",
+        5,
+        ("visual understanding", "truthfulness"),
+        text(label, none_of=tuple(o for o in others if o != label and label not in o)),
+        True,
+    )
 
 
 def calculator(expression: str, purpose: str) -> dict[str, Any]:
@@ -108,6 +126,7 @@ def _n_entries(difficulty: float, rng: np.random.Generator) -> int:
 
 # --- region switch ---------------------------------------------------------------------------
 
+
 def region_switch(rng: np.random.Generator, domain: str, difficulty: float) -> Blueprint:
     kind = str(rng.choice(DOMAIN_KINDS[domain]))
     scene = make_scene(kind, rng, _n_entries(difficulty, rng))
@@ -118,11 +137,25 @@ def region_switch(rng: np.random.Generator, domain: str, difficulty: float) -> B
         prompt = prompts.ROUTE.format(start=start, end=end)
         parts = " + ".join(e.text for e in entries)
         golden = f"Adding the segment lengths along the route ({parts}) gives {total:g} km from {start} to {end}."
-        return Blueprint(domain, "region_switch_qa", "route_sum", (scene,), (Ask(
-            prompt, golden, (final_rubric(f"the route from {start} to {end}", total, f"{total:g} km", 0.5),
-                             *(read_rubric(scene, e) for e in (entries[0], entries[-1]))),
-            new_states=(0,), reads=tuple((0, e.label) for e in entries),
-            steps=("Add the lengths of all route segments.", f"State the total distance of {total:g} km.")),))
+        return Blueprint(
+            domain,
+            "region_switch_qa",
+            "route_sum",
+            (scene,),
+            (
+                Ask(
+                    prompt,
+                    golden,
+                    (
+                        final_rubric(f"the route from {start} to {end}", total, f"{total:g} km", 0.5),
+                        *(read_rubric(scene, e) for e in (entries[0], entries[-1])),
+                    ),
+                    new_states=(0,),
+                    reads=tuple((0, e.label) for e in entries),
+                    steps=("Add the lengths of all route segments.", f"State the total distance of {total:g} km."),
+                ),
+            ),
+        )
     a = entries[int(rng.integers(0, half))]
     b = entries[int(rng.integers(half, len(entries)))]
     pa, pb = scene.kind.phrase(a.label), scene.kind.phrase(b.label)
@@ -146,14 +179,25 @@ def region_switch(rng: np.random.Generator, domain: str, difficulty: float) -> B
     if kind == "lab":
         rubrics = [RubricSpec(r.description, 5, r.categories, r.check, True) for r in rubrics]
     else:
-        rubrics.insert(0, final_rubric(what, value, say(scene, value) if kind != "chart" and kind != "measurements" else f"{value:.2f}"))
+        rubrics.insert(
+            0,
+            final_rubric(
+                what, value, say(scene, value) if kind != "chart" and kind != "measurements" else f"{value:.2f}"
+            ),
+        )
     steps = () if kind == "lab" else (f"Combine the two values to get {what}.",)
-    return Blueprint(domain, "region_switch_qa", "two_regions", (scene,),
-                     (Ask(prompt, golden, tuple(rubrics), (0,), ((0, a.label), (0, b.label)), steps + ("State the answer.",)),),
-                     split=True)
+    return Blueprint(
+        domain,
+        "region_switch_qa",
+        "two_regions",
+        (scene,),
+        (Ask(prompt, golden, tuple(rubrics), (0,), ((0, a.label), (0, b.label)), steps + ("State the answer.",)),),
+        split=True,
+    )
 
 
 # --- hybrid tool reasoning -------------------------------------------------------------------
+
 
 def hybrid(rng: np.random.Generator, domain: str, difficulty: float) -> Blueprint:
     if domain == "Generalist" and rng.random() < 0.5:
@@ -173,14 +217,29 @@ def _hybrid_weather(rng: np.random.Generator) -> Blueprint:
     others = [c for c in ref.CITIES if c != city]
     rubrics = (
         final_rubric(f"the maximum temperature in {city} on {date}", t_max, f"{t_max:.1f} °C", 0.05),
-        RubricSpec(f"The response identifies the destination as {city}.", 4, ("visual understanding",),
-                   text(city, none_of=tuple(others)), True),
+        RubricSpec(
+            f"The response identifies the destination as {city}.",
+            4,
+            ("visual understanding",),
+            text(city, none_of=tuple(others)),
+            True,
+        ),
         RubricSpec(f"The response identifies the travel date as {date}.", 3, ("visual understanding",), text(date)),
     )
-    call = {"tool": "historical_weather", "arguments": {"location": city, "date": date},
-            "purpose": "Look up the weather at the destination on the travel date."}
-    ask = Ask(prompt, golden, rubrics, (0,), ((0, "To"), (0, "Date")),
-              (f"Look up the historical weather for {city} on {date}.", f"Report the maximum temperature, {t_max:.1f} °C."), (call,))
+    call = {
+        "tool": "historical_weather",
+        "arguments": {"location": city, "date": date},
+        "purpose": "Look up the weather at the destination on the travel date.",
+    }
+    ask = Ask(
+        prompt,
+        golden,
+        rubrics,
+        (0,),
+        ((0, "To"), (0, "Date")),
+        (f"Look up the historical weather for {city} on {date}.", f"Report the maximum temperature, {t_max:.1f} °C."),
+        (call,),
+    )
     return Blueprint("Generalist", "hybrid_tool_reasoning", "weather_lookup", (ticket,), (ask,), needs_lookup=True)
 
 
@@ -190,22 +249,42 @@ def _hybrid_corpus(rng: np.random.Generator, difficulty: float) -> Blueprint:
     name, _sector, dividend = ref.COMPANIES[entry.label]
     income = round(entry.value * dividend, 2)
     prompt = prompts.DIVIDEND.format(ticker=entry.label)
-    golden = (f"The statement shows {entry.text} shares of {entry.label} ({name}). Its annual dividend is ${dividend:.2f} per share, "
-              f"so the holding pays {entry.text} x ${dividend:.2f} = ${income:,.2f} a year.")
+    golden = (
+        f"The statement shows {entry.text} shares of {entry.label} ({name}). Its annual dividend is ${dividend:.2f} per share, "
+        f"so the holding pays {entry.text} x ${dividend:.2f} = ${income:,.2f} a year."
+    )
     rubrics = (
         final_rubric(f"the annual dividend income from {entry.label}", income, f"${income:,.2f}", 0.011),
         read_rubric(scene, entry),
-        RubricSpec(f"The response uses an annual dividend of ${dividend:.2f} per share.", 3, ("truthfulness",), number(dividend, 0.006)),
+        RubricSpec(
+            f"The response uses an annual dividend of ${dividend:.2f} per share.",
+            3,
+            ("truthfulness",),
+            number(dividend, 0.006),
+        ),
     )
     calls = (
-        {"tool": "web_search", "arguments": {"query": f"{entry.label} {name} annual dividend per share", "num_results": 5},
-         "purpose": "Find the company's dividend page."},
-        {"tool": "browser_get_page_text", "arguments": {"url": ref.company_url(entry.label)},
-         "purpose": "Read the annual dividend per share."},
+        {
+            "tool": "web_search",
+            "arguments": {"query": f"{entry.label} {name} annual dividend per share", "num_results": 5},
+            "purpose": "Find the company's dividend page.",
+        },
+        {
+            "tool": "browser_get_page_text",
+            "arguments": {"url": ref.company_url(entry.label)},
+            "purpose": "Read the annual dividend per share.",
+        },
         calculator(f"{int(entry.value)} * {dividend:.2f}", "Multiply shares by the dividend per share."),
     )
-    ask = Ask(prompt, golden, rubrics, (0,), ((0, entry.label),),
-              (f"Look up the annual dividend of {name}: ${dividend:.2f} per share.", f"Multiply to get ${income:,.2f}."), calls)
+    ask = Ask(
+        prompt,
+        golden,
+        rubrics,
+        (0,),
+        ((0, entry.label),),
+        (f"Look up the annual dividend of {name}: ${dividend:.2f} per share.", f"Multiply to get ${income:,.2f}."),
+        calls,
+    )
     return Blueprint("Finance", "hybrid_tool_reasoning", "corpus_lookup", (scene,), (ask,), needs_lookup=True)
 
 
@@ -241,7 +320,9 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float)
         value = round(100 * a.value / high, 1)
         prompt = prompts.LIMIT.format(test=a.label)
         expression = f"100 * {a.value:g} / {high:g}"
-        golden = f"The {a.label} result is {a.text} and the upper limit is {high:g}, so it is {value:.1f}% of the limit."
+        golden = (
+            f"The {a.label} result is {a.text} and the upper limit is {high:g}, so it is {value:.1f}% of the limit."
+        )
         reads, what, shown = (a,), "the percentage of the upper limit", f"{value:.1f}%"
     elif kind == "map":
         speed = int(rng.choice([12, 15, 18, 20, 24]))
@@ -254,18 +335,28 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float)
         reads, what, shown = tuple(scene.entries), "the cycling time", f"{value:.1f} minutes"
     else:  # chart, measurements: a mean of three readings
         value = round((a.value + b.value + c.value) / 3, 2)
-        prompt = prompts.MEAN.format(a=scene.kind.phrase(a.label), b=scene.kind.phrase(b.label), c=scene.kind.phrase(c.label))
+        prompt = prompts.MEAN.format(
+            a=scene.kind.phrase(a.label), b=scene.kind.phrase(b.label), c=scene.kind.phrase(c.label)
+        )
         expression = f"({a.value:g} + {b.value:g} + {c.value:g}) / 3"
         golden = f"The three values are {a.text}, {b.text} and {c.text}; their mean is {value:.2f}."
         reads, what, shown = (a, b, c), "the mean", f"{value:.2f}"
     tol = 0.011 if kind in ("menu", "receipt", "quotes", "chart", "measurements") else 0.06
     rubrics = (final_rubric(what, value, shown, tol), *(read_rubric(scene, e) for e in reads[:2]))
-    ask = Ask(prompt, golden, rubrics, (0,), tuple((0, e.label) for e in reads),
-              (f"Compute {expression}.", f"State {what}: {shown}."), (calculator(expression, f"Compute {what}."),))
+    ask = Ask(
+        prompt,
+        golden,
+        rubrics,
+        (0,),
+        tuple((0, e.label) for e in reads),
+        (f"Compute {expression}.", f"State {what}: {shown}."),
+        (calculator(expression, f"Compute {what}."),),
+    )
     return Blueprint(scene.kind.domain, "hybrid_tool_reasoning", "calculator", (scene,), (ask,))
 
 
 # --- follow-up -------------------------------------------------------------------------------
+
 
 def follow_up(rng: np.random.Generator, domain: str, difficulty: float) -> Blueprint:
     kind = str(rng.choice(DOMAIN_KINDS[domain]))
@@ -302,32 +393,73 @@ def follow_up(rng: np.random.Generator, domain: str, difficulty: float) -> Bluep
     supply = supply.format(a=a.label, b=b.label) if "{" in supply else supply
     tol = 0.006 if scene.kind.unit == "$" else 0.05
     wrong_guesses = tuple(sorted({e.text for e in entries} | {say(scene, value)}))
-    first = Ask(f"{vague}", f"I can see the {scene.kind.what}, but I need one detail first: {clarify}",
-                (RubricSpec("The response asks a clarifying question instead of guessing a value.", 5,
-                            ("instruction following",), {"type": "clarify", "none_of": list(wrong_guesses)}, True),
-                 RubricSpec("The response asks which entry the user means.", 3, ("instruction following",),
-                            text("which", "what", "where"))),
-                new_states=(0,), steps=("Notice that the question does not say which entry is meant.", "Ask for it."))
+    first = Ask(
+        f"{vague}",
+        f"I can see the {scene.kind.what}, but I need one detail first: {clarify}",
+        (
+            RubricSpec(
+                "The response asks a clarifying question instead of guessing a value.",
+                5,
+                ("instruction following",),
+                {"type": "clarify", "none_of": list(wrong_guesses)},
+                True,
+            ),
+            RubricSpec(
+                "The response asks which entry the user means.",
+                3,
+                ("instruction following",),
+                text("which", "what", "where"),
+            ),
+        ),
+        new_states=(0,),
+        steps=("Notice that the question does not say which entry is meant.", "Ask for it."),
+    )
     rubrics = [final_rubric("the answer", value, say(scene, value), tol)]
     if kind == "lab":
-        rubrics.append(RubricSpec(f"The response says the result is {verdict} the reference range.", 4, ("truthfulness",),
-                                  text(verdict, none_of=tuple(v for v in ("below", "above", "within") if v != verdict)), True))
+        rubrics.append(
+            RubricSpec(
+                f"The response says the result is {verdict} the reference range.",
+                4,
+                ("truthfulness",),
+                text(verdict, none_of=tuple(v for v in ("below", "above", "within") if v != verdict)),
+                True,
+            )
+        )
     rubrics += [read_rubric(scene, e) for e in reads if e.value != value]
-    second = Ask(supply, answer, tuple(rubrics), (), tuple((0, e.label) for e in reads),
-                 ("Use the supplied detail to find the right entries.", "State the answer."),
-                 (calculator(f"{reads[-1].value:g} - {reads[0].value:g}", "Compute the difference."),)
-                 if kind in ("scoreboard", "league", "timetable") else ())
+    second = Ask(
+        supply,
+        answer,
+        tuple(rubrics),
+        (),
+        tuple((0, e.label) for e in reads),
+        ("Use the supplied detail to find the right entries.", "State the answer."),
+        (calculator(f"{reads[-1].value:g} - {reads[0].value:g}", "Compute the difference."),)
+        if kind in ("scoreboard", "league", "timetable")
+        else (),
+    )
     return Blueprint(scene.kind.domain, "follow_up_test", "clarify_then_answer", (scene,), (first, second))
 
 
 # --- temporal --------------------------------------------------------------------------------
 
-TEMPORAL_KINDS = {"Generalist": ("menu", "timetable"), "Finance": ("quotes", "portfolio"), "Sports": ("scoreboard", "league"),
-                  "Medical": ("lab",), "STEM": ("chart", "measurements")}
-LATER = {"menu": "the same menu a year later", "timetable": "the updated departure board", "quotes": "the board a week later",
-         "portfolio": "the statement a quarter later", "scoreboard": "the scoreboard at the next break",
-         "league": "the table a few rounds later", "lab": "the report from the follow-up visit",
-         "chart": "the chart after a repeat run", "measurements": "the table after drying"}
+TEMPORAL_KINDS = {
+    "Generalist": ("menu", "timetable"),
+    "Finance": ("quotes", "portfolio"),
+    "Sports": ("scoreboard", "league"),
+    "Medical": ("lab",),
+    "STEM": ("chart", "measurements"),
+}
+LATER = {
+    "menu": "the same menu a year later",
+    "timetable": "the updated departure board",
+    "quotes": "the board a week later",
+    "portfolio": "the statement a quarter later",
+    "scoreboard": "the scoreboard at the next break",
+    "league": "the table a few rounds later",
+    "lab": "the report from the follow-up visit",
+    "chart": "the chart after a repeat run",
+    "measurements": "the table after drying",
+}
 
 
 def temporal(rng: np.random.Generator, domain: str, difficulty: float) -> Blueprint:
@@ -338,7 +470,9 @@ def temporal(rng: np.random.Generator, domain: str, difficulty: float) -> Bluepr
     while len(states) < n_images:
         nxt = states[-1].evolved(rng)
         growth = [n.value - f.value for n, f in zip(nxt.entries, scene.entries, strict=False)]
-        if len(set(growth)) == len(growth) and all(n.value != o.value for n, o in zip(nxt.entries, states[-1].entries, strict=False)):
+        if len(set(growth)) == len(growth) and all(
+            n.value != o.value for n, o in zip(nxt.entries, states[-1].entries, strict=False)
+        ):
             states.append(nxt)
     a = scene.entries[int(rng.integers(0, len(scene.entries)))]
     phrase = scene.kind.phrase(a.label)
@@ -346,35 +480,74 @@ def temporal(rng: np.random.Generator, domain: str, difficulty: float) -> Bluepr
     delta = a1.value - a.value
     tol = 0.006 if scene.kind.unit == "$" else 0.05
     asks = [
-        Ask(prompts.VALUE.format(phrase=phrase, what=scene.kind.what), f"{phrase[0].upper() + phrase[1:]} is {a.text}.",
-            (final_rubric(phrase, a.value, a.text, tol) if kind != "timetable" else
-             RubricSpec(f"The response states that {phrase} is {a.text}.", 5, ("visual understanding",), text(a.text), True),),
-            (0,), ((0, a.label),), ("State the value.",)),
-        Ask(prompts.CHANGED_SINCE.format(later=LATER[kind], phrase=phrase),
+        Ask(
+            prompts.VALUE.format(phrase=phrase, what=scene.kind.what),
+            f"{phrase[0].upper() + phrase[1:]} is {a.text}.",
+            (
+                final_rubric(phrase, a.value, a.text, tol)
+                if kind != "timetable"
+                else RubricSpec(
+                    f"The response states that {phrase} is {a.text}.", 5, ("visual understanding",), text(a.text), True
+                ),
+            ),
+            (0,),
+            ((0, a.label),),
+            ("State the value.",),
+        ),
+        Ask(
+            prompts.CHANGED_SINCE.format(later=LATER[kind], phrase=phrase),
             f"It went from {a.text} to {a1.text}, {'an increase' if delta > 0 else 'a decrease'} of {abs(delta):.2f}.",
-            (final_rubric(f"the change of {phrase}", abs(delta), f"{abs(delta):.2f}", tol),
-             RubricSpec(f"The response says the value {'increased' if delta > 0 else 'decreased'}.", 3, ("reasoning",),
-                        text(*(("increase", "increased", "rose", "up") if delta > 0 else ("decrease", "decreased", "fell", "down"))))),
-            (1,), ((1, a.label),), ("Compare the new value with the previous one.", "State the change and its direction."),
-            (calculator(f"{a1.value:g} - {a.value:g}", "Compute the change."),)),
+            (
+                final_rubric(f"the change of {phrase}", abs(delta), f"{abs(delta):.2f}", tol),
+                RubricSpec(
+                    f"The response says the value {'increased' if delta > 0 else 'decreased'}.",
+                    3,
+                    ("reasoning",),
+                    text(
+                        *(
+                            ("increase", "increased", "rose", "up")
+                            if delta > 0
+                            else ("decrease", "decreased", "fell", "down")
+                        )
+                    ),
+                ),
+            ),
+            (1,),
+            ((1, a.label),),
+            ("Compare the new value with the previous one.", "State the change and its direction."),
+            (calculator(f"{a1.value:g} - {a.value:g}", "Compute the change."),),
+        ),
     ]
     if n_images == 3:
         last = states[2]
         growth = {e.label: last.entry(e.label).value - e.value for e in scene.entries}
         best = max(growth, key=growth.get)
         labels = [e.label for e in scene.entries]
-        asks.append(Ask(
-            prompts.CHANGED_MOST.format(later=LATER[kind], row=ROW_WORDS[kind][0]),
-            f"{best} rose the most: from {scene.entry(best).text} to {last.entry(best).text}, +{growth[best]:.2f}.",
-            (label_rubric(f"the {ROW_WORDS[kind][0]} with the largest increase", best, labels),
-             final_rubric("its increase", growth[best], f"{growth[best]:.2f}", tol)),
-            (2,), tuple((0, e.label) for e in scene.entries) + tuple((2, e.label) for e in scene.entries),
-            ("Compute each entry's change between the first and last image.", "Pick the largest increase."),
-            (calculator(f"{last.entry(best).value:g} - {scene.entry(best).value:g}", "Compute the largest increase."),)))
-    return Blueprint(scene.kind.domain, "temporal_visual_reasoning", f"{n_images}_snapshots", tuple(states), tuple(asks))
+        asks.append(
+            Ask(
+                prompts.CHANGED_MOST.format(later=LATER[kind], row=ROW_WORDS[kind][0]),
+                f"{best} rose the most: from {scene.entry(best).text} to {last.entry(best).text}, +{growth[best]:.2f}.",
+                (
+                    label_rubric(f"the {ROW_WORDS[kind][0]} with the largest increase", best, labels),
+                    final_rubric("its increase", growth[best], f"{growth[best]:.2f}", tol),
+                ),
+                (2,),
+                tuple((0, e.label) for e in scene.entries) + tuple((2, e.label) for e in scene.entries),
+                ("Compute each entry's change between the first and last image.", "Pick the largest increase."),
+                (
+                    calculator(
+                        f"{last.entry(best).value:g} - {scene.entry(best).value:g}", "Compute the largest increase."
+                    ),
+                ),
+            )
+        )
+    return Blueprint(
+        scene.kind.domain, "temporal_visual_reasoning", f"{n_images}_snapshots", tuple(states), tuple(asks)
+    )
 
 
 # --- progressive -----------------------------------------------------------------------------
+
 
 def progressive(rng: np.random.Generator, domain: str, difficulty: float) -> Blueprint:
     kind = str(rng.choice([k for k in DOMAIN_KINDS[domain] if k != "lab"] or ("lab",)))
@@ -388,32 +561,66 @@ def progressive(rng: np.random.Generator, domain: str, difficulty: float) -> Blu
         _unit, low, high, _step = LAB_TESTS[a.label]
         verdict = "below" if a.value < low else "above" if a.value > high else "within"
         gap = round(low - a.value if verdict == "below" else a.value - high if verdict == "above" else 0.0, 1)
-        second = Ask(prompts.IN_RANGE,
-                     f"The reference range is {low:g}-{high:g}, so {a.text} is {verdict} it" + (f" by {gap:g}." if gap else "."),
-                     (RubricSpec(f"The response says the result is {verdict} the range.", 5, ("truthfulness",),
-                                 text(verdict, none_of=tuple(v for v in ("below", "above", "within") if v != verdict)), True),
-                      *((final_rubric("the distance outside the range", gap, f"{gap:g}", 0.05),) if gap else ())),
-                     (), ((0, a.label),), ("Compare the result with its reference range.", "State the verdict."))
+        second = Ask(
+            prompts.IN_RANGE,
+            f"The reference range is {low:g}-{high:g}, so {a.text} is {verdict} it" + (f" by {gap:g}." if gap else "."),
+            (
+                RubricSpec(
+                    f"The response says the result is {verdict} the range.",
+                    5,
+                    ("truthfulness",),
+                    text(verdict, none_of=tuple(v for v in ("below", "above", "within") if v != verdict)),
+                    True,
+                ),
+                *((final_rubric("the distance outside the range", gap, f"{gap:g}", 0.05),) if gap else ()),
+            ),
+            (),
+            ((0, a.label),),
+            ("Compare the result with its reference range.", "State the verdict."),
+        )
         asks = [second]
     else:
         diff = top.value - a.value
         shown = say(scene, diff) if kind != "timetable" else f"{diff:g} minutes"
         asks = [
-            Ask(prompts.HIGHEST.format(row=ROW_WORDS[kind][0], highest=ROW_WORDS[kind][1].split(' ', 1)[1]) if kind != "timetable" else
-                prompts.LATEST,
+            Ask(
+                prompts.HIGHEST.format(row=ROW_WORDS[kind][0], highest=ROW_WORDS[kind][1].split(" ", 1)[1])
+                if kind != "timetable"
+                else prompts.LATEST,
                 f"{top.label} is {ROW_WORDS[kind][1]}, with {top.text}.",
                 (label_rubric(ROW_WORDS[kind][1], top.label, labels), read_rubric(scene, top)),
-                (), tuple((0, e.label) for e in entries), ("Compare all entries.", f"Name {top.label}.")),
-            Ask(prompts.MORE_THAN_THAT.format(a=a.label) if kind != "timetable" else prompts.MINUTES_AFTER.format(a=a.label),
+                (),
+                tuple((0, e.label) for e in entries),
+                ("Compare all entries.", f"Name {top.label}."),
+            ),
+            Ask(
+                prompts.MORE_THAN_THAT.format(a=a.label)
+                if kind != "timetable"
+                else prompts.MINUTES_AFTER.format(a=a.label),
                 f"{top.text} versus {a.text}: a difference of {shown}.",
                 (final_rubric("the difference", diff, shown, tol),),
-                (), ((0, top.label), (0, a.label)), ("Subtract the two values.", "State the difference."),
-                (calculator(f"{top.value:g} - {a.value:g}", "Compute the difference."),)),
+                (),
+                ((0, top.label), (0, a.label)),
+                ("Subtract the two values.", "State the difference."),
+                (calculator(f"{top.value:g} - {a.value:g}", "Compute the difference."),),
+            ),
         ]
-    first = Ask(prompts.VALUE.format(phrase=phrase, what=scene.kind.what), f"{phrase[0].upper() + phrase[1:]} is {a.text}.",
-                (RubricSpec(f"The response states that {phrase} is {a.text}.", 5, ("visual understanding",),
-                            text(a.text) if kind == "timetable" else number(a.value, tol), True),),
-                (0,), ((0, a.label),), ("State the value.",))
+    first = Ask(
+        prompts.VALUE.format(phrase=phrase, what=scene.kind.what),
+        f"{phrase[0].upper() + phrase[1:]} is {a.text}.",
+        (
+            RubricSpec(
+                f"The response states that {phrase} is {a.text}.",
+                5,
+                ("visual understanding",),
+                text(a.text) if kind == "timetable" else number(a.value, tol),
+                True,
+            ),
+        ),
+        (0,),
+        ((0, a.label),),
+        ("State the value.",),
+    )
     return Blueprint(scene.kind.domain, "progressive_visual_reasoning", kind, (scene,), (first, *asks))
 
 

@@ -19,8 +19,23 @@ from PIL import Image, ImageDraw, ImageFilter, ImageOps
 from vtb_env.synth.render import Box, Panel, font, text_width
 
 CANVAS = (960, 720)
-CLUTTER_WORDS = ("SALE", "Welcome", "Exit", "Notice", "Open", "Thank you", "Staff only", "Wi-Fi", "Menu", "Info",
-                 "Push", "Caution", "Please wait", "Lobby", "Queue here")
+CLUTTER_WORDS = (
+    "SALE",
+    "Welcome",
+    "Exit",
+    "Notice",
+    "Open",
+    "Thank you",
+    "Staff only",
+    "Wi-Fi",
+    "Menu",
+    "Info",
+    "Push",
+    "Caution",
+    "Please wait",
+    "Lobby",
+    "Queue here",
+)
 
 
 @dataclass(frozen=True)
@@ -53,12 +68,13 @@ def choose(rng: np.random.Generator, difficulty: float) -> Degradation:
     extras = set(rng.choice(["rotate", "mirror", "dark", "noise", "screen"], size=n_extras, replace=False))
     rotation = 0.0
     if "rotate" in extras:
-        rotation = float(rng.choice([90, 180, 270])) if rng.random() < 0.6 else float(rng.integers(12, 20 + int(50 * d)))
+        rotation = (
+            float(rng.choice([90, 180, 270])) if rng.random() < 0.6 else float(rng.integers(12, 20 + int(50 * d)))
+        )
         rotation = rotation if rotation in (90, 180, 270) or rng.random() < 0.5 else 360.0 - rotation
     arbitrary = rotation not in (0.0, 90.0, 180.0, 270.0)
     return Degradation(
         px=px + 2 * arbitrary,  # resampling a tilted frame twice costs legibility
-
         rotation=rotation,
         mirror="mirror" in extras,
         exposure=round(float(0.5 - 0.2 * d), 2) if "dark" in extras else 1.0,
@@ -114,11 +130,17 @@ def _turn(image: Image.Image, rotation: float, fill: tuple[int, int, int]) -> Im
     return image
 
 
-def compose(panels: Sequence[Panel], degradation: Degradation, rng: np.random.Generator) -> tuple[Image.Image, list[Placement]]:
+def compose(
+    panels: Sequence[Panel], degradation: Degradation, rng: np.random.Generator
+) -> tuple[Image.Image, list[Placement]]:
     """Place the panels in a cluttered scene and degrade the whole frame."""
     canvas = _scene_background(rng, CANVAS)
     placements: list[Placement] = []
-    slots = [(0.04, 0.06), (0.55, 0.52)] if len(panels) > 1 else [(float(rng.uniform(0.05, 0.5)), float(rng.uniform(0.05, 0.45)))]
+    slots = (
+        [(0.04, 0.06), (0.55, 0.52)]
+        if len(panels) > 1
+        else [(float(rng.uniform(0.05, 0.5)), float(rng.uniform(0.05, 0.45)))]
+    )
     for panel, (fx, fy) in zip(panels, slots, strict=False):
         border = max(6, degradation.px) if degradation.screen else 0
         body = ImageOps.expand(panel.image, border=border, fill=(28, 28, 32)) if border else panel.image
@@ -131,8 +153,15 @@ def compose(panels: Sequence[Panel], degradation: Degradation, rng: np.random.Ge
             raise ValueError(f"panel of {turned.size} does not fit the {CANVAS} scene; lower the text size or entries")
         canvas.paste(turned, (x, y))
         placements.append(
-            Placement((x, y, x + turned.width, y + turned.height), body.size, border, degradation.rotation, degradation.mirror,
-                      sum(panel.background) < 384, dict(panel.boxes))
+            Placement(
+                (x, y, x + turned.width, y + turned.height),
+                body.size,
+                border,
+                degradation.rotation,
+                degradation.mirror,
+                sum(panel.background) < 384,
+                dict(panel.boxes),
+            )
         )
     array = np.asarray(canvas).astype(np.float32)
     if degradation.exposure < 1:
@@ -155,7 +184,9 @@ def upscale_factor(px: int) -> int:
     return max(2, math.ceil(30 / px))
 
 
-def reference_code(image_name: str, placement: Placement, degradation: Degradation, labels: Sequence[str], first_index: int) -> str:
+def reference_code(
+    image_name: str, placement: Placement, degradation: Degradation, labels: Sequence[str], first_index: int
+) -> str:
     """Executable PIL code that isolates each labelled row of one panel and makes it legible.
 
     It reads ``image_name`` from the working directory and writes
@@ -189,11 +220,17 @@ def reference_code(image_name: str, placement: Placement, degradation: Degradati
         lines.append(f"row = panel.crop({box})  # {label}")
         if degradation.noise:
             lines.append("row = row.filter(ImageFilter.MedianFilter(3))  # remove sensor noise")
-        gray = "ImageOps.invert(row.convert('L'))  # dark text on a light background" if placement.dark_background else "row.convert('L')"
+        gray = (
+            "ImageOps.invert(row.convert('L'))  # dark text on a light background"
+            if placement.dark_background
+            else "row.convert('L')"
+        )
         lines.append(f"row = {gray}")
         # The brightest fifth of a row is paper: clipping it to white leaves no texture around the glyphs.
         lines.append("row = ImageOps.autocontrast(row, cutoff=(1, 20))  # restore contrast, clean paper")
-        lines.append("row = row.resize((row.width * 3 // 2, row.height * 3 // 2), Image.Resampling.LANCZOS)  # ~45 px text")
+        lines.append(
+            "row = row.resize((row.width * 3 // 2, row.height * 3 // 2), Image.Resampling.LANCZOS)  # ~45 px text"
+        )
         lines.append("row = ImageOps.expand(row, border=24, fill=255)  # a quiet margin around the text")
         lines.append(f"row.save('transformed_image_{first_index + j}.png')")
     return "\n".join(lines) + "\n"

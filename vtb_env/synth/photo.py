@@ -34,12 +34,58 @@ from vtb_env.synth.render import Box, Panel, font, text_width
 Point = tuple[float, float]
 HERO_PX = 30  # text of legible key pages (OCR misreads some bold digits below ~30 px)
 MECHANISMS = ("corner", "turned", "faded")
-NOTE_WORDS = ("review", "notes", "please", "before", "meeting", "agenda", "draft", "reply", "owner", "status",
-              "pending", "follow", "up", "team", "budget", "check", "room", "desk", "call", "later", "next", "week",
-              "shared", "folder", "print", "copy", "sign", "here", "today", "plan", "ideas", "list", "remember")
+NOTE_WORDS = (
+    "review",
+    "notes",
+    "please",
+    "before",
+    "meeting",
+    "agenda",
+    "draft",
+    "reply",
+    "owner",
+    "status",
+    "pending",
+    "follow",
+    "up",
+    "team",
+    "budget",
+    "check",
+    "room",
+    "desk",
+    "call",
+    "later",
+    "next",
+    "week",
+    "shared",
+    "folder",
+    "print",
+    "copy",
+    "sign",
+    "here",
+    "today",
+    "plan",
+    "ideas",
+    "list",
+    "remember",
+)
 NOTE_TITLES = ("Notes", "Memo", "To do", "Agenda", "Reminders", "Ideas")
-CLUTTER_WORDS = ("SALE", "Welcome", "Exit", "Notice", "Open", "Thank you", "Staff only", "Wi-Fi", "Info",
-                 "Push", "Caution", "Please wait", "Lobby", "Queue here")
+CLUTTER_WORDS = (
+    "SALE",
+    "Welcome",
+    "Exit",
+    "Notice",
+    "Open",
+    "Thank you",
+    "Staff only",
+    "Wi-Fi",
+    "Info",
+    "Push",
+    "Caution",
+    "Please wait",
+    "Lobby",
+    "Queue here",
+)
 
 
 def perspective_coeffs(out_pts: Sequence[Point], in_pts: Sequence[Point]) -> tuple[float, ...]:
@@ -107,9 +153,13 @@ def choose_look(rng: np.random.Generator, n_panels: int, difficulty: float) -> L
         light=(int(rng.integers(0, 2)), round(float(rng.uniform(-0.35, 0.35)), 2)),
         clutter=int(rng.choice(3, p=[0.4 - 0.2 * d, 0.4, 0.2 + 0.2 * d])),
         decoys=int(rng.integers(0, 3)),
-        side_angles=tuple(float(rng.choice([0, 90, 180, 270])) + round(float(rng.uniform(-25, 25)), 1) for _ in range(n_panels)),
+        side_angles=tuple(
+            float(rng.choice([0, 90, 180, 270])) + round(float(rng.uniform(-25, 25)), 1) for _ in range(n_panels)
+        ),
         screen=setting == "wall" and rng.random() < 0.4,
-        noise=round(float(rng.uniform(1.0, 2.0 + 1.5 * d)), 1) if (noisy := rng.random() < d - 0.5) else 0.0,  # hard tasks only
+        noise=round(float(rng.uniform(1.0, 2.0 + 1.5 * d)), 1)
+        if (noisy := rng.random() < d - 0.5)
+        else 0.0,  # hard tasks only
         jpeg=int(rng.integers(55, 93)) if noisy or rng.random() < 0.5 else None,  # a noisy sensor's photo is a JPEG
     )
 
@@ -124,7 +174,11 @@ class Mechanism:
     contrast: float = 1.0
 
     def names(self) -> list[str]:
-        return ["small_text_in_corner"] * self.corner + [self.turn] * bool(self.turn) + [f"low_contrast_{self.fade}"] * bool(self.fade)
+        return (
+            ["small_text_in_corner"] * self.corner
+            + [self.turn] * bool(self.turn)
+            + [f"low_contrast_{self.fade}"] * bool(self.fade)
+        )
 
 
 def choose_mechanism(rng: np.random.Generator, difficulty: float) -> Mechanism:
@@ -158,8 +212,9 @@ class KeyPlacement:
     mechanism: Mechanism | None = None
 
 
-def notes_page(size: tuple[int, int], px: int, paper: tuple[int, int, int], ink: tuple[int, int, int],
-               rng: np.random.Generator) -> Image.Image:
+def notes_page(
+    size: tuple[int, int], px: int, paper: tuple[int, int, int], ink: tuple[int, int, int], rng: np.random.Generator
+) -> Image.Image:
     """A page of digit-free notes laid out like a two-column table (the same texture as a key page)."""
     w, h = size
     image = Image.new("RGB", size, paper)
@@ -200,7 +255,9 @@ def _paste(canvas: Image.Image, page: Image.Image, corners: Sequence[Point]) -> 
         return
     w, h = page.size
     coeffs = perspective_coeffs([(x - x0, y - y0) for x, y in corners], [(0, 0), (w, 0), (w, h), (0, h)])
-    warped = page.convert("RGBA").transform((x1 - x0, y1 - y0), Image.Transform.PERSPECTIVE, coeffs, Image.Resampling.BICUBIC)
+    warped = page.convert("RGBA").transform(
+        (x1 - x0, y1 - y0), Image.Transform.PERSPECTIVE, coeffs, Image.Resampling.BICUBIC
+    )
     canvas.paste(warped, (x0, y0), warped)
 
 
@@ -223,8 +280,12 @@ def _background(rng: np.random.Generator, size: tuple[int, int], look: Look) -> 
         draw.rectangle((0, floor, w, h), fill=tuple(int(c) for c in rng.integers(60, 140, size=3)))
         for _ in range(int(rng.integers(1, 3))):  # windows and frames
             x, y = int(rng.integers(0, w)), int(rng.integers(0, floor // 2 + 1))
-            draw.rectangle((x, y, x + int(rng.integers(80, 260)), y + int(rng.integers(80, 220))),
-                           fill=tuple(int(c) for c in rng.integers(120, 250, size=3)), outline=(60, 60, 60), width=4)
+            draw.rectangle(
+                (x, y, x + int(rng.integers(80, 260)), y + int(rng.integers(80, 220))),
+                fill=tuple(int(c) for c in rng.integers(120, 250, size=3)),
+                outline=(60, 60, 60),
+                width=4,
+            )
     for _ in range(int(rng.integers(3, 6)) + 5 * look.clutter):  # mugs, phones, books, pens
         x, y = int(rng.integers(-40, w)), int(rng.integers(-40, h))
         bw, bh = int(rng.integers(30, 180)), int(rng.integers(20, 140))
@@ -260,8 +321,14 @@ def _finish(canvas: Image.Image, look: Look, rng: np.random.Generator) -> tuple[
     return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB"), buffer.getvalue()
 
 
-def compose(big: Sequence[Panel], small: Sequence[Panel], small_px: int, look: Look, look_rng: np.random.Generator,
-            mechanisms: Sequence[Mechanism] | None) -> tuple[Image.Image, bytes | None, list[KeyPlacement]]:
+def compose(
+    big: Sequence[Panel],
+    small: Sequence[Panel],
+    small_px: int,
+    look: Look,
+    look_rng: np.random.Generator,
+    mechanisms: Sequence[Mechanism] | None,
+) -> tuple[Image.Image, bytes | None, list[KeyPlacement]]:
     """The picture for one scene state: ``big``/``small`` are the key panels at hero/side size;
     ``mechanisms`` (one per panel) hide them, None shows them legibly (tool-redundant).
     Returns the picture, its JPEG bytes when the camera saved a JPEG, and the key pages' placements.
@@ -279,7 +346,12 @@ def compose(big: Sequence[Panel], small: Sequence[Panel], small_px: int, look: L
     extents = []
     for (w, h), angle in zip(side_sizes, look.side_angles, strict=False):
         corners = _rect((0, 0), (w, h), angle)
-        extents.append((max(p[0] for p in corners) - min(p[0] for p in corners), max(p[1] for p in corners) - min(p[1] for p in corners)))
+        extents.append(
+            (
+                max(p[0] for p in corners) - min(p[0] for p in corners),
+                max(p[1] for p in corners) - min(p[1] for p in corners),
+            )
+        )
     column = max(e[0] for e in extents)
     hero_h = max(y + panel.image.height / 2 for (_, y), panel in zip(hero_pos, big, strict=False))
     left = look_rng.random() < 0.5
@@ -295,14 +367,18 @@ def compose(big: Sequence[Panel], small: Sequence[Panel], small_px: int, look: L
     k = look.keystone
     side = look.keystone_side
     a, b = side, (side + 1) % 4  # the corners of the shortened side move towards each other
-    frame[a], frame[b] = ((frame[a][0] * (1 - k / 2) + frame[b][0] * k / 2, frame[a][1] * (1 - k / 2) + frame[b][1] * k / 2),
-                          (frame[b][0] * (1 - k / 2) + frame[a][0] * k / 2, frame[b][1] * (1 - k / 2) + frame[a][1] * k / 2))
+    frame[a], frame[b] = (
+        (frame[a][0] * (1 - k / 2) + frame[b][0] * k / 2, frame[a][1] * (1 - k / 2) + frame[b][1] * k / 2),
+        (frame[b][0] * (1 - k / 2) + frame[a][0] * k / 2, frame[b][1] * (1 - k / 2) + frame[a][1] * k / 2),
+    )
     camera = perspective_coeffs([(0, 0), (width, 0), (width, height), (0, height)], frame)
     margins = [int(v) for v in look_rng.integers(30, 110, size=4)]
     min_x, min_y = min(p[0] for p in frame), min(p[1] for p in frame)
     shot = lambda p: (lambda q: (q[0] - min_x + margins[0], q[1] - min_y + margins[1]))(_apply(camera, p))  # noqa: E731
-    size = (int(max(p[0] for p in frame) - min_x) + margins[0] + margins[2],
-            int(max(p[1] for p in frame) - min_y) + margins[1] + margins[3])
+    size = (
+        int(max(p[0] for p in frame) - min_x) + margins[0] + margins[2],
+        int(max(p[1] for p in frame) - min_y) + margins[1] + margins[3],
+    )
 
     canvas = _background(look_rng, size, look)
     paper, ink = big[0].background, (40, 40, 40)
@@ -322,12 +398,26 @@ def compose(big: Sequence[Panel], small: Sequence[Panel], small_px: int, look: L
         if look.screen:  # a monitor's bezel around the hero page
             w, h = big[i].image.size
             draw.polygon([shot(p) for p in _rect(hero_pos[i], (w + 36, h + 36))], fill=(25, 25, 30))
-        for corners in ((side,) if look.screen else (hero, side)):  # a shadow under each paper
+        for corners in (side,) if look.screen else (hero, side):  # a shadow under each paper
             draw.polygon([(q[0] + 6, q[1] + 8) for q in (shot(p) for p in corners)], fill=(40, 35, 30))
         if mech is not None and mech.corner:
-            key_page, key_corners, hero_page, side_page, px, panel = small[i].image, side, hero_notes[i], None, small_px, small[i]
+            key_page, key_corners, hero_page, side_page, px, panel = (
+                small[i].image,
+                side,
+                hero_notes[i],
+                None,
+                small_px,
+                small[i],
+            )
         else:
-            key_page, key_corners, hero_page, side_page, px, panel = big[i].image, hero, None, side_notes[i], HERO_PX, big[i]
+            key_page, key_corners, hero_page, side_page, px, panel = (
+                big[i].image,
+                hero,
+                None,
+                side_notes[i],
+                HERO_PX,
+                big[i],
+            )
         if mech is not None and mech.fade:
             key_page = _fade(key_page, paper, mech)
         if mech is not None and mech.turn:
@@ -335,13 +425,18 @@ def compose(big: Sequence[Panel], small: Sequence[Panel], small_px: int, look: L
         photo_corners = tuple(shot(p) for p in key_corners)
         _paste(canvas, hero_page or side_page, [shot(p) for p in (hero if hero_page else side)])
         _paste(canvas, key_page, photo_corners)
-        placements.append(KeyPlacement(tuple((round(x, 2), round(y, 2)) for x, y in photo_corners), key_page.size, px,
-                                       dict(panel.boxes), mech))
+        placements.append(
+            KeyPlacement(
+                tuple((round(x, 2), round(y, 2)) for x, y in photo_corners), key_page.size, px, dict(panel.boxes), mech
+            )
+        )
     frame, jpeg = _finish(canvas, look, look_rng)
     return frame, jpeg, placements
 
 
-def reference_code(image_name: str, placement: KeyPlacement, look: Look, labels: Sequence[str], first_index: int) -> str:
+def reference_code(
+    image_name: str, placement: KeyPlacement, look: Look, labels: Sequence[str], first_index: int
+) -> str:
     """Executable PIL code that flattens the key page, enlarges it and cleans each labelled row.
 
     It reads ``image_name`` and writes ``transformed_image_<first_index + j>.png`` for the j-th label.
@@ -361,12 +456,16 @@ def reference_code(image_name: str, placement: KeyPlacement, look: Look, labels:
     margin = max(3, placement.px // 2) * k
     for j, label in enumerate(labels):
         x0, y0, x1, y1 = placement.row_boxes[label]
-        lines.append(f"row = page.crop({(x0 * k - margin, y0 * k - margin, x1 * k + margin, y1 * k + margin)})  # {label}")
+        lines.append(
+            f"row = page.crop({(x0 * k - margin, y0 * k - margin, x1 * k + margin, y1 * k + margin)})  # {label}"
+        )
         if look.noise or look.jpeg:
             lines.append("row = row.filter(ImageFilter.MedianFilter(3))  # remove sensor noise and JPEG speckle")
         # Ink covers well under a third of a row crop: clipping the brightest 30% to white leaves clean paper.
         lines.append("row = ImageOps.autocontrast(row.convert('L'), cutoff=(1, 30))  # restore contrast, clean paper")
-        lines.append("row = row.resize((row.width * 3 // 2, row.height * 3 // 2), Image.Resampling.LANCZOS)  # ~45 px text")
+        lines.append(
+            "row = row.resize((row.width * 3 // 2, row.height * 3 // 2), Image.Resampling.LANCZOS)  # ~45 px text"
+        )
         lines.append("row = ImageOps.expand(row, border=24, fill=255)  # a quiet margin around the text")
         lines.append(f"row.save('transformed_image_{first_index + j}.png')")
     return "\n".join(lines) + "\n"

@@ -49,7 +49,10 @@ def run_reference_code(task: Task, workdir: Path) -> dict[int, list[Path]]:
             before = set(workdir.glob("transformed_image_*.png"))
             for call in json.loads(turn.tool_trajectory_raw or "[]"):
                 if call["tool"] == "python_image_processing":
-                    exec(compile(call["arguments"]["code"], f"<{task.id} turn {t + 1}>", "exec"), {"__name__": "__main__"})
+                    exec(
+                        compile(call["arguments"]["code"], f"<{task.id} turn {t + 1}>", "exec"),
+                        {"__name__": "__main__"},
+                    )
             new = set(workdir.glob("transformed_image_*.png")) - before
             saved[t] = sorted(new, key=lambda path: int(path.stem.rsplit("_", 1)[1]))
     return saved

@@ -61,12 +61,23 @@ def weather_records() -> tuple[dict[str, Any], ...]:
             t_min = round(t_max - float(rng.uniform(4, 10)), 1)
             rain = round(max(0.0, float(rng.normal(0, 5))), 1)
             wind = round(float(rng.uniform(5, 45)), 1)
-            conditions = "rain" if rain > 4 else "light rain" if rain > 0 else ("sunny" if rng.random() < 0.5 else "cloudy")
-            records.append({
-                "location": city, "aliases": list(aliases), "lat": lat, "lon": lon, "date": date,
-                "temperature_max_c": t_max, "temperature_min_c": t_min, "precipitation_mm": rain,
-                "wind_speed_max_kmh": wind, "conditions": conditions,
-            })
+            conditions = (
+                "rain" if rain > 4 else "light rain" if rain > 0 else ("sunny" if rng.random() < 0.5 else "cloudy")
+            )
+            records.append(
+                {
+                    "location": city,
+                    "aliases": list(aliases),
+                    "lat": lat,
+                    "lon": lon,
+                    "date": date,
+                    "temperature_max_c": t_max,
+                    "temperature_min_c": t_min,
+                    "precipitation_mm": rain,
+                    "wind_speed_max_kmh": wind,
+                    "conditions": conditions,
+                }
+            )
     return tuple(records)
 
 
@@ -86,23 +97,27 @@ def corpus_documents() -> tuple[dict[str, str], ...]:
     docs = []
     for ticker, (name, sector, dividend) in COMPANIES.items():
         quarterly = dividend / 4
-        docs.append({
-            "url": company_url(ticker),
-            "title": f"{name} ({ticker}) company profile and dividend history",
-            "text": (
-                f"{name} (ticker {ticker}) is a listed company in the {sector} sector. "
-                f"Dividend policy: the board pays a quarterly dividend of ${quarterly:.4f} per share, "
-                f"an annual dividend of ${dividend:.2f} per share for fiscal year 2023. "
-                f"The company has paid a dividend every year since 2011. Investor relations: ir@{ticker.lower()}.example.org."
-            ),
-        })
+        docs.append(
+            {
+                "url": company_url(ticker),
+                "title": f"{name} ({ticker}) company profile and dividend history",
+                "text": (
+                    f"{name} (ticker {ticker}) is a listed company in the {sector} sector. "
+                    f"Dividend policy: the board pays a quarterly dividend of ${quarterly:.4f} per share, "
+                    f"an annual dividend of ${dividend:.2f} per share for fiscal year 2023. "
+                    f"The company has paid a dividend every year since 2011. Investor relations: ir@{ticker.lower()}.example.org."
+                ),
+            }
+        )
     for city, (lat, lon, mean_max, _aliases) in CITIES.items():
-        docs.append({
-            "url": f"https://travel.example.org/guides/{city.lower()}",
-            "title": f"{city} travel guide",
-            "text": f"{city} lies at {lat:.2f} N, {lon:.2f} E. In March, daytime highs average around {mean_max:.0f} C. "
-                    f"Trains connect {city} with the other capitals of the EuroRail network several times a day.",
-        })
+        docs.append(
+            {
+                "url": f"https://travel.example.org/guides/{city.lower()}",
+                "title": f"{city} travel guide",
+                "text": f"{city} lies at {lat:.2f} N, {lon:.2f} E. In March, daytime highs average around {mean_max:.0f} C. "
+                f"Trains connect {city} with the other capitals of the EuroRail network several times a day.",
+            }
+        )
     return tuple(docs)
 
 
@@ -111,5 +126,7 @@ def write_reference_data(data_dir: Path = DATA_DIR) -> tuple[Path, Path]:
     corpus, weather = data_dir / "corpus" / "corpus.jsonl", data_dir / "weather" / "weather.jsonl"
     for path, rows in ((corpus, corpus_documents()), (weather, weather_records())):
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows), encoding="utf-8")
+        path.write_text(
+            "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows), encoding="utf-8"
+        )
     return corpus, weather

@@ -133,51 +133,201 @@ TOWNS = ("Alder", "Birchley", "Cobham", "Dunmore", "Elmstead", "Fenwick", "Garst
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
-        Kind("menu", "Generalist", ("Trattoria Lucca", "Harbour Bistro", "The Copper Pot", "Casa Verde", "Noodle Yard"),
-             ("Margherita", "Carbonara", "Caesar salad", "Minestrone", "Lasagna", "Risotto", "Tiramisu", "Bruschetta",
-              "Calzone", "Gnocchi", "Panna cotta", "Espresso"),
-             _price(4.5, 28.0), _money, "the price of the {label}", "$", _drift(0.12, 0.25),
-             header=("Dish", "Price"), what="menu"),
-        Kind("timetable", "Generalist", ("Regional line R4", "Coastal Express 12", "Valley line S2", "Night bus N7"),
-             ("Central", "Museum", "Riverside", "Old Town", "University", "Harbour", "Airport", "Stadium", "Market",
-              "Hospital", "Park Lane", "North Gate"),
-             _integer(0, 0), _clock, "the departure time at {label}", "minutes", _grow(0, 9),
-             header=("Stop", "Departs"), summable=False, what="timetable"),
-        Kind("receipt", "Finance", ("FreshMart #204", "Corner Grocer", "Hillside Market", "City Pharmacy"),
-             ("Olive oil", "Coffee beans", "Cheddar", "Bread", "Apples", "Yogurt", "Salmon", "Rice", "Tomatoes",
-              "Butter", "Eggs", "Oat milk"),
-             _price(0.99, 24.99, 0.01), _money, "the price of the {label}", "$", _drift(0.1, 0.01),
-             header=("Item", "Amount"), what="receipt"),
-        Kind("quotes", "Finance", ("Market close quotes", "Watchlist", "Exchange board"),
-             ("NRTH", "BLUX", "KEMP", "ORVA", "TAVI", "MERO", "QUIL", "SANK", "VELT", "ZORA"),
-             _price(12.0, 380.0, 0.01), _money, "the last price of {label}", "$", _drift(0.08, 0.01),
-             header=("Ticker", "Last"), what="quote board"),
-        Kind("portfolio", "Finance", ("Brokerage statement", "Holdings summary"),
-             ("NRTH", "BLUX", "KEMP", "ORVA", "TAVI", "MERO", "QUIL", "SANK", "VELT", "ZORA"),
-             _integer(12, 480), lambda v: f"{int(v)}", "the number of {label} shares held", "shares", _grow(0, 40),
-             header=("Ticker", "Shares"), what="statement"),
-        Kind("scoreboard", "Sports", ("City Basketball League", "Regional Cup", "Friday Night Hoops"),
-             ("Falcons", "Rangers", "Comets", "Wolves", "Pirates", "Titans", "Hornets", "Vikings"),
-             _integer(10, 96), lambda v: f"{int(v)}", "the score of the {label}", "points", _grow(2, 24),
-             header=("Team", "Score"), what="scoreboard"),
-        Kind("league", "Sports", ("League table", "Division standings", "Group stage"),
-             ("Northside FC", "Riverton", "Ashford United", "Kingsbay", "Millbrook", "Oakvale", "Redcliff", "Stonebridge"),
-             _integer(10, 62), lambda v: f"{int(v)}", "the points of {label}", "points", _grow(0, 6),
-             header=("Club", "Pts"), what="league table"),
-        Kind("lab", "Medical", ("Clinical chemistry report", "Laboratory results", "Outpatient panel"),
-             tuple(LAB_TESTS), _lab_value, _lab_fmt, "the {label} result", "", _lab_evolve,
-             header=("Test", "Result"), extra=_lab_extra, summable=False, what="lab report"),
-        Kind("chart", "STEM", ("Reaction yield by catalyst (%)", "Germination rate by medium (%)", "Efficiency by setup (%)"),
-             ("C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8"),
-             lambda rng, _l: round(float(rng.uniform(12, 96)), 1), lambda v: f"{v:.1f}", "the value of bar {label}", "%",
-             _drift(0.1, 0.1), style="chart", summable=False, what="chart"),
-        Kind("measurements", "STEM", ("Specimen masses (g)", "Sample lengths (mm)", "Lab bench readings"),
-             ("S-1", "S-2", "S-3", "S-4", "S-5", "S-6", "S-7", "S-8", "S-9"),
-             lambda rng, _l: round(float(rng.uniform(2, 250)), 2), lambda v: f"{v:.2f}", "the reading for {label}", "",
-             _drift(0.05, 0.01), header=("Specimen", "Reading"), what="table"),
-        Kind("map", "Generalist", ("Trail map", "County road map", "Cycling routes"), (),
-             _integer(3, 48), lambda v: f"{int(v)} km", "the distance from {label}", "km", _grow(0, 0),
-             style="map", what="map"),
+        Kind(
+            "menu",
+            "Generalist",
+            ("Trattoria Lucca", "Harbour Bistro", "The Copper Pot", "Casa Verde", "Noodle Yard"),
+            (
+                "Margherita",
+                "Carbonara",
+                "Caesar salad",
+                "Minestrone",
+                "Lasagna",
+                "Risotto",
+                "Tiramisu",
+                "Bruschetta",
+                "Calzone",
+                "Gnocchi",
+                "Panna cotta",
+                "Espresso",
+            ),
+            _price(4.5, 28.0),
+            _money,
+            "the price of the {label}",
+            "$",
+            _drift(0.12, 0.25),
+            header=("Dish", "Price"),
+            what="menu",
+        ),
+        Kind(
+            "timetable",
+            "Generalist",
+            ("Regional line R4", "Coastal Express 12", "Valley line S2", "Night bus N7"),
+            (
+                "Central",
+                "Museum",
+                "Riverside",
+                "Old Town",
+                "University",
+                "Harbour",
+                "Airport",
+                "Stadium",
+                "Market",
+                "Hospital",
+                "Park Lane",
+                "North Gate",
+            ),
+            _integer(0, 0),
+            _clock,
+            "the departure time at {label}",
+            "minutes",
+            _grow(0, 9),
+            header=("Stop", "Departs"),
+            summable=False,
+            what="timetable",
+        ),
+        Kind(
+            "receipt",
+            "Finance",
+            ("FreshMart #204", "Corner Grocer", "Hillside Market", "City Pharmacy"),
+            (
+                "Olive oil",
+                "Coffee beans",
+                "Cheddar",
+                "Bread",
+                "Apples",
+                "Yogurt",
+                "Salmon",
+                "Rice",
+                "Tomatoes",
+                "Butter",
+                "Eggs",
+                "Oat milk",
+            ),
+            _price(0.99, 24.99, 0.01),
+            _money,
+            "the price of the {label}",
+            "$",
+            _drift(0.1, 0.01),
+            header=("Item", "Amount"),
+            what="receipt",
+        ),
+        Kind(
+            "quotes",
+            "Finance",
+            ("Market close quotes", "Watchlist", "Exchange board"),
+            ("NRTH", "BLUX", "KEMP", "ORVA", "TAVI", "MERO", "QUIL", "SANK", "VELT", "ZORA"),
+            _price(12.0, 380.0, 0.01),
+            _money,
+            "the last price of {label}",
+            "$",
+            _drift(0.08, 0.01),
+            header=("Ticker", "Last"),
+            what="quote board",
+        ),
+        Kind(
+            "portfolio",
+            "Finance",
+            ("Brokerage statement", "Holdings summary"),
+            ("NRTH", "BLUX", "KEMP", "ORVA", "TAVI", "MERO", "QUIL", "SANK", "VELT", "ZORA"),
+            _integer(12, 480),
+            lambda v: f"{int(v)}",
+            "the number of {label} shares held",
+            "shares",
+            _grow(0, 40),
+            header=("Ticker", "Shares"),
+            what="statement",
+        ),
+        Kind(
+            "scoreboard",
+            "Sports",
+            ("City Basketball League", "Regional Cup", "Friday Night Hoops"),
+            ("Falcons", "Rangers", "Comets", "Wolves", "Pirates", "Titans", "Hornets", "Vikings"),
+            _integer(10, 96),
+            lambda v: f"{int(v)}",
+            "the score of the {label}",
+            "points",
+            _grow(2, 24),
+            header=("Team", "Score"),
+            what="scoreboard",
+        ),
+        Kind(
+            "league",
+            "Sports",
+            ("League table", "Division standings", "Group stage"),
+            (
+                "Northside FC",
+                "Riverton",
+                "Ashford United",
+                "Kingsbay",
+                "Millbrook",
+                "Oakvale",
+                "Redcliff",
+                "Stonebridge",
+            ),
+            _integer(10, 62),
+            lambda v: f"{int(v)}",
+            "the points of {label}",
+            "points",
+            _grow(0, 6),
+            header=("Club", "Pts"),
+            what="league table",
+        ),
+        Kind(
+            "lab",
+            "Medical",
+            ("Clinical chemistry report", "Laboratory results", "Outpatient panel"),
+            tuple(LAB_TESTS),
+            _lab_value,
+            _lab_fmt,
+            "the {label} result",
+            "",
+            _lab_evolve,
+            header=("Test", "Result"),
+            extra=_lab_extra,
+            summable=False,
+            what="lab report",
+        ),
+        Kind(
+            "chart",
+            "STEM",
+            ("Reaction yield by catalyst (%)", "Germination rate by medium (%)", "Efficiency by setup (%)"),
+            ("C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8"),
+            lambda rng, _l: round(float(rng.uniform(12, 96)), 1),
+            lambda v: f"{v:.1f}",
+            "the value of bar {label}",
+            "%",
+            _drift(0.1, 0.1),
+            style="chart",
+            summable=False,
+            what="chart",
+        ),
+        Kind(
+            "measurements",
+            "STEM",
+            ("Specimen masses (g)", "Sample lengths (mm)", "Lab bench readings"),
+            ("S-1", "S-2", "S-3", "S-4", "S-5", "S-6", "S-7", "S-8", "S-9"),
+            lambda rng, _l: round(float(rng.uniform(2, 250)), 2),
+            lambda v: f"{v:.2f}",
+            "the reading for {label}",
+            "",
+            _drift(0.05, 0.01),
+            header=("Specimen", "Reading"),
+            what="table",
+        ),
+        Kind(
+            "map",
+            "Generalist",
+            ("Trail map", "County road map", "Cycling routes"),
+            (),
+            _integer(3, 48),
+            lambda v: f"{int(v)} km",
+            "the distance from {label}",
+            "km",
+            _grow(0, 0),
+            style="map",
+            what="map",
+        ),
     )
 }
 
@@ -211,7 +361,8 @@ def make_scene(kind_name: str, rng: np.random.Generator, n_entries: int) -> Scen
         while len(set(values)) < len(values):
             values = [kind.draw_value(rng, label) for label in labels]
     entries = tuple(
-        Entry(label, v, kind.fmt(v), kind.extra(label) if kind.extra else "") for label, v in zip(labels, values, strict=False)
+        Entry(label, v, kind.fmt(v), kind.extra(label) if kind.extra else "")
+        for label, v in zip(labels, values, strict=False)
     )
     return Scene(kind, title, entries)
 
@@ -255,8 +406,15 @@ STYLES: dict[str, tuple[RGB, RGB, RGB]] = {  # background, text, accent
 }
 
 
-def render(scene: Scene, px: int, entries: Sequence[Entry] | None = None, rng: np.random.Generator | None = None,
-           *, printable: bool = False, pale: bool = False) -> Panel:
+def render(
+    scene: Scene,
+    px: int,
+    entries: Sequence[Entry] | None = None,
+    rng: np.random.Generator | None = None,
+    *,
+    printable: bool = False,
+    pale: bool = False,
+) -> Panel:
     """Draw ``scene`` (or a subset of its entries) with body text of ``px`` pixels.
 
     ``printable`` draws dark-themed documents (scoreboards, quote boards) dark-on-light, as a
@@ -283,7 +441,10 @@ def _render_table(scene: Scene, rows: Sequence[Entry], px: int, printable: bool 
     value_w = max(text_width(e.text, px, bold=True) for e in rows)
     extra_w = max((text_width(e.extra, px) for e in rows), default=0)
     gap = 2 * px
-    width = max(pad * 2 + label_w + gap + value_w + (gap + extra_w if extra_w else 0), text_width(scene.title, int(px * 1.3), True) + 2 * pad)
+    width = max(
+        pad * 2 + label_w + gap + value_w + (gap + extra_w if extra_w else 0),
+        text_width(scene.title, int(px * 1.3), True) + 2 * pad,
+    )
     header = any(scene.kind.header)
     height = pad * 2 + int(px * 2.2) + (line if header else 0) + line * len(rows)
     image = Image.new("RGB", (width, height), background)
@@ -345,8 +506,13 @@ def _crosses(box: Box, segments: Sequence[tuple[tuple[int, int], tuple[int, int]
     return False
 
 
-def _place(size: tuple[int, int], centers: Sequence[tuple[float, float]], taken: list[Box], bounds: Box,
-           segments: Sequence[tuple[tuple[int, int], tuple[int, int]]] = ()) -> Box:
+def _place(
+    size: tuple[int, int],
+    centers: Sequence[tuple[float, float]],
+    taken: list[Box],
+    bounds: Box,
+    segments: Sequence[tuple[tuple[int, int], tuple[int, int]]] = (),
+) -> Box:
     """The first candidate box (centred on ``centers``) inside ``bounds`` that overlaps no taken box
     and no route segment; the first candidate when none is free. The chosen box is taken."""
     w, h = size
@@ -388,7 +554,14 @@ def _render_map(scene: Scene, rows: Sequence[Entry], px: int, rng: np.random.Gen
     for name, (x, y) in zip(towns, points, strict=False):
         draw.ellipse((x - r, y - r, x + r, y + r), fill=ink)
         w, h = text_width(name, px, True) + 2 * pad, int(px * 1.3) + 2 * pad
-        offsets = [(0, h / 2 + r), (0, -h / 2 - r), (w / 2 + r, 0), (-w / 2 - r, 0), (0, h / 2 + r + px), (0, -h / 2 - r - px)]
+        offsets = [
+            (0, h / 2 + r),
+            (0, -h / 2 - r),
+            (w / 2 + r, 0),
+            (-w / 2 - r, 0),
+            (0, h / 2 + r + px),
+            (0, -h / 2 - r - px),
+        ]
         box = _place((w, h), [(x + dx, y + dy) for dx, dy in offsets], taken, bounds, segments)
         text_box(draw, (box[0] + pad, box[1] + pad), name, px, ink, bold=True)
     boxes: dict[str, Box] = {}
@@ -397,8 +570,15 @@ def _render_map(scene: Scene, rows: Sequence[Entry], px: int, rng: np.random.Gen
         length = max(1.0, math.hypot(b[0] - a[0], b[1] - a[1]))
         nx, ny = -(b[1] - a[1]) / length, (b[0] - a[0]) / length  # unit normal of the segment
         reach = abs(nx) * w / 2 + abs(ny) * h / 2 + max(2, px // 4)  # half-extent of the box along the normal
-        centers = [(a[0] + (b[0] - a[0]) * t + nx * side * (reach + extra), a[1] + (b[1] - a[1]) * t + ny * side * (reach + extra))
-                   for extra in (0, px, 2 * px, 4 * px) for t in (0.5, 0.35, 0.65, 0.2, 0.8) for side in (1, -1)]
+        centers = [
+            (
+                a[0] + (b[0] - a[0]) * t + nx * side * (reach + extra),
+                a[1] + (b[1] - a[1]) * t + ny * side * (reach + extra),
+            )
+            for extra in (0, px, 2 * px, 4 * px)
+            for t in (0.5, 0.35, 0.65, 0.2, 0.8)
+            for side in (1, -1)
+        ]
         box = _place((w, h), centers, taken, bounds, segments)
         draw.rectangle(box, fill=(255, 255, 255))
         boxes[entry.label] = text_box(draw, (box[0] + pad, box[1] + pad), entry.text, px, ink, bold=True)

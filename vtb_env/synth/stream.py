@@ -39,8 +39,16 @@ def _weights(names: tuple[str, ...], mix: Mapping[str, float] | None, what: str)
     return weights / weights.sum()
 
 
-def generate_pair(seed: int, index: int, *, domain: str | None = None, category: str | None = None,
-                  difficulty: float = 0.5, twins: bool = True, generator: str = DEFAULT_GENERATOR) -> list[Task]:
+def generate_pair(
+    seed: int,
+    index: int,
+    *,
+    domain: str | None = None,
+    category: str | None = None,
+    difficulty: float = 0.5,
+    twins: bool = True,
+    generator: str = DEFAULT_GENERATOR,
+) -> list[Task]:
     """The tool-required task at ``index`` and, when the task admits one, its tool-redundant twin.
 
     Tasks whose answer needs a corpus or weather lookup have no twin (no rendering makes the
@@ -59,21 +67,49 @@ def generate_pair(seed: int, index: int, *, domain: str | None = None, category:
     blueprint = BUILDERS[category](np.random.default_rng([seed, index, _FACTS]), domain, difficulty)
     required_id, redundant_id = (_task_id(seed, index, label, generator) for label in (TOOL_REQUIRED, TOOL_REDUNDANT))
     with_twin = twins and not blueprint.needs_lookup
-    base = {"generator": "vtb_env.synth" if generator == "v1" else f"vtb_env.synth/{generator}", "seed": seed, "index": index,
-            "pair_id": _task_id(seed, index, "", generator).strip() if generator != "v1" else
-            hashlib.sha1(f"vtb-synth:{seed}:{index}".encode()).hexdigest()[:24]}
+    base = {
+        "generator": "vtb_env.synth" if generator == "v1" else f"vtb_env.synth/{generator}",
+        "seed": seed,
+        "index": index,
+        "pair_id": _task_id(seed, index, "", generator).strip()
+        if generator != "v1"
+        else hashlib.sha1(f"vtb-synth:{seed}:{index}".encode()).hexdigest()[:24],
+    }
     render = dict(difficulty=difficulty, generator=generator, look_seed=(seed, index, _LOOK))
-    tasks = [assemble(blueprint, TOOL_REQUIRED, task_id=required_id, rng=np.random.default_rng([seed, index, _RENDER_REQUIRED]),
-                      metadata={**base, "twin_id": redundant_id if with_twin else None}, **render)]
+    tasks = [
+        assemble(
+            blueprint,
+            TOOL_REQUIRED,
+            task_id=required_id,
+            rng=np.random.default_rng([seed, index, _RENDER_REQUIRED]),
+            metadata={**base, "twin_id": redundant_id if with_twin else None},
+            **render,
+        )
+    ]
     if with_twin:
-        tasks.append(assemble(blueprint, TOOL_REDUNDANT, task_id=redundant_id, rng=np.random.default_rng([seed, index, _RENDER_REDUNDANT]),
-                              metadata={**base, "twin_id": required_id}, **render))
+        tasks.append(
+            assemble(
+                blueprint,
+                TOOL_REDUNDANT,
+                task_id=redundant_id,
+                rng=np.random.default_rng([seed, index, _RENDER_REDUNDANT]),
+                metadata={**base, "twin_id": required_id},
+                **render,
+            )
+        )
     return tasks
 
 
-def stream(seed: int = 0, mix: Mapping[str, float] | None = None, *, domains: Mapping[str, float] | None = None,
-           difficulty: Difficulty = 0.5, twins: bool = True, start: int = 0,
-           generator: str = DEFAULT_GENERATOR) -> Iterator[Task]:
+def stream(
+    seed: int = 0,
+    mix: Mapping[str, float] | None = None,
+    *,
+    domains: Mapping[str, float] | None = None,
+    difficulty: Difficulty = 0.5,
+    twins: bool = True,
+    start: int = 0,
+    generator: str = DEFAULT_GENERATOR,
+) -> Iterator[Task]:
     """Yield tasks forever: each index gives a tool-required task, then its twin when it has one.
 
     ``mix`` weights the categories (``TASK_CATEGORIES`` names), ``domains`` the domains;
@@ -86,8 +122,9 @@ def stream(seed: int = 0, mix: Mapping[str, float] | None = None, *, domains: Ma
         category = TASK_CATEGORIES[int(pick.choice(len(TASK_CATEGORIES), p=category_p))]
         domain = DOMAINS[int(pick.choice(len(DOMAINS), p=domain_p))]
         level = difficulty(index) if callable(difficulty) else difficulty
-        yield from generate_pair(seed, index, domain=domain, category=category, difficulty=float(level), twins=twins,
-                                 generator=generator)
+        yield from generate_pair(
+            seed, index, domain=domain, category=category, difficulty=float(level), twins=twins, generator=generator
+        )
 
 
 def generate(n: int, seed: int = 0, mix: Mapping[str, float] | None = None, **options) -> list[Task]:

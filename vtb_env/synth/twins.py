@@ -49,10 +49,18 @@ def _clear_image(panels: Sequence[Panel]) -> Image.Image:
 class _Rendered:
     """One scene state's image; for tool-required images, how to undo what hides the key facts."""
 
-    def __init__(self, image: Image.Image, panels: list[Panel], *, data: bytes | None = None,
-                 code: Callable[[str, int, Sequence[str], int], str] | None = None, degradations: Sequence[str] = (),
-                 look: Sequence[str] = (), hint: str = "undoing rotation, mirroring and poor exposure",
-                 compress_level: int = 6) -> None:
+    def __init__(
+        self,
+        image: Image.Image,
+        panels: list[Panel],
+        *,
+        data: bytes | None = None,
+        code: Callable[[str, int, Sequence[str], int], str] | None = None,
+        degradations: Sequence[str] = (),
+        look: Sequence[str] = (),
+        hint: str = "undoing rotation, mirroring and poor exposure",
+        compress_level: int = 6,
+    ) -> None:
         self.image, self.panels, self.code, self.hint = image, panels, code, hint
         self.data = data or png_bytes(image, compress_level)
         self.degradations, self.look = list(degradations), list(look)
@@ -73,35 +81,69 @@ def _render_state(scene: Scene, split: bool, label: str, rng: np.random.Generato
     return _Rendered(image, panels, code=code, degradations=degradation.names(len(panels)))
 
 
-HINTS = {"small_text_in_corner": "small, in a corner", "rotate_180": "upside down", "mirror": "mirrored", "flip": "upside down and mirrored",
-         "low_contrast_glare": "washed out by glare", "low_contrast_shadow": "in a shadow, at low contrast"}
+HINTS = {
+    "small_text_in_corner": "small, in a corner",
+    "rotate_180": "upside down",
+    "mirror": "mirrored",
+    "flip": "upside down and mirrored",
+    "low_contrast_glare": "washed out by glare",
+    "low_contrast_shadow": "in a shadow, at low contrast",
+}
 
 
-def _render_state_v2(scene: Scene, split: bool, label: str, rng: np.random.Generator, look_rng: np.random.Generator,
-                     difficulty: float) -> _Rendered:
+def _render_state_v2(
+    scene: Scene, split: bool, label: str, rng: np.random.Generator, look_rng: np.random.Generator, difficulty: float
+) -> _Rendered:
     """Generator v2: the same photo for both labels; only the key pages differ (``photo``)."""
-    parts = [scene.entries] if not split else [scene.entries[: len(scene.entries) // 2], scene.entries[len(scene.entries) // 2:]]
+    parts = (
+        [scene.entries]
+        if not split
+        else [scene.entries[: len(scene.entries) // 2], scene.entries[len(scene.entries) // 2 :]]
+    )
     map_seed = int(look_rng.integers(2**31))
     small_px = int(round(10 - 2 * min(1.0, max(0.0, difficulty))))
-    big = [render(scene, photo.HERO_PX, part, np.random.default_rng(map_seed), printable=True, pale=True) for part in parts]
-    small = [render(scene, small_px, part, np.random.default_rng(map_seed), printable=True, pale=True) for part in parts]
+    big = [
+        render(scene, photo.HERO_PX, part, np.random.default_rng(map_seed), printable=True, pale=True) for part in parts
+    ]
+    small = [
+        render(scene, small_px, part, np.random.default_rng(map_seed), printable=True, pale=True) for part in parts
+    ]
     look = photo.choose_look(look_rng, len(parts), difficulty)
     mechanisms = None if label == TOOL_REDUNDANT else [photo.choose_mechanism(rng, difficulty) for _ in parts]
     image, jpeg, placements = photo.compose(big, small, small_px, look, look_rng, mechanisms)
     if mechanisms is None:
-        return _Rendered(image, big, data=jpeg, look=look.names(), compress_level=3)  # photos: fast, nearly as small as level 6
+        return _Rendered(
+            image, big, data=jpeg, look=look.names(), compress_level=3
+        )  # photos: fast, nearly as small as level 6
     names = list(dict.fromkeys(n for m in mechanisms for n in m.names()))
     code = lambda name, i, labels, first: photo.reference_code(name, placements[i], look, labels, first)  # noqa: E731
     hint = "; ".join(HINTS[n] for n in names) + "; flattening the page"
-    return _Rendered(image, big, data=jpeg, code=code, degradations=names + ["split_regions"] * split, look=look.names(), hint=hint,
-                     compress_level=3)
+    return _Rendered(
+        image,
+        big,
+        data=jpeg,
+        code=code,
+        degradations=names + ["split_regions"] * split,
+        look=look.names(),
+        hint=hint,
+        compress_level=3,
+    )
 
 
 GENERATORS = ("v1", "v2")
 
 
-def assemble(blueprint: Blueprint, label: str, *, task_id: str, rng: np.random.Generator, difficulty: float,
-             metadata: dict[str, Any], generator: str = "v2", look_seed: Sequence[int] = ()) -> Task:
+def assemble(
+    blueprint: Blueprint,
+    label: str,
+    *,
+    task_id: str,
+    rng: np.random.Generator,
+    difficulty: float,
+    metadata: dict[str, Any],
+    generator: str = "v2",
+    look_seed: Sequence[int] = (),
+) -> Task:
     """Render every scene state for ``label`` and build the Task.
 
     ``generator`` v2 draws each state's camera and room from ``[*look_seed, state]``, the same
@@ -143,19 +185,52 @@ def assemble(blueprint: Blueprint, label: str, *, task_id: str, rng: np.random.G
                 panel_labels = [lbl for lbl in labels if view.panel_of(lbl) == panel_index]
                 code = view.code(name, panel_index, panel_labels, next_transformed)
                 next_transformed += len(panel_labels)
-                trajectory.append({"tool": "python_image_processing", "arguments": {"code": code},
-                                   "purpose": f"Crop and enhance the rows for {', '.join(panel_labels)} in {name}."})
+                trajectory.append(
+                    {
+                        "tool": "python_image_processing",
+                        "arguments": {"code": code},
+                        "purpose": f"Crop and enhance the rows for {', '.join(panel_labels)} in {name}.",
+                    }
+                )
         if label == TOOL_REQUIRED or blueprint.needs_lookup:
             trajectory += [call for call in ask.tool_calls if label == TOOL_REQUIRED or call["tool"] != "calculator"]
         steps += ask.steps
         rubrics = tuple(
-            Rubric(id=f"{task_id}-t{t + 1}-r{j + 1}", description=r.description, weight=r.weight, categories=r.categories,
-                   critical=r.critical, check=r.check)
+            Rubric(
+                id=f"{task_id}-t{t + 1}-r{j + 1}",
+                description=r.description,
+                weight=r.weight,
+                categories=r.categories,
+                critical=r.critical,
+                check=r.check,
+            )
             for j, r in enumerate(ask.rubrics)
         )
-        turns.append(Turn(prompt=ask.prompt, images=tuple(refs), golden_answer=ask.golden,
-                          tool_trajectory_raw=json.dumps(trajectory, ensure_ascii=False), rubrics=rubrics, key_steps=tuple(steps)))
-    metadata = {**metadata, "key_facts": key_facts, "degradations": degradations, **({"looks": looks} if looks else {}), "variant": blueprint.variant,
-                "scene": blueprint.states[0].kind.name, "difficulty": difficulty, "needs_lookup": blueprint.needs_lookup}
-    return Task(id=task_id, turns=tuple(turns), prompt_category=blueprint.domain.lower(), eval_focus=blueprint.category,
-                mode_label=label, metadata=metadata)  # type: ignore[arg-type]
+        turns.append(
+            Turn(
+                prompt=ask.prompt,
+                images=tuple(refs),
+                golden_answer=ask.golden,
+                tool_trajectory_raw=json.dumps(trajectory, ensure_ascii=False),
+                rubrics=rubrics,
+                key_steps=tuple(steps),
+            )
+        )
+    metadata = {
+        **metadata,
+        "key_facts": key_facts,
+        "degradations": degradations,
+        **({"looks": looks} if looks else {}),
+        "variant": blueprint.variant,
+        "scene": blueprint.states[0].kind.name,
+        "difficulty": difficulty,
+        "needs_lookup": blueprint.needs_lookup,
+    }
+    return Task(
+        id=task_id,
+        turns=tuple(turns),
+        prompt_category=blueprint.domain.lower(),
+        eval_focus=blueprint.category,
+        mode_label=label,
+        metadata=metadata,
+    )  # type: ignore[arg-type]

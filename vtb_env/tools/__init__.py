@@ -1,8 +1,8 @@
 """The benchmark's six tools, their registry and backends.
 
-    from vtb_env.tools import default_tools
-    tools = default_tools()                      # all six, offline backends
-    tools = default_tools({"tools": "no_vision"})  # ablation sets: "all", "no_vision", "none"
+from vtb_env.tools import default_tools
+tools = default_tools()                      # all six, offline backends
+tools = default_tools({"tools": "no_vision"})  # ablation sets: "all", "no_vision", "none"
 """
 
 from vtb_env.tools.base import NamedImage, Tool, ToolContext, ToolRegistry, ToolResult
@@ -16,7 +16,25 @@ from vtb_env.tools.web_offline import LocalCorpus
 from vtb_env.tools.web_online import PageFetcher, SerpApiSearch
 
 __all__ = [
-    "ALL_TOOLS", "BrowserGetPageText", "Calculator", "HistoricalWeather", "LocalCorpus", "NamedImage", "OpenMeteo",
-    "PageFetcher", "PythonImageProcessing", "PythonInterpreter", "ReplayCache", "SerpApiSearch", "TOOL_SETS", "Tool",
-    "ToolContext", "ToolRegistry", "ToolResult", "ToolsConfig", "WeatherArchive", "WebSearch", "default_tools",
+    "ALL_TOOLS",
+    "BrowserGetPageText",
+    "Calculator",
+    "HistoricalWeather",
+    "LocalCorpus",
+    "NamedImage",
+    "OpenMeteo",
+    "PageFetcher",
+    "PythonImageProcessing",
+    "PythonInterpreter",
+    "ReplayCache",
+    "SerpApiSearch",
+    "TOOL_SETS",
+    "Tool",
+    "ToolContext",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolsConfig",
+    "WeatherArchive",
+    "WebSearch",
+    "default_tools",
 ]

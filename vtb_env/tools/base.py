@@ -39,7 +39,9 @@ class ToolContext:
     """
 
     task_id: str
-    images: tuple[NamedImage, ...] = ()  # every image visible so far, named image_<k>.png (k from 1 over the task) and transformed_image_<i>.png
+    images: tuple[
+        NamedImage, ...
+    ] = ()  # every image visible so far, named image_<k>.png (k from 1 over the task) and transformed_image_<i>.png
     next_image_index: int = 0  # next free index i for transformed_image_<i>.png (the paper counts from 0)
     turn_index: int = 0
 
@@ -119,7 +121,9 @@ class ToolRegistry:
         if not isinstance(arguments, Mapping):
             return f"arguments of {name} must be a JSON object, got {type(arguments).__name__}"
         parameters = tool.schema["function"]["parameters"]
-        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(parameters).iter_errors(dict(arguments)))
+        error = jsonschema.exceptions.best_match(
+            jsonschema.Draft202012Validator(parameters).iter_errors(dict(arguments))
+        )
         if error is None:
             return None
         where = ".".join(str(p) for p in error.absolute_path) or "arguments"

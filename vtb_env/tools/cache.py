@@ -30,20 +30,22 @@ class ReplayCache:
         self.path, self.mode = path, mode
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, check_same_thread=False)
-        self._db.execute("CREATE TABLE IF NOT EXISTS entries (kind TEXT, key TEXT, value TEXT, created REAL, "
-                         "PRIMARY KEY (kind, key))")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS entries (kind TEXT, key TEXT, value TEXT, created REAL, "
+            "PRIMARY KEY (kind, key))"
+        )
         self._db.commit()
 
     def get(self, kind: str, key: Any) -> Any | None:
         with self._lock:
-            row = self._db.execute("SELECT value FROM entries WHERE kind = ? AND key = ?",
-                                   (kind, _key(key))).fetchone()
+            row = self._db.execute("SELECT value FROM entries WHERE kind = ? AND key = ?", (kind, _key(key))).fetchone()
         return None if row is None else json.loads(row[0])
 
     def put(self, kind: str, key: Any, value: Any) -> None:
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)",
-                             (kind, _key(key), json.dumps(value), time.time()))
+            self._db.execute(
+                "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)", (kind, _key(key), json.dumps(value), time.time())
+            )
             self._db.commit()
 
     def through(self, kind: str, key: Any, fetch: Callable[[], Any]) -> Any:

@@ -20,12 +20,24 @@ MAX_EXPRESSION_CHARS = 1000
 MAX_INT_BITS = 4096
 
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.Mod: operator.mod, ast.FloorDiv: operator.floordiv,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Mod: operator.mod,
+    ast.FloorDiv: operator.floordiv,
 }
 _FUNCTIONS: dict[str, Callable[..., float]] = {
-    "sqrt": math.sqrt, "sin": math.sin, "cos": math.cos, "tan": math.tan, "exp": math.exp, "abs": abs,
-    "log": lambda x, base=math.e: math.log(x, base), "ln": math.log, "log10": math.log10, "log2": math.log2,
+    "sqrt": math.sqrt,
+    "sin": math.sin,
+    "cos": math.cos,
+    "tan": math.tan,
+    "exp": math.exp,
+    "abs": abs,
+    "log": lambda x, base=math.e: math.log(x, base),
+    "ln": math.log,
+    "log10": math.log10,
+    "log2": math.log2,
 }
 _CONSTANTS = {"pi": math.pi, "e": math.e}
 

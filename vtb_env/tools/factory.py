@@ -73,7 +73,8 @@ def default_tools(config: ToolsConfig | Mapping[str, Any] | None = None) -> Tool
         corpus = None if online else LocalCorpus([DEFAULT_CORPUS, *cfg.corpus_dirs])
         builders["web_search"] = lambda: WebSearch(_search_backend(cfg) if online else corpus, cache)
         builders["browser_get_page_text"] = lambda: BrowserGetPageText(
-            PageFetcher(allow_private=cfg.allow_private_urls) if online else corpus, cache)
+            PageFetcher(allow_private=cfg.allow_private_urls) if online else corpus, cache
+        )
     tools: list[Tool] = [builders[name]() for name in names]
     return ToolRegistry(tools)
 

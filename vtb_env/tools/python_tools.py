@@ -49,8 +49,12 @@ class _SandboxedPython(Tool):
     @staticmethod
     def _report(result: ExecResult, **extra: Any) -> tuple[dict[str, Any], str | None]:
         """The JSON body for the model and the error (if the run failed)."""
-        body = {"stdout": _clip(result.stdout, result.stdout_truncated),
-                "stderr": _clip(result.stderr, result.stderr_truncated), "exit_code": result.exit_code, **extra}
+        body = {
+            "stdout": _clip(result.stdout, result.stdout_truncated),
+            "stderr": _clip(result.stderr, result.stderr_truncated),
+            "exit_code": result.exit_code,
+            **extra,
+        }
         error = None
         if result.timed_out:
             error = f"timed out after {result.duration_s:.1f}s"
@@ -91,8 +95,11 @@ class PythonImageProcessing(_SandboxedPython):
         if isinstance(result, ToolResult):
             return result
         images, problems = _returned_images(result.files)
-        body, error = self._report(result, images=[image.name for image in images],
-                                   skipped_files=capped_listing(problems + result.skipped_files))
+        body, error = self._report(
+            result,
+            images=[image.name for image in images],
+            skipped_files=capped_listing(problems + result.skipped_files),
+        )
         if error is None and not images:
             body["note"] = "no image was saved; save results as transformed_image_<i>.png to get them back"
         meta = {"duration_s": result.duration_s}
@@ -101,6 +108,7 @@ class PythonImageProcessing(_SandboxedPython):
 
 def _returned_images(files: Mapping[str, bytes]) -> tuple[list[NamedImage], list[str]]:
     """Transformed images in index order, then other image files by name, while the call's pixel budget lasts."""
+
     def order(name: str) -> tuple[int, int, str]:
         match = TOOL_IMAGE_NAME.fullmatch(name)
         return (0, int(match.group(1)), name) if match else (1, 0, name)
@@ -116,8 +124,11 @@ def _returned_images(files: Mapping[str, bytes]) -> tuple[list[NamedImage], list
             problems.append(f"{name}: not a readable image ({type(exc).__name__}: {exc})")
             continue
         if width * height > min(budget, MAX_IMAGE_PIXELS):
-            problems.append(f"{name}: {width}x{height} is over the {MAX_PIXELS_PER_CALL} pixels one call may return"
-                            if width * height <= MAX_IMAGE_PIXELS else f"{name}: {width}x{height} exceeds {MAX_IMAGE_PIXELS} pixels")
+            problems.append(
+                f"{name}: {width}x{height} is over the {MAX_PIXELS_PER_CALL} pixels one call may return"
+                if width * height <= MAX_IMAGE_PIXELS
+                else f"{name}: {width}x{height} exceeds {MAX_IMAGE_PIXELS} pixels"
+            )
             continue
         budget -= width * height
         images.append(NamedImage(os.path.basename(name), files[name]))

@@ -25,9 +25,9 @@ PYTHON_IMAGE_PROCESSING_DESCRIPTION = (
     "--Read one source image (your choice) from the working-directory file list: {image_list}.\n"
     "--Perform any image processing with PIL, NumPy, or OpenCV. You cannot use matplotlib to show the image.\n"
     "--You **must** save** the transformed image as PNG to {processed_image_save_path} using the filename pattern "
-    "\"transformed_image_i.png\", where the counter **i starts at 0 and increments on each invocation** "
+    '"transformed_image_i.png", where the counter **i starts at 0 and increments on each invocation** '
     "so files are never overwritten. Example:\n"
-    "    img.save(f\"{processed_image_save_path}/transformed_image_{i}.png\", \"PNG\")\n"
+    '    img.save(f"{processed_image_save_path}/transformed_image_{i}.png", "PNG")\n'
 )
 
 PYTHON_IMAGE_PROCESSING = {
@@ -128,22 +128,31 @@ CALCULATOR = {
         "parameters": {
             "type": "object",
             "properties": {
-                "expression": {"type": "string", "description": "The expression to evaluate, e.g. \"2 * 3.14 * 5\"."}
+                "expression": {"type": "string", "description": 'The expression to evaluate, e.g. "2 * 3.14 * 5".'}
             },
             "required": ["expression"],
         },
     },
 }
 
-ALL_SCHEMAS = {s["function"]["name"]: s for s in (PYTHON_IMAGE_PROCESSING, PYTHON_INTERPRETER, WEB_SEARCH,
-                                                   BROWSER_GET_PAGE_TEXT, HISTORICAL_WEATHER, CALCULATOR)}
+ALL_SCHEMAS = {
+    s["function"]["name"]: s
+    for s in (
+        PYTHON_IMAGE_PROCESSING,
+        PYTHON_INTERPRETER,
+        WEB_SEARCH,
+        BROWSER_GET_PAGE_TEXT,
+        HISTORICAL_WEATHER,
+        CALCULATOR,
+    )
+}
 
 
 def python_image_processing_schema(image_list: list[str], save_path: str) -> dict[str, Any]:
     """The vision tool's schema for one turn: the files the code can read and where it must save."""
     schema = copy.deepcopy(PYTHON_IMAGE_PROCESSING)
     listing = ", ".join(image_list) if image_list else "(no images yet)"
-    schema["function"]["description"] = (
-        PYTHON_IMAGE_PROCESSING_DESCRIPTION.replace("{image_list}", listing).replace("{processed_image_save_path}", save_path)
+    schema["function"]["description"] = PYTHON_IMAGE_PROCESSING_DESCRIPTION.replace("{image_list}", listing).replace(
+        "{processed_image_save_path}", save_path
     )
     return schema

@@ -30,12 +30,36 @@ _COORDINATES = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*$")
 NEAREST_KM = 50.0  # coordinates match an archived place this close
 
 # WMO weather interpretation codes (Open-Meteo's ``weather_code``), grouped.
-_WMO = {0: "clear sky", 1: "mainly clear", 2: "partly cloudy", 3: "overcast", 45: "fog", 48: "depositing rime fog",
-        51: "light drizzle", 53: "drizzle", 55: "dense drizzle", 56: "freezing drizzle", 57: "freezing drizzle",
-        61: "light rain", 63: "rain", 65: "heavy rain", 66: "freezing rain", 67: "freezing rain", 71: "light snow",
-        73: "snow", 75: "heavy snow", 77: "snow grains", 80: "rain showers", 81: "rain showers",
-        82: "violent rain showers", 85: "snow showers", 86: "heavy snow showers", 95: "thunderstorm",
-        96: "thunderstorm with hail", 99: "thunderstorm with heavy hail"}
+_WMO = {
+    0: "clear sky",
+    1: "mainly clear",
+    2: "partly cloudy",
+    3: "overcast",
+    45: "fog",
+    48: "depositing rime fog",
+    51: "light drizzle",
+    53: "drizzle",
+    55: "dense drizzle",
+    56: "freezing drizzle",
+    57: "freezing drizzle",
+    61: "light rain",
+    63: "rain",
+    65: "heavy rain",
+    66: "freezing rain",
+    67: "freezing rain",
+    71: "light snow",
+    73: "snow",
+    75: "heavy snow",
+    77: "snow grains",
+    80: "rain showers",
+    81: "rain showers",
+    82: "violent rain showers",
+    85: "snow showers",
+    86: "heavy snow showers",
+    95: "thunderstorm",
+    96: "thunderstorm with hail",
+    99: "thunderstorm with heavy hail",
+}
 
 
 class WeatherUnavailable(LookupError):
@@ -129,17 +153,31 @@ class OpenMeteo:
             place = found[0]
             lat, lon = place["latitude"], place["longitude"]
             name = ", ".join(p for p in (place.get("name"), place.get("admin1"), place.get("country")) if p)
-        daily = self._get(self.archive_url, {
-            "latitude": lat, "longitude": lon, "start_date": date, "end_date": date, "timezone": "auto",
-            "daily": "temperature_2m_max,temperature_2m_min,precipitation_sum,wind_speed_10m_max,weather_code",
-        })["daily"]
+        daily = self._get(
+            self.archive_url,
+            {
+                "latitude": lat,
+                "longitude": lon,
+                "start_date": date,
+                "end_date": date,
+                "timezone": "auto",
+                "daily": "temperature_2m_max,temperature_2m_min,precipitation_sum,wind_speed_10m_max,weather_code",
+            },
+        )["daily"]
         if not daily.get("time") or daily["temperature_2m_max"][0] is None:
             raise WeatherUnavailable(f"Open-Meteo has no data for {name} on {date}")
         code = daily["weather_code"][0]
-        return {"location": name, "lat": lat, "lon": lon, "date": date,
-                "temperature_max_c": daily["temperature_2m_max"][0], "temperature_min_c": daily["temperature_2m_min"][0],
-                "precipitation_mm": daily["precipitation_sum"][0], "wind_speed_max_kmh": daily["wind_speed_10m_max"][0],
-                "conditions": _WMO.get(code, f"WMO code {code}")}
+        return {
+            "location": name,
+            "lat": lat,
+            "lon": lon,
+            "date": date,
+            "temperature_max_c": daily["temperature_2m_max"][0],
+            "temperature_min_c": daily["temperature_2m_min"][0],
+            "precipitation_mm": daily["precipitation_sum"][0],
+            "wind_speed_max_kmh": daily["wind_speed_10m_max"][0],
+            "conditions": _WMO.get(code, f"WMO code {code}"),
+        }
 
     def _get(self, url: str, params: Mapping[str, Any]) -> dict[str, Any]:
         with deadline_client(self.timeout_s) as client:  # a dripping server cannot hold the call past timeout_s
@@ -171,8 +209,11 @@ class HistoricalWeather(Tool):
             return ToolResult.failure("historical_weather: the location is empty")
         key = {"location": normalize_place(location) if not _COORDINATES.match(location) else location, "date": date}
         try:
-            record = (self.backend.lookup(location, date) if self.cache is None
-                      else self.cache.through("historical_weather", key, lambda: self.backend.lookup(location, date)))
+            record = (
+                self.backend.lookup(location, date)
+                if self.cache is None
+                else self.cache.through("historical_weather", key, lambda: self.backend.lookup(location, date))
+            )
         except (WeatherUnavailable, CacheMiss) as exc:
             return ToolResult.failure(f"historical_weather: {exc}")
         return ToolResult(text=json.dumps(record, ensure_ascii=False))

@@ -51,8 +51,9 @@ class WebSearch(Tool):
         if not 1 <= num <= 10:
             return ToolResult.failure(f"web_search: num_results must be between 1 and 10, got {num}")
         try:
-            results = _cached(self.cache, "web_search", {"query": query, "num_results": num},
-                              lambda: self.backend.search(query, num))
+            results = _cached(
+                self.cache, "web_search", {"query": query, "num_results": num}, lambda: self.backend.search(query, num)
+            )
         except (CacheMiss, RuntimeError, OSError, ValueError) as exc:
             return ToolResult.failure(f"web_search: {exc}")
         body = {"query": query, "results": results}
@@ -84,8 +85,13 @@ class BrowserGetPageText(Tool):
         if not 1 <= page_number <= pages:
             return ToolResult.failure(f"browser_get_page_text: {base_url} has {pages} page(s), not {page_number}")
         start = (page_number - 1) * self.page_chars
-        body = {"url": page["url"], "title": page.get("title", ""), "page": page_number, "pages": pages,
-                "text": text[start : start + self.page_chars]}
+        body = {
+            "url": page["url"],
+            "title": page.get("title", ""),
+            "page": page_number,
+            "pages": pages,
+            "text": text[start : start + self.page_chars],
+        }
         if page_number < pages:
             body["next_page"] = f"{base_url}#page={page_number + 1}"
         return ToolResult(text=json.dumps(body, ensure_ascii=False), meta={"chars": len(text)})

@@ -57,8 +57,10 @@ class LocalCorpus:
     def __init__(self, folders: Iterable[str | os.PathLike] = (DEFAULT_CORPUS,)):
         self._lock = threading.Lock()
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
-        self._db.execute("CREATE VIRTUAL TABLE docs USING fts5(url UNINDEXED, title, text, "
-                         "tokenize='porter unicode61 remove_diacritics 2')")
+        self._db.execute(
+            "CREATE VIRTUAL TABLE docs USING fts5(url UNINDEXED, title, text, "
+            "tokenize='porter unicode61 remove_diacritics 2')"
+        )
         self.folders = [str(f) for f in folders]
         for folder in self.folders:
             if os.path.isdir(folder):
@@ -83,7 +85,9 @@ class LocalCorpus:
         with self._lock:
             rows = self._db.execute(
                 "SELECT url, title, snippet(docs, 2, '', '', '…', 40) FROM docs WHERE docs MATCH ? "
-                "ORDER BY bm25(docs, 0.0, 3.0, 1.0) LIMIT ?", (match, num_results)).fetchall()
+                "ORDER BY bm25(docs, 0.0, 3.0, 1.0) LIMIT ?",
+                (match, num_results),
+            ).fetchall()
         return [{"title": title, "url": url, "snippet": snippet} for url, title, snippet in rows]
 
     def page(self, url: str) -> dict[str, str]:

@@ -38,14 +38,37 @@ DENIED_NETWORKS: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = tup
     ipaddress.ip_network(net)
     for net in (
         # IPv4 special-purpose ranges (RFC 6890 and successors)
-        "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-        "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
-        "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
         # IPv6: unspecified, loopback, IPv4-compatible (::/96) and IPv4-mapped, NAT64 (well-known and
         # local-use), discard, IETF protocol assignments (Teredo), documentation, 6to4, ULA,
         # link-local, site-local (deprecated, still routed by some stacks), multicast
-        "::/96", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/23",
-        "2001:db8::/32", "2002::/16", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
+        "::/96",
+        "::1/128",
+        "::ffff:0:0/96",
+        "64:ff9b::/96",
+        "64:ff9b:1::/48",
+        "100::/64",
+        "2001::/23",
+        "2001:db8::/32",
+        "2002::/16",
+        "fc00::/7",
+        "fe80::/10",
+        "fec0::/10",
+        "ff00::/8",
     )
 )
 
@@ -81,7 +104,9 @@ class _DeadlineStream(httpcore.NetworkStream):
     def close(self) -> None:
         self.stream.close()
 
-    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None) -> httpcore.NetworkStream:
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
         tls = self.stream.start_tls(ssl_context, server_hostname, self._timeout(timeout, httpcore.ConnectTimeout))
         return _DeadlineStream(tls, self.deadline)
 
@@ -93,15 +118,25 @@ class _DeadlineBackend(httpcore.NetworkBackend):
     def __init__(self, deadline: float) -> None:
         self.backend, self.deadline = httpcore.SyncBackend(), deadline
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise httpcore.ConnectTimeout("the fetch deadline passed")
         timeout = left if timeout is None else min(timeout, left)
-        return _DeadlineStream(self.backend.connect_tcp(host, port, timeout, local_address, socket_options), self.deadline)
+        return _DeadlineStream(
+            self.backend.connect_tcp(host, port, timeout, local_address, socket_options), self.deadline
+        )
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
         raise httpcore.ConnectError("unix sockets are not fetched")
 
     def sleep(self, seconds: float) -> None:
@@ -147,8 +182,12 @@ class PageFetcher:
                 if time.monotonic() >= deadline:
                     raise FetchRefused(f"fetching took longer than {self.timeout_s}s")
                 target, host, address = self._check(url)
-                request = client.build_request("GET", target, headers={"Host": host, "User-Agent": self.user_agent},
-                                               extensions={"sni_hostname": urlsplit(url).hostname})
+                request = client.build_request(
+                    "GET",
+                    target,
+                    headers={"Host": host, "User-Agent": self.user_agent},
+                    extensions={"sni_hostname": urlsplit(url).hostname},
+                )
                 response = client.send(request, stream=True)
                 try:
                     if response.is_redirect:
@@ -228,4 +267,6 @@ class SerpApiSearch:
             organic = response.json().get("organic_results", [])[:num_results]
         except (httpx.HTTPError, ValueError) as exc:
             raise RuntimeError(f"search provider failed: {type(exc).__name__}: {exc}") from None
-        return [{"title": r.get("title", ""), "url": r.get("link", ""), "snippet": r.get("snippet", "")} for r in organic]
+        return [
+            {"title": r.get("title", ""), "url": r.get("link", ""), "snippet": r.get("snippet", "")} for r in organic
+        ]
