@@ -184,9 +184,11 @@ def test_stream_mix_difficulty_and_bad_input():
 def test_harder_means_smaller_text():
     easy = generate_pair(2, 0, category="region_switch_qa", difficulty=0.0, twins=False, generator="v1")[0]
     hard = generate_pair(2, 0, category="region_switch_qa", difficulty=1.0, twins=False, generator="v1")[0]
-    px = lambda t: int(
-        json.loads(t.turns[0].tool_trajectory_raw)[0]["arguments"]["code"].split("zoom ")[1].split("x")[0]
-    )  # noqa: E731
+
+    def px(task):
+        code = json.loads(task.turns[0].tool_trajectory_raw)[0]["arguments"]["code"]
+        return int(code.split("zoom ")[1].split("x")[0])
+
     assert px(hard) >= px(easy)
 
 
