@@ -439,15 +439,23 @@ def test_attack_suite_as_unprivileged_user():
     assert passed and int(passed.group(1)) >= 12 and "failed" not in tail, tail  # the layer report test included
 
 
-def test_pixels_one_call_returns_are_capped(sandbox, monkeypatch):
-    from vtb_env.tools import ToolContext, python_tools
+def test_pixels_one_call_returns_are_capped_by_the_env(sandbox, monkeypatch):
+    from tests.support.env_tools import exact_reward, hermes, make_task
+    from vtb_env import env as env_module
+    from vtb_env.tools import python_tools
+    from vtb_env.tools.base import ToolRegistry
 
-    monkeypatch.setattr(python_tools, "MAX_PIXELS_PER_CALL", 3 * 400 * 300)
+    monkeypatch.setattr(env_module, "MAX_TOOL_PIXELS_PER_CALL", 3 * 400 * 300)
     tool = python_tools.PythonImageProcessing(sandbox)
+    env = env_module.VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([tool]), reward=exact_reward())
+    env.reset(seed=0)
     code = "from PIL import Image\nfor i in range(4):\n    Image.new('RGB', (400, 300), (i, 0, 0)).save(f'transformed_image_{i}.png')"
-    result = tool.run({"code": code}, ToolContext(task_id="t"))
-    assert [image.name for image in result.images] == [f"transformed_image_{i}.png" for i in range(3)]
-    assert "transformed_image_3.png: 400x300 is over" in result.text
+    obs, *_ = env.step(hermes("python_image_processing", code=code))
+    assert obs["image_names"][1:] == [f"transformed_image_{i}.png" for i in range(3)]
+    assert "transformed_image_3.png was not shown: the images of one call are capped" in obs["messages"][-2]["content"]
+    code = code.replace("range(4)", "range(3, 7)")  # the next call, new files: the budget is per call
+    obs, *_ = env.step(hermes("python_image_processing", code=code))
+    assert obs["image_names"][1:] == [f"transformed_image_{i}.png" for i in range(6)]
     alive(sandbox)
 
 

@@ -71,11 +71,58 @@ def test_opencv_and_numpy_saves(tools, context):
     assert np.asarray(result.images[0].open()).shape == (5, 7, 3)
 
 
-def test_decompression_bomb_output_is_refused(tools, context):
-    code = "from PIL import Image\nImage.new('1', (20000, 20000)).save('transformed_image_1.png')"
-    result = tools.call("python_image_processing", {"code": code}, context)
-    assert result.images == []
-    assert any("transformed_image_1.png" in s for s in json.loads(result.text)["skipped_files"])
+def test_decompression_bomb_output_is_refused_by_the_env_from_its_header(tools, monkeypatch):
+    from tests.support.env_tools import exact_reward, hermes, make_task
+    from vtb_env.env import ImageAsset, VisualToolBenchEnv
+
+    decoded = []
+    real_validated = ImageAsset.validated.__func__
+    monkeypatch.setattr(
+        ImageAsset,
+        "validated",
+        classmethod(lambda cls, name, data: decoded.append(name) or real_validated(cls, name, data)),
+    )
+    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=tools, reward=exact_reward())
+    env.reset(seed=0)
+    code = "from PIL import Image\nImage.new('1', (9000, 9000)).save('transformed_image_0.png')"  # 81 Mpx in ~10 KB
+    obs, *_ = env.step(hermes("python_image_processing", code=code))
+    assert obs["image_names"] == ["image_1.png"] and decoded == []  # refused from the header, never decoded
+    assert "transformed_image_0.png was not shown: the images of one call are capped" in obs["messages"][-1]["content"]
+    obs, *_ = env.step(
+        hermes("python_image_processing", code="from PIL import Image\nImage.new('RGB', (4, 4)).save('x.png')")
+    )
+    assert obs["image_names"] == ["image_1.png", "transformed_image_0.png"] and decoded == ["transformed_image_0.png"]
+
+
+def test_non_image_bytes_under_an_image_name_are_refused_by_the_env(tools):
+    from tests.support.env_tools import exact_reward, hermes, make_task
+    from vtb_env.env import VisualToolBenchEnv
+
+    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=tools, reward=exact_reward())
+    env.reset(seed=0)
+    obs, *_ = env.step(
+        hermes("python_image_processing", code="open('transformed_image_0.png', 'w').write('not a png')")
+    )
+    assert obs["image_names"] == ["image_1.png"]
+    assert "transformed_image_0.png was not shown: cannot read the image header" in obs["messages"][-1]["content"]
+
+
+def test_rendering_the_schema_starts_no_sandbox():
+    from tests.support.env_tools import exact_reward, make_task
+    from vtb_env.env import VisualToolBenchEnv
+    from vtb_env.sandbox import Sandbox
+    from vtb_env.tools.base import ToolRegistry
+    from vtb_env.tools.python_tools import PythonImageProcessing
+
+    with Sandbox(1) as sandbox:
+        env = VisualToolBenchEnv(
+            tasks=[make_task("a")], tools=ToolRegistry([PythonImageProcessing(sandbox)]), reward=exact_reward()
+        )
+        obs, _ = env.reset(seed=0)
+        assert "transformed image as PNG to ." in obs["tools"][0]["function"]["description"]
+        assert sandbox.started_slots == 0  # reset only renders: the first call starts a server
+        env.step('<tool_call>{"name": "python_image_processing", "arguments": {"code": "print(1)"}}</tool_call>')
+        assert sandbox.started_slots == 1
 
 
 def test_code_errors_are_results_with_traceback(tools, context):

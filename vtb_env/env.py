@@ -23,7 +23,7 @@ from vtb_env.render import render_ansi, render_html
 from vtb_env.reward import RewardFn, default_reward, score_episode
 from vtb_env.safe_text import clean_action, clean_parsed_action, clean_tool_result
 from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
-from vtb_env.tasks import ImageDecodeError, Task
+from vtb_env.tasks import ImageDecodeError, Task, image_size
 from vtb_env.tools import default_tools
 from vtb_env.tools.base import ToolContext, ToolRegistry, ToolResult
 from vtb_env.toolsets import ablate
@@ -33,7 +33,9 @@ logger = logging.getLogger(__name__)
 
 CAP_PROMPT = "You have reached the limit of {limit} tool {unit} for this {scope}. Tools are no longer available: reply now with your final answer."
 _TASK_IMAGE_CACHE_SIZE = 32
-MAX_TOOL_PIXELS_PER_EPISODE = 256_000_000  # four full-size (64 Mpx) tool images; more are refused with a note
+# Tool images are untrusted bytes; over these budgets they are refused with a note in the tool message.
+MAX_TOOL_PIXELS_PER_CALL = 64_000_000  # all images one call returns, together (one full-size image)
+MAX_TOOL_PIXELS_PER_EPISODE = 256_000_000  # four full-size tool images
 
 
 class VisualToolBenchEnv(gym.Env):
@@ -395,21 +397,26 @@ class VisualToolBenchEnv(gym.Env):
     def _ingest_images(
         self, episode: "_Episode", pending: "PendingStep", call: ToolCallRecord, result: ToolResult
     ) -> list[str]:
-        """Name the tool's images transformed_image_<i>.png in order, validate them; returns notes on rejected ones."""
-        notes = []
+        """Check, name and keep the tool's images; returns notes on the ones refused.
+
+        The env is the one place tool images are checked: the header first (the per-call and
+        per-episode pixel budgets, before any pixel is decoded), then one full decode. Kept images
+        are named ``transformed_image_<i>.png`` in the tool's order and stay encoded.
+        """
+        notes, call_pixels = [], 0
         for image in result.images:
             name = tool_image_name(episode.next_image_index)
             try:
-                asset = ImageAsset.validated(name, image.data)
+                width, height = image_size(image.data)
+                refusal = _pixel_budget_refusal(width * height, call_pixels, episode.tool_pixels)
+                if refusal is None:
+                    asset = ImageAsset.validated(name, image.data)
             except ImageDecodeError as exc:
-                notes.append(f"image {image.name} was not shown: {exc}")
+                refusal = str(exc)
+            if refusal is not None:
+                notes.append(f"image {image.name} was not shown: {refusal}")
                 continue
-            width, height = asset.pil.size  # header only: pixels stay encoded until an observation needs them
-            if episode.tool_pixels + width * height > MAX_TOOL_PIXELS_PER_EPISODE:
-                notes.append(
-                    f"image {image.name} was not shown: tool images of an episode are capped at {MAX_TOOL_PIXELS_PER_EPISODE} pixels"
-                )
-                continue
+            call_pixels += width * height
             episode.tool_pixels += width * height
             episode.next_image_index += 1
             if image.name != name:  # names stay unique per episode; say where the tool's file went
@@ -507,7 +514,7 @@ class _Episode:
     rounds_in_turn: int = 0
     awaiting_final: bool = False
     next_image_index: int = 0
-    tool_pixels: int = 0  # pixels of the tool images shown so far (bounded by MAX_TOOL_PIXELS_PER_EPISODE)
+    tool_pixels: int = 0  # pixels of the tool images kept so far (bounded by MAX_TOOL_PIXELS_PER_EPISODE)
     call_counter: int = 0
     call_ids: set[str] = field(default_factory=set)
     done: bool = False
@@ -539,6 +546,15 @@ def resolve_tasks(tasks: Any) -> tuple[Task, ...]:
     if len(set(ids)) != len(ids):
         raise ValueError("task ids must be unique")
     return loaded
+
+
+def _pixel_budget_refusal(pixels: int, call_pixels: int, episode_pixels: int) -> str | None:
+    """Why an image of ``pixels`` is over a budget, given the pixels already kept this call and episode."""
+    if call_pixels + pixels > MAX_TOOL_PIXELS_PER_CALL:
+        return f"the images of one call are capped at {MAX_TOOL_PIXELS_PER_CALL} pixels together"
+    if episode_pixels + pixels > MAX_TOOL_PIXELS_PER_EPISODE:
+        return f"tool images of an episode are capped at {MAX_TOOL_PIXELS_PER_EPISODE} pixels"
+    return None
 
 
 def _arguments_text(arguments: Any) -> str:

@@ -58,6 +58,15 @@ def yes_no(value: Any) -> bool:
     return str(value).strip().lower() in ("yes", "true", "y", "1")
 
 
+def image_size(data: bytes) -> tuple[int, int]:
+    """(width, height) from the header alone, without decoding pixels; raises ImageDecodeError."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return image.size
+    except Exception as exc:  # PIL raises many types for bad data
+        raise ImageDecodeError(f"cannot read the image header: {exc}") from exc
+
+
 def decode_image(data: bytes, *, max_pixels: int = MAX_IMAGE_PIXELS) -> Image.Image:
     """Decode image bytes fully, refusing bombs; raises ImageDecodeError with the reason."""
     try:

@@ -268,6 +268,11 @@ class Sandbox:
         return self
 
     @property
+    def started_slots(self) -> int:
+        """How many slots have a server running now (slots start on first use or with ``start``)."""
+        return sum(slot.process is not None for slot in self._slots)
+
+    @property
     def layers(self) -> list[str]:
         """The isolation layers active in the slots (starts one slot if none is running)."""
         return list(self._info()["layers"])
@@ -276,11 +281,6 @@ class Sandbox:
     def notes(self) -> list[str]:
         """Why a layer is missing or degraded on this host."""
         return list(self._info()["notes"])
-
-    @property
-    def work_dir(self) -> str:
-        """The work dir as the code sees it (the same path in every slot when a private tmpfs is available)."""
-        return self._info()["work_dir"]
 
     def _info(self) -> dict:
         """What a started slot reported; never waits behind running calls once one slot has started."""

@@ -2,31 +2,30 @@
 
 The vision tool's work dir holds exactly the images of the ToolContext (``image_<k>.png``,
 ``transformed_image_<i>.png``); every ``transformed_image_<i>.png`` the code writes (new or
-overwritten) comes back as an image in index order, then any other image file it wrote. Returned
-images are checked from their headers only (the environment decodes what it shows, once): each
-under the project's pixel cap, and together at most ``MAX_PIXELS_PER_CALL``.
+overwritten) comes back as an image in index order, then any other image file it wrote. The tool
+returns the files' raw bytes: the environment alone checks, names and decodes tool images
+(``VisualToolBenchEnv._ingest_images``).
 """
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from typing import Any, Mapping
 
-from PIL import Image
-
 from vtb_env.image_names import TOOL_IMAGE_NAME
 from vtb_env.sandbox import ExecResult, Sandbox, SandboxError, shared_sandbox
 from vtb_env.sandbox.limits import capped_listing
-from vtb_env.tasks import MAX_IMAGE_PIXELS
 from vtb_env.tools.base import NamedImage, Tool, ToolContext, ToolResult
 from vtb_env.tools.schemas import PYTHON_IMAGE_PROCESSING, PYTHON_INTERPRETER, python_image_processing_schema
 from vtb_env.toolsets import VISION_TOOL
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 MAX_TEXT_CHARS = 10_000  # stdout/stderr shown to the model, per stream
-MAX_PIXELS_PER_CALL = 64_000_000  # all images one call returns, together (one full-size image)
+# The code runs in its work dir: a private tmpfs at one fixed path, or a host-disk directory where
+# no private mount is possible. The relative path is true on every host and in every slot, so the
+# schema is a constant and rendering it starts no sandbox.
+WORK_DIR_FOR_CODE = "."
 
 
 class _SandboxedPython(Tool):
@@ -87,18 +86,16 @@ class PythonImageProcessing(_SandboxedPython):
     profile = "image"
 
     def schema_for(self, context: ToolContext) -> dict[str, Any]:
-        return python_image_processing_schema([image.name for image in context.images], self.sandbox.work_dir)
+        return python_image_processing_schema([image.name for image in context.images], WORK_DIR_FOR_CODE)
 
     def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         files = {image.name: image.data for image in context.images}
         result = self._execute(arguments["code"], files, collect=True)
         if isinstance(result, ToolResult):
             return result
-        images, problems = _returned_images(result.files)
+        images = _returned_images(result.files)
         body, error = self._report(
-            result,
-            images=[image.name for image in images],
-            skipped_files=capped_listing(problems + result.skipped_files),
+            result, images=[image.name for image in images], skipped_files=capped_listing(result.skipped_files)
         )
         if error is None and not images:
             body["note"] = "no image was saved; save results as transformed_image_<i>.png to get them back"
@@ -106,33 +103,15 @@ class PythonImageProcessing(_SandboxedPython):
         return ToolResult(text=json.dumps(body), images=images, error=error, meta=meta)
 
 
-def _returned_images(files: Mapping[str, bytes]) -> tuple[list[NamedImage], list[str]]:
-    """Transformed images in index order, then other image files by name, while the call's pixel budget lasts."""
+def _returned_images(files: Mapping[str, bytes]) -> list[NamedImage]:
+    """The image files the code wrote: transformed images in index order, then the others by name."""
 
     def order(name: str) -> tuple[int, int, str]:
         match = TOOL_IMAGE_NAME.fullmatch(name)
         return (0, int(match.group(1)), name) if match else (1, 0, name)
 
-    images, problems, budget = [], [], MAX_PIXELS_PER_CALL
-    for name in sorted(files, key=order):
-        if not name.lower().endswith(IMAGE_SUFFIXES):
-            continue
-        try:
-            with Image.open(io.BytesIO(files[name])) as probe:  # attacker-controlled bytes: header only
-                width, height = probe.size
-        except Exception as exc:  # PIL raises many types for bad data
-            problems.append(f"{name}: not a readable image ({type(exc).__name__}: {exc})")
-            continue
-        if width * height > min(budget, MAX_IMAGE_PIXELS):
-            problems.append(
-                f"{name}: {width}x{height} is over the {MAX_PIXELS_PER_CALL} pixels one call may return"
-                if width * height <= MAX_IMAGE_PIXELS
-                else f"{name}: {width}x{height} exceeds {MAX_IMAGE_PIXELS} pixels"
-            )
-            continue
-        budget -= width * height
-        images.append(NamedImage(os.path.basename(name), files[name]))
-    return images, problems
+    names = sorted((name for name in files if name.lower().endswith(IMAGE_SUFFIXES)), key=order)
+    return [NamedImage(os.path.basename(name), files[name]) for name in names]
 
 
 def _clip(text: str, truncated: bool) -> str:
