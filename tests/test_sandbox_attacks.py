@@ -444,7 +444,10 @@ def test_pixels_one_call_returns_are_capped(sandbox, monkeypatch):
 
     monkeypatch.setattr(python_tools, "MAX_PIXELS_PER_CALL", 3 * 400 * 300)
     tool = python_tools.PythonImageProcessing(sandbox)
-    code = "from PIL import Image\nfor i in range(4):\n    Image.new('RGB', (400, 300), (i, 0, 0)).save(f'transformed_image_{i}.png')"
+    code = (
+        "from PIL import Image\nfor i in range(4):\n"
+        "    Image.new('RGB', (400, 300), (i, 0, 0)).save(f'transformed_image_{i}.png')"
+    )
     result = tool.run({"code": code}, ToolContext(task_id="t"))
     assert [image.name for image in result.images] == [f"transformed_image_{i}.png" for i in range(3)]
     assert "transformed_image_3.png: 400x300 is over" in result.text
