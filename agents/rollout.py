@@ -207,7 +207,8 @@ class ChatRenderer:
         tools: Sequence[dict[str, Any]],
         images: Sequence[Image.Image] = (),
     ) -> list[int]:
-        """Tokens the template adds from ``before`` (ending with the policy's message) to ``after`` + generation prompt.
+        """Tokens the template adds going from ``before`` (ending with the policy's message) to ``after`` +
+        generation prompt.
 
         ``images`` are the images of the added messages (a VLM policy's placeholders are expanded with them).
         """

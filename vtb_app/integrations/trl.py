@@ -147,10 +147,8 @@ class VTBEnvironment:
         return [{"type": "text", "text": text}, *({"type": "image", "image": image.convert("RGB")} for image in images)]
 
     def _answer(self, text: str) -> float:
-        """Give the final answer (the completion's last assistant text) and return the env's reward.
-
-        Private: every public method is a tool for TRL.
-        """
+        """Give the final answer (the completion's last assistant text) and return the env's reward (private:
+        every public method is a tool for TRL)."""
         if not self._done:
             observation, reward, terminated, truncated, info = self.env.step(text)
             if not (terminated or truncated):  # an unfinished tool call in the answer: score as it stands
