@@ -187,7 +187,8 @@ class OpenAIChatAgent(BaseAgent):
                 if limit is not None:
                     self.record(CallRecord(latency_s=time.perf_counter() - start, attempts=attempts, error=problem))
                     raise TooManyImagesError(
-                        f"{self.name}: the server accepts at most {limit or '?'} image(s) per prompt and this dialogue has "
+                        f"{self.name}: the server accepts at most {limit or '?'} image(s) per prompt "
+                        "and this dialogue has "
                         f"{len(observation.get('images') or ())}; raise vLLM's --limit-mm-per-prompt or set the env's "
                         f"max_dialogue_images (server said: {problem})",
                         limit or None,

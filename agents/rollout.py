@@ -190,8 +190,8 @@ class ChatRenderer:
         placeholders = text.count(self.processor.image_token)
         if placeholders != len(images):
             raise ValueError(
-                f"the rendered text has {placeholders} image placeholders ({self.processor.image_token!r}) but {len(images)} images "
-                f"arrived with it"
+                f"the rendered text has {placeholders} image placeholders ({self.processor.image_token!r}) "
+                f"but {len(images)} images arrived with it"
             )
         if not images:
             return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -207,7 +207,8 @@ class ChatRenderer:
         tools: Sequence[dict[str, Any]],
         images: Sequence[Image.Image] = (),
     ) -> list[int]:
-        """Tokens the template adds going from ``before`` (ending with the policy's message) to ``after`` + generation prompt.
+        """Tokens the template adds going from ``before`` (ending with the policy's message) to ``after`` +
+        generation prompt.
 
         ``images`` are the images of the added messages (a VLM policy's placeholders are expanded with them).
         """
@@ -215,7 +216,8 @@ class ChatRenderer:
         full = self.text(after, tools, add_generation_prompt=True)
         if not full.startswith(head):
             raise ValueError(
-                "the chat template is not prefix-preserving: appending messages rewrote earlier text, so env tokens cannot be isolated"
+                "the chat template is not prefix-preserving: appending messages rewrote earlier text, "
+                "so env tokens cannot be isolated"
             )
         return self.encode(full[len(head) :], images)
 

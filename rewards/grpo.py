@@ -96,8 +96,9 @@ def compute_score(
 ) -> dict[str, float]:
     """verl custom reward: ``ground_truth`` is the task (``Task.to_dict()``, as a dict or JSON string).
 
-    ``extra_info`` may give ``turn_index``; other keywords newer verl versions pass are ignored. Returns ``{"score": reward, **components}``; the judge
-    comes from the ``VTB_JUDGE_*`` variables (see ``vtb_rewards.judge.factory``).
+    ``extra_info`` may give ``turn_index``; other keywords newer verl versions pass are ignored. Returns
+    ``{"score": reward, **components}``; the judge comes from the ``VTB_JUDGE_*`` variables (see
+    ``vtb_rewards.judge.factory``).
     """
     global _VERL_REWARD
     if _VERL_REWARD is None:

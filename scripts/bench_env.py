@@ -29,7 +29,10 @@ from vtb_env.tasks import ImageRef, Task, Turn  # noqa: E402
 from vtb_env.tools.base import NamedImage, Tool, ToolContext, ToolRegistry, ToolResult  # noqa: E402
 
 CALL = '<tool_call>{"name": "calculator", "arguments": {"expression": "13 + 3"}}</tool_call>'
-IMAGE_CALL = '<tool_call>{"name": "python_image_processing", "arguments": {"code": "img.crop((0, 0, 10, 10)).save(\'transformed_image_0.png\')"}}</tool_call>'
+IMAGE_CALL = (
+    '<tool_call>{"name": "python_image_processing", '
+    '"arguments": {"code": "img.crop((0, 0, 10, 10)).save(\'transformed_image_0.png\')"}}</tool_call>'
+)
 
 
 def photo_like(width: int = 2000, height: int = 1500, seed: int = 0) -> Image.Image:
@@ -112,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     raw_png = timed(lambda: encode(image, "PNG"), 5)
     raw_jpeg = timed(lambda: encode(image, "JPEG", quality=85), 20)
     print(
-        f"raw work: json.loads p50 {raw_json[0] * 1e6:.1f} us | PNG encode 2000x1500 p50 {raw_png[0] * 1e3:.1f} ms | JPEG q85 encode p50 "
-        f"{raw_jpeg[0] * 1e3:.1f} ms"
+        f"raw work: json.loads p50 {raw_json[0] * 1e6:.1f} us | PNG encode 2000x1500 p50 {raw_png[0] * 1e3:.1f} ms | "
+        f"JPEG q85 encode p50 {raw_jpeg[0] * 1e3:.1f} ms"
     )
     print(f"image: 2000x1500, PNG {len(png) / 1e6:.1f} MB")
     print(f"{'case':<28}{'p50':>12}{'p99':>12}{'p50 / raw':>14}  raw")
@@ -121,12 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     for preset in ("default", "official"):
         text = env_overheads(preset, CALL, tools, task, args.steps)
         print(
-            f"{preset + ' text step':<28}{text[0] * 1e6:>10.0f}us{text[1] * 1e6:>10.0f}us{text[0] / raw_json[0]:>13.0f}x  json.loads"
+            f"{preset + ' text step':<28}{text[0] * 1e6:>10.0f}us{text[1] * 1e6:>10.0f}us"
+            f"{text[0] / raw_json[0]:>13.0f}x  json.loads"
         )
         img = env_overheads(preset, IMAGE_CALL, tools, task, image_steps, steps_per_episode=5)
         print(
-            f"{preset + ' 2000x1500 image step':<28}{img[0] * 1e3:>10.1f}ms{img[1] * 1e3:>10.1f}ms{img[0] / raw_jpeg[0]:>13.2f}x  JPEG q85 encode "
-            f"({img[0] / raw_png[0]:.3f}x PNG encode)"
+            f"{preset + ' 2000x1500 image step':<28}{img[0] * 1e3:>10.1f}ms{img[1] * 1e3:>10.1f}ms"
+            f"{img[0] / raw_jpeg[0]:>13.2f}x  JPEG q85 encode ({img[0] / raw_png[0]:.3f}x PNG encode)"
         )
     return 0
 

@@ -161,7 +161,8 @@ def main() -> None:
 
     print(f"1. requests/s against a server with {args.latency:.2f} s latency (ideal = concurrency / latency)")
     print(
-        f"{'concurrency':>11} {'requests':>9} {'ideal':>8} {'vtb eval req/s':>15} {'ratio':>6} {'agent only req/s':>17} {'ratio':>6}"
+        f"{'concurrency':>11} {'requests':>9} {'ideal':>8} {'vtb eval req/s':>15} {'ratio':>6} "
+        f"{'agent only req/s':>17} {'ratio':>6}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for concurrency in args.concurrency:
@@ -169,7 +170,8 @@ def main() -> None:
             alone = agent_requests_per_second(args.latency, concurrency, args.requests_per_slot)
             ideal = concurrency / args.latency
             print(
-                f"{concurrency:>11} {n:>9} {ideal:>8.1f} {rate:>15.1f} {rate / ideal:>6.2f} {alone:>17.1f} {alone / ideal:>6.2f}",
+                f"{concurrency:>11} {n:>9} {ideal:>8.1f} {rate:>15.1f} {rate / ideal:>6.2f} "
+                f"{alone:>17.1f} {alone / ideal:>6.2f}",
                 flush=True,
             )
 
@@ -186,8 +188,8 @@ def main() -> None:
         ]
     }
     print(
-        f"\n2. client CPU per request, 4 photos of 12 megapixels ({sum(len(u) for u in urls) / 4 / 1e6:.1f} MB data URLs each), "
-        f"{args.cpu_requests} requests of one episode"
+        f"\n2. client CPU per request, 4 photos of 12 megapixels "
+        f"({sum(len(u) for u in urls) / 4 / 1e6:.1f} MB data URLs each), {args.cpu_requests} requests of one episode"
     )
     print(f"{'image policy':<28} {'before (ms)':>12} {'after (ms)':>11} {'speed-up':>9}")
     for label, policy in (

@@ -142,7 +142,8 @@ def main() -> None:
     started = time.perf_counter()
     info = generate(path, args.rows)
     print(
-        f"generated {info['rows']} rows, {info['images']} images, {info['file_mb']} MB in {time.perf_counter() - started:.1f}s: {path}"
+        f"generated {info['rows']} rows, {info['images']} images, {info['file_mb']} MB "
+        f"in {time.perf_counter() - started:.1f}s: {path}"
     )
     with path.open("rb") as handle:  # warm the page cache so neither phase pays the first disk read
         while handle.read(1 << 24):
@@ -150,12 +151,14 @@ def main() -> None:
     results = {name: run_phase(name, path) for name in ("stream", "baseline")}
     for name, r in results.items():
         print(
-            f"{name:<9} {r['seconds']:7.2f}s  {r['rows'] / r['seconds']:7.1f} rows/s  {r['images'] / r['seconds']:7.1f} images/s  "
+            f"{name:<9} {r['seconds']:7.2f}s  {r['rows'] / r['seconds']:7.1f} rows/s  "
+            f"{r['images'] / r['seconds']:7.1f} images/s  "
             f"peak RSS {r['peak_rss_mb']:7.0f} MB (after imports {r['rss_after_imports_mb']:.0f} MB)"
         )
     stream, base = results["stream"], results["baseline"]
     print(
-        f"stream/baseline: time x{stream['seconds'] / base['seconds']:.2f}, peak RSS x{stream['peak_rss_mb'] / base['peak_rss_mb']:.2f}"
+        f"stream/baseline: time x{stream['seconds'] / base['seconds']:.2f}, "
+        f"peak RSS x{stream['peak_rss_mb'] / base['peak_rss_mb']:.2f}"
     )
     if not args.keep:
         path.unlink()

@@ -83,10 +83,12 @@ def main() -> None:
     tasks = load_tasks("demo", limit=args.tasks)
     episodes = len(tasks) * args.samples
     print(
-        f"{episodes} episodes (OCR baseline, demo tasks, exact judge); {len(available)} cores available; load average {os.getloadavg()[0]:.1f}"
+        f"{episodes} episodes (OCR baseline, demo tasks, exact judge); {len(available)} cores available; "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
     print(
-        f"{'cores':>5} {'threads s':>10} {'ep/s':>6} {'ray start s':>11} {'ray s':>7} {'ep/s':>6} {'ray/threads':>11} {'overhead/ep s':>13} same"
+        f"{'cores':>5} {'threads s':>10} {'ep/s':>6} {'ray start s':>11} {'ray s':>7} {'ep/s':>6} "
+        f"{'ray/threads':>11} {'overhead/ep s':>13} same"
     )
     with tempfile.TemporaryDirectory(prefix="vtb-bench-ray-") as scratch:
         for cores in levels:
@@ -98,7 +100,8 @@ def main() -> None:
             )
             same = outcomes(root / "threads") == outcomes(root / "ray")
             print(
-                f"{cores:>5} {threads_s:>10.2f} {episodes / threads_s:>6.2f} {ray_start_s:>11.2f} {ray_s:>7.2f} {episodes / ray_s:>6.2f} "
+                f"{cores:>5} {threads_s:>10.2f} {episodes / threads_s:>6.2f} {ray_start_s:>11.2f} {ray_s:>7.2f} "
+                f"{episodes / ray_s:>6.2f} "
                 f"{ray_s / threads_s:>11.2f} {(ray_s - threads_s) / episodes:>13.3f} {same}"
             )
     os.sched_setaffinity(0, available)

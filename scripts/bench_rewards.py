@@ -89,21 +89,24 @@ def main() -> None:
             rate, requests, errors = throughput(server, concurrency, n)
             baseline = baseline or rate
             print(
-                f"  concurrency {concurrency:>2}: {rate:7.1f} rubrics/s  ({n} rubrics, {requests} answered, {errors} judge errors; "
+                f"  concurrency {concurrency:>2}: {rate:7.1f} rubrics/s  "
+                f"({n} rubrics, {requests} answered, {errors} judge errors; "
                 f"x{rate / baseline:.1f} vs concurrency 1, ideal x{concurrency})"
             )
         cache = VerdictCache(Path(tmp) / "verdicts.sqlite")
         throughput(server, 32, 512, cache, tag="cached")
         rate, requests, _ = throughput(server, 32, 512, cache, tag="cached")
         print(
-            f"  cache hits   : {rate:7.0f} rubrics/s  ({requests} requests for 512 rubrics, x{rate / baseline:.0f} vs concurrency 1)"
+            f"  cache hits   : {rate:7.0f} rubrics/s  "
+            f"({requests} requests for 512 rubrics, x{rate / baseline:.0f} vs concurrency 1)"
         )
 
         backend = OpenAIChatBackend("bench-judge", server.base_url, max_concurrency=8, retries=0)
         exact = reward_overhead_us(EpisodeReward(judge=Judge(backend=None)), args.episodes)
         cached = reward_overhead_us(EpisodeReward(judge=Judge(backend, cache=cache)), args.episodes)
         print(
-            f"reward overhead per episode (7 rubrics, 5 tool calls): exact checks {exact:.0f} us; with cached LLM verdicts {cached:.0f} us"
+            f"reward overhead per episode (7 rubrics, 5 tool calls): exact checks {exact:.0f} us; "
+            f"with cached LLM verdicts {cached:.0f} us"
         )
 
 

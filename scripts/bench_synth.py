@@ -38,7 +38,8 @@ def main() -> None:
         made = generate(args.n, args.seed, difficulty=args.difficulty, generator=generator)
         speed[generator] = len(made) / (time.perf_counter() - start)
         print(
-            f"generation {generator}: {len(made)} tasks = {speed[generator]:.1f} tasks/s (one core, difficulty {args.difficulty})"
+            f"generation {generator}: {len(made)} tasks = {speed[generator]:.1f} tasks/s "
+            f"(one core, difficulty {args.difficulty})"
         )
         if generator == args.generator:
             tasks = made

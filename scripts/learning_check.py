@@ -248,8 +248,9 @@ def _grpo_args(train_grpo: Any, args: argparse.Namespace, policy: Path, output_d
 def _print_eval(title: str, figures: dict[str, dict[str, float]]) -> None:
     for mode, m in figures.items():
         print(
-            f"{title} ({mode}): MCC {m['mcc']:+.3f}  mode reward {m['mode_reward']:.3f}  tool-call success {m['tool_call_success']:.3f}  "
-            f"reward {m['reward']:.4f}  tool use {m['tool_use']:.2f}  TP/FN/TN/FP {m['TP']}/{m['FN']}/{m['TN']}/{m['FP']}",
+            f"{title} ({mode}): MCC {m['mcc']:+.3f}  mode reward {m['mode_reward']:.3f}  "
+            f"tool-call success {m['tool_call_success']:.3f}  reward {m['reward']:.4f}  tool use {m['tool_use']:.2f}  "
+            f"TP/FN/TN/FP {m['TP']}/{m['FN']}/{m['TN']}/{m['FP']}",
             flush=True,
         )
 
@@ -258,7 +259,8 @@ def print_curve(curve: Sequence[dict[str, float]]) -> None:
     print("step  reward  mode_reward  tool_use  batch_MCC  MCC_last_5_steps")
     for p in curve:
         print(
-            f"{p['step']:4d}  {p['reward']:.4f}  {p['mode_reward']:.3f}        {p['tool_use']:.2f}      {p['mcc']:+.3f}     {p['mcc_window']:+.3f}"
+            f"{p['step']:4d}  {p['reward']:.4f}  {p['mode_reward']:.3f}        {p['tool_use']:.2f}      "
+            f"{p['mcc']:+.3f}     {p['mcc_window']:+.3f}"
         )
 
 
@@ -312,8 +314,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     for mode in result["after"]:
         b, a = result["before"][mode], result["after"][mode]
         print(
-            f"held-out {mode}: MCC {b['mcc']:+.3f} -> {a['mcc']:+.3f}; mode reward {b['mode_reward']:.3f} -> {a['mode_reward']:.3f}; "
-            f"tool-call success {b['tool_call_success']:.3f} -> {a['tool_call_success']:.3f}; reward {b['reward']:.4f} -> {a['reward']:.4f}"
+            f"held-out {mode}: MCC {b['mcc']:+.3f} -> {a['mcc']:+.3f}; "
+            f"mode reward {b['mode_reward']:.3f} -> {a['mode_reward']:.3f}; "
+            f"tool-call success {b['tool_call_success']:.3f} -> {a['tool_call_success']:.3f}; "
+            f"reward {b['reward']:.4f} -> {a['reward']:.4f}"
         )
     print(f"training {result['train_seconds']:.0f} s; total {result['total_seconds']:.0f} s")
     if args.plot:

@@ -115,7 +115,10 @@ def test_real_vision_tool_writing_an_invalid_utf8_file_name():
         tasks=[make_task("a")], tools=ToolRegistry([PythonImageProcessing()]), reward=exact_reward()
     )
     env.reset(seed=0)
-    code = "import os\nfrom PIL import Image\nImage.open('image_1.png').save(os.fsdecode(b'\\xff.png'), format='PNG')\nprint(os.fsdecode(b'\\xfe'))"
+    code = (
+        "import os\nfrom PIL import Image\nImage.open('image_1.png').save(os.fsdecode(b'\\xff.png'), format='PNG')\n"
+        "print(os.fsdecode(b'\\xfe'))"
+    )
     observation, *_, info = env.step(hermes("python_image_processing", code=code))
     emitted_text(observation, info)
     call = info["record"].tool_calls[0]

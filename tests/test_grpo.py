@@ -282,7 +282,8 @@ def test_tools_flag_takes_a_comma_list_and_refuses_unknown_names():
 
 
 def test_round_sync_keeps_generation_calls_equal_across_processes(policy_path, tasks, tools):
-    """Another process still has 3 live episodes for 6 rounds: this one keeps generating (padded) until it is done too."""
+    """Another process still has 3 live episodes for 6 rounds: this one keeps generating (padded) until it is done
+    too."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(policy_path)
@@ -305,7 +306,8 @@ def test_round_sync_keeps_generation_calls_equal_across_processes(policy_path, t
     assert all(e.record is not None and e.policy_steps <= 6 for e in episodes)
 
 
-# TRL parses tool calls with the tokenizer's response template; the test model's Llama-3-style template writes hermes calls.
+# TRL parses tool calls with the tokenizer's response template; the test model's Llama-3-style template writes
+# hermes calls.
 TEST_MODEL_RESPONSE_TEMPLATE = {
     "defaults": {"role": "assistant"},
     "start_anchor": "<|start_header_id|>assistant<|end_header_id|>\n\n",

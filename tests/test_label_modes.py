@@ -77,7 +77,8 @@ def test_label_modes_then_eval_and_report_use_the_labels(tmp_path, capsys):
         "menu-1": True,
         "menu-2": False,
     }
-    # The env's mode reward used the same labels: menu-0 TN, menu-1 TP, menu-2 TN (the model's label, not its built-in one).
+    # The env's mode reward used the same labels: menu-0 TN, menu-1 TP, menu-2 TN (the model's label, not its
+    # built-in one).
     assert {tid: r["reward_components"]["mode"] for tid, r in records.items()} == {
         "menu-0": 1.0,
         "menu-1": 1.0,

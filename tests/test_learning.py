@@ -73,7 +73,8 @@ def test_grpo_teaches_mode_selection_on_held_out_twins(tmp_path):
     before, after = result["before"]["sampled"], result["after"]["sampled"]
     print(
         f"\nheld-out MCC {before['mcc']:+.3f} -> {after['mcc']:+.3f}, mode reward {before['mode_reward']:.3f} -> "
-        f"{after['mode_reward']:.3f}, reward {before['reward']:.4f} -> {after['reward']:.4f} in {result['total_seconds']:.0f} s"
+        f"{after['mode_reward']:.3f}, reward {before['reward']:.4f} -> {after['reward']:.4f} "
+        f"in {result['total_seconds']:.0f} s"
     )
     assert len(result["curve"]) == 12
     assert before["mcc"] <= 0.4, before  # a fair coin on every input (32 tasks: MCC noise ~0.2)

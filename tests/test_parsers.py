@@ -32,7 +32,8 @@ def _names_args(action):
     [
         (
             '<tool_call>{"name": "calculator", "arguments": {"expression": "2+2"}}</tool_call>\n'
-            '<tool_call>{"name": "web_search", "arguments": {"query": "Rio 2016 badminton", "num_results": 3}}</tool_call>',
+            '<tool_call>{"name": "web_search", '
+            '"arguments": {"query": "Rio 2016 badminton", "num_results": 3}}</tool_call>',
             "hermes",
         ),
         (
@@ -52,11 +53,13 @@ def _names_args(action):
         ),
         ('[calculator(expression="2+2"), web_search(query="Rio 2016 badminton", num_results=3)]', "pythonic"),
         (
-            '<|python_start|>[calculator(expression="2+2"), web_search(query="Rio 2016 badminton", num_results=3)]<|python_end|>',
+            '<|python_start|>[calculator(expression="2+2"), '
+            'web_search(query="Rio 2016 badminton", num_results=3)]<|python_end|>',
             "pythonic",
         ),
         (
-            '<function=calculator>{"expression": "2+2"}</function><function=web_search>{"query": "Rio 2016 badminton", "num_results": 3}</function>',
+            '<function=calculator>{"expression": "2+2"}</function>'
+            '<function=web_search>{"query": "Rio 2016 badminton", "num_results": 3}</function>',
             "function_tag",
         ),
         (

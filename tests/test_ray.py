@@ -37,7 +37,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def cluster():
-    """Head + one worker node; their processes inherit PYTHONPATH, so actors import this checkout (and tests.support)."""
+    """Head + one worker node; their processes inherit PYTHONPATH, so actors import this checkout (and
+    tests.support)."""
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     keep_token_off_home()
     temp = tempfile.mkdtemp(prefix="vtbray-", dir="/tmp")

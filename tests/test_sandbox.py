@@ -59,7 +59,8 @@ def test_ordinary_python_works(sandbox):
         "import numpy as np, cv2\nfrom PIL import Image\n"
         "class P:\n    def __init__(self, v): self.v = v\n"
         "print(sum(P(i).v for i in range(4)), round(2.5), isinstance(1, int), np.arange(3).sum(), cv2.__name__)\n"
-        "import json, email.mime.text, tempfile\nprint(tempfile.mkstemp()[1].startswith(os.getcwd()) if False else 'ok')"
+        "import json, email.mime.text, tempfile\n"
+        "print(tempfile.mkstemp()[1].startswith(os.getcwd()) if False else 'ok')"
     )
     result = sandbox.run(code)
     assert result.exit_code == 0, result.stderr

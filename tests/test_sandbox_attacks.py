@@ -449,11 +449,15 @@ def test_pixels_one_call_returns_are_capped_by_the_env(sandbox, monkeypatch):
     tool = python_tools.PythonImageProcessing(sandbox)
     env = env_module.VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([tool]), reward=exact_reward())
     env.reset(seed=0)
-    code = "from PIL import Image\nfor i in range(4):\n    Image.new('RGB', (400, 300), (i, 0, 0)).save(f'transformed_image_{i}.png')"
+    code = (
+        "from PIL import Image\nfor i in range(4):\n"
+        "    Image.new('RGB', (400, 300), (i, 0, 0)).save(f'transformed_image_{i}.png')"
+    )
     obs, *_ = env.step(hermes("python_image_processing", code=code))
     assert obs["image_names"][1:] == [f"transformed_image_{i}.png" for i in range(3)]
-    assert "transformed_image_3.png was not shown: the images of one call are capped" in obs["messages"][-2]["content"]
-    code = code.replace("range(4)", "range(3, 7)")  # the next call, new files: the budget is per call
+    refused = "transformed_image_3.png was not shown: the images of one call are capped"
+    assert refused in obs["messages"][-2]["content"]
+    code = code.replace("range(4)", "range(3, 7)")  # the next call writes new files: the budget is per call
     obs, *_ = env.step(hermes("python_image_processing", code=code))
     assert obs["image_names"][1:] == [f"transformed_image_{i}.png" for i in range(6)]
     alive(sandbox)

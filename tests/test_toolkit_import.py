@@ -210,7 +210,8 @@ def test_the_toolkits_judge_failure_placeholder_imports_as_judge_error(tmp_path,
     data = write_menu_tasks(tmp_path / "data", n=4)
     responses, judged = write_toolkit_output(tmp_path)
     rows = json.loads(judged.read_text())
-    placeholder = '{"explanation": "Failed to get judge result", "judge_result": "Not Met"}'  # run_judge_*_turn.py after its retries
+    # what run_judge_*_turn.py writes after its retries
+    placeholder = '{"explanation": "Failed to get judge result", "judge_result": "Not Met"}'
     rows[0]["judge_result"][1]["judge_result"] = placeholder
     judged.write_text(json.dumps(rows))
     run = tmp_path / "imported"

@@ -356,7 +356,9 @@ def test_nat64_address_is_refused_before_connecting(raw_server):
         hits.append(path)
         target = {"/": "http://[64:ff9b::7f00:1]:{port}/", "/mapped": "http://[::ffff:127.0.0.1]:{port}/"}[path]
         conn.sendall(
-            f"HTTP/1.1 302 Found\r\nLocation: {target.format(port=raw_server.port)}\r\nContent-Length: 0\r\n\r\n".encode()
+            (
+                f"HTTP/1.1 302 Found\r\nLocation: {target.format(port=raw_server.port)}\r\nContent-Length: 0\r\n\r\n"
+            ).encode()
         )
 
     raw_server.handler = handler

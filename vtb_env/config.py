@@ -3,13 +3,23 @@
 ``EnvConfig.preset("default")`` is the corrected protocol; ``EnvConfig.preset("official")``
 reproduces the public toolkit's deliberate rules. Every field on which they differ:
 
-| field | default | official | why |
-|---|---|---|---|
-| ``cap_unit`` | ``"calls"`` | ``"rounds"`` | the paper caps tool *calls*; the toolkit counts rounds of parallel calls |
-| ``cap_scope`` | ``"task"`` | ``"turn"`` | the paper: "20 per task"; the toolkit gives each turn a fresh budget of 20 rounds |
-| ``at_cap`` | ``"ask_final"`` | ``"placeholder"`` | default: tools withdrawn, the model asked once for its answer; official: ``CAP_PLACEHOLDER_ANSWER`` |
-| ``history`` | ``"model"`` | ``"golden"`` | later turns see the model's own earlier dialogue vs. the golden answers (toolkit flag ``--use_GT_answer``) |
-| ``image_encoding`` | ``"original"`` | ``"jpeg"`` | default sends the image bytes as they are (PNG/JPEG/WebP/GIF, others PNG); the toolkit: JPEG quality 85 |
+| field | default | official |
+|---|---|---|
+| ``cap_unit`` | ``"calls"`` | ``"rounds"`` |
+| ``cap_scope`` | ``"task"`` | ``"turn"`` |
+| ``at_cap`` | ``"ask_final"`` | ``"placeholder"`` |
+| ``history`` | ``"model"`` | ``"golden"`` |
+| ``image_encoding`` | ``"original"`` | ``"jpeg"`` |
+
+Why:
+
+- ``cap_unit``: the paper caps tool *calls*; the toolkit counts rounds of parallel calls.
+- ``cap_scope``: the paper: "20 per task"; the toolkit gives each turn a fresh budget of 20 rounds.
+- ``at_cap``: default: tools withdrawn, the model asked once for its answer; official: ``CAP_PLACEHOLDER_ANSWER``.
+- ``history``: later turns see the model's own earlier dialogue vs. the golden answers (toolkit flag
+  ``--use_GT_answer``).
+- ``image_encoding``: default sends the image bytes as they are (PNG/JPEG/WebP/GIF, others PNG); the toolkit: JPEG
+  quality 85.
 
 Both presets bound a step's tool work (the toolkit does not): at most ``max_calls_per_round``
 calls of one action run, and once ``round_time_budget_s`` of tool time has passed in a round the

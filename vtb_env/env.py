@@ -31,7 +31,10 @@ from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRe
 
 logger = logging.getLogger(__name__)
 
-CAP_PROMPT = "You have reached the limit of {limit} tool {unit} for this {scope}. Tools are no longer available: reply now with your final answer."
+CAP_PROMPT = (
+    "You have reached the limit of {limit} tool {unit} for this {scope}. "
+    "Tools are no longer available: reply now with your final answer."
+)
 _TASK_IMAGE_CACHE_SIZE = 32
 # Tool images are untrusted bytes; over these budgets they are refused with a note in the tool message.
 MAX_TOOL_PIXELS_PER_CALL = 64_000_000  # all images one call returns, together (one full-size image)
@@ -344,7 +347,8 @@ class VisualToolBenchEnv(gym.Env):
             )
         if self.config.cap_unit == "calls" and episode.calls_in_turn + position >= self.config.max_tool_calls:
             return (
-                f"not executed: the limit of {self.config.max_tool_calls} tool calls per {self.config.cap_scope} was reached",
+                f"not executed: the limit of {self.config.max_tool_calls} tool calls per {self.config.cap_scope} "
+                "was reached",
                 "over_cap",
             )
         if position >= self.config.max_calls_per_round:
@@ -354,7 +358,10 @@ class VisualToolBenchEnv(gym.Env):
     # ---- tools ---------------------------------------------------------------------------
 
     def tool_context(self, extra_images: Iterable[ImageAsset] = ()) -> ToolContext:
-        """What tools may see now: the visible images and the next free transformed-image index. Never answers or rubrics."""
+        """What tools may see now: the visible images and the next free transformed-image index.
+
+        Never answers or rubrics.
+        """
         episode = self._require_episode()
         images = tuple(asset.named() for asset in [*episode.dialogue.assets, *extra_images])
         return ToolContext(

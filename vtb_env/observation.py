@@ -227,7 +227,8 @@ def _fresh(value: Any, resolve: Callable[[ImagePart], dict[str, Any]]) -> Any:
 
 
 def is_image_part(part: Any) -> bool:
-    """An observation's image part: ``{"type": "image_url", ...}`` or the ``{"type": "image", "name": ...}`` placeholder."""
+    """An observation's image part: ``{"type": "image_url", ...}`` or the ``{"type": "image", "name": ...}``
+    placeholder."""
     return isinstance(part, Mapping) and part.get("type") in ("image", "image_url")
 
 
@@ -255,6 +256,7 @@ def map_image_parts(
 
 
 def observation_to_processor_messages(observation: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The observation's messages for a transformers processor: image parts become ``{"type": "image", "image": PIL}``."""
+    """The observation's messages for a transformers processor: image parts become
+    ``{"type": "image", "image": PIL}``."""
     images = observation["images"]
     return map_image_parts(observation["messages"], lambda part, i: {"type": "image", "image": images[i]})

@@ -14,7 +14,7 @@ When user supplies an image and requests to solve a problem that requires visual
 4. Iterate as needed. Call the tools repeatedly until the visual evidence is clear enough to answer the user's request.
 5. Double-check your observations. Confirm that the final transformed image supports an accurate, confident response before replying to the user.
 6. Use other general-purpose tools if needed to answer the user's question.
-7. Please use the tools wisely as you have limited tool calls."""
+7. Please use the tools wisely as you have limited tool calls."""  # noqa: E501 (the paper's text, verbatim)
 
 WEAK_SYSTEM_PROMPT = (
     "You are a helpful visual reasoning assistant with access to tools to help you answer the user's question."

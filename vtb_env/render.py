@@ -48,12 +48,14 @@ def render_html(messages: Iterable[Mapping[str, Any]], title: str = "VisualToolB
         for call in message.get("tool_calls") or ():
             body.append(
                 f"<pre class=call>{html.escape(call['id'])}: "
-                f"{html.escape(call['function']['name'])}({html.escape(_clip(call['function']['arguments'], 5000))})</pre>"
+                f"{html.escape(call['function']['name'])}"
+                f"({html.escape(_clip(call['function']['arguments'], 5000))})</pre>"
             )
         role = html.escape(message["role"])
         rows.append(f'<div class="msg {role}"><b>{role}</b>{"".join(body)}</div>')
     style = (
-        "body{font-family:sans-serif;max-width:960px;margin:auto}.msg{border-left:4px solid #ccc;margin:8px 0;padding:4px 8px}"
+        "body{font-family:sans-serif;max-width:960px;margin:auto}"
+        ".msg{border-left:4px solid #ccc;margin:8px 0;padding:4px 8px}"
         ".assistant{border-color:#36c}.tool{border-color:#c93}.user{border-color:#3a3}pre{white-space:pre-wrap}"
     )
     head = f"<head><meta charset=utf-8><title>{html.escape(title)}</title><style>{style}</style></head>"

@@ -54,7 +54,8 @@ class AssistantActionSpace(Space):
 
 
 class DialogueObservationSpace(Space):
-    """``{"messages": [...OpenAI messages...], "images": [PIL.Image], "image_names": [str], "tools": [function schemas]}``.
+    """``{"messages": [...OpenAI messages...], "images": [PIL.Image], "image_names": [str],
+    "tools": [function schemas]}``.
 
     ``contains`` checks the structure: known roles, one image per image part, a name per image,
     function-typed tool schemas, tool messages answering a ``tool_call_id``.

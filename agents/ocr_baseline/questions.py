@@ -14,8 +14,9 @@ from typing import Sequence
 from vtb_agents.ocr_baseline.reading import Row, label_key
 
 _STOP = frozenset(
-    "a an and are as at be by do does for from how i in is it its me much many of on or per please shown show tell that the "
-    "their there this to was what when where which who will with you your image images picture photo value number".split()
+    "a an and are as at be by do does for from how i in is it its me much many of on or per please shown show tell "
+    "that the their there this to was what when where which who will with you your image images picture photo value "
+    "number".split()
 )
 # Words of the question templates that never name a row (so a row label is never matched on them).
 _TEMPLATE_WORDS = frozenset(

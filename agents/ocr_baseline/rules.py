@@ -145,14 +145,20 @@ def weather_rule(ep: Episode, q: Question) -> Outcome:
     if not city or not date:
         return Missing("the destination and date", tuple(names))
     if "historical_weather" not in ep.offered:
-        return f"The ticket is to {city.group(1)} on {date.group(1)}, but I have no weather archive to look up the temperature."
+        return (
+            f"The ticket is to {city.group(1)} on {date.group(1)}, "
+            "but I have no weather archive to look up the temperature."
+        )
     arguments = {"location": city.group(1), "date": date.group(1)}
     result = ep.lookup("historical_weather", arguments)
     if result is None:
         return ep.call("historical_weather", arguments)
     found = re.search(r'"temperature_max_c":\s*(-?[\d.]+)', result)
     if not found:
-        return f"The ticket is to {city.group(1)} on {date.group(1)}; the weather archive had no maximum temperature for that day."
+        return (
+            f"The ticket is to {city.group(1)} on {date.group(1)}; "
+            "the weather archive had no maximum temperature for that day."
+        )
     return (
         f"The ticket is to {city.group(1)} on {date.group(1)}. The weather archive reports a maximum temperature of "
         f"{float(found.group(1)):.1f} °C there that day."
@@ -187,7 +193,10 @@ def dividend_rule(ep: Episode, q: Question) -> Outcome:
         return f"The statement shows {row.text} shares of {ticker}, but I found no annual dividend figure."
     dividend = float(per_share.group(1))
     income = row.value * dividend
-    return f"The statement shows {row.text} shares of {ticker}; at ${dividend:.2f} a year per share that is ${income:,.2f} a year."
+    return (
+        f"The statement shows {row.text} shares of {ticker}; "
+        f"at ${dividend:.2f} a year per share that is ${income:,.2f} a year."
+    )
 
 
 def order_rule(ep: Episode, q: Question) -> Outcome:
@@ -199,7 +208,10 @@ def order_rule(ep: Episode, q: Question) -> Outcome:
     assert m is not None  # the cue matched
     qa, qb, pct = int(m.group(1)), int(m.group(3)), float(m.group(5))
     total = (qa * a.value + qb * b.value) * (1 + pct / 100)
-    return f"{a.label} costs {a.text} and {b.label} costs {b.text}; ({qa} x {a.text} + {qb} x {b.text}) plus {pct:g}% is ${total:,.2f}."
+    return (
+        f"{a.label} costs {a.text} and {b.label} costs {b.text}; "
+        f"({qa} x {a.text} + {qb} x {b.text}) plus {pct:g}% is ${total:,.2f}."
+    )
 
 
 def speed_rule(ep: Episode, q: Question) -> Outcome:
@@ -213,7 +225,10 @@ def speed_rule(ep: Episode, q: Question) -> Outcome:
     m = _SPEED.search(q.low)
     assert m is not None  # the cue matched
     speed = float(m.group(1)) / (minutes / 60)
-    return f"It leaves {a.label} at {a.text} and {b.label} at {b.text}: {_fmt(minutes)} minutes, an average speed of {speed:.1f} km/h."
+    return (
+        f"It leaves {a.label} at {a.text} and {b.label} at {b.text}: "
+        f"{_fmt(minutes)} minutes, an average speed of {speed:.1f} km/h."
+    )
 
 
 def share_rule(ep: Episode, q: Question) -> Outcome:
@@ -233,7 +248,10 @@ def limit_rule(ep: Episode, q: Question) -> Outcome:
     if len(a.extra) < 2:
         return named.table.missing("the reference range")
     high = a.extra[-1]
-    return f"The {a.label} result is {a.text} and the upper limit is {_fmt(high)}, so it is {100 * a.value / high:.1f}% of the limit."
+    return (
+        f"The {a.label} result is {a.text} and the upper limit is {_fmt(high)}, "
+        f"so it is {100 * a.value / high:.1f}% of the limit."
+    )
 
 
 def route_rule(ep: Episode, q: Question) -> Outcome:
@@ -256,7 +274,10 @@ def route_rule(ep: Episode, q: Question) -> Outcome:
     speed = re.search(r"at (\d+(?:\.\d+)?) km/h", q.low)
     parts = " + ".join(f"{_fmt(d)} km" for _x, d in chosen)
     if speed:
-        return f"The route is {parts} = {_fmt(total)} km; at {speed.group(1)} km/h that takes {total / float(speed.group(1)) * 60:.1f} minutes."
+        return (
+            f"The route is {parts} = {_fmt(total)} km; "
+            f"at {speed.group(1)} km/h that takes {total / float(speed.group(1)) * 60:.1f} minutes."
+        )
     return f"Adding the segments along the route ({parts}) gives {_fmt(total)} km."
 
 
@@ -328,7 +349,10 @@ def lab_range_rule(ep: Episode, q: Question) -> Outcome:
     verdict = "below" if row.value < low else "above" if row.value > high else "within"
     gap = low - row.value if verdict == "below" else row.value - high if verdict == "above" else 0.0
     tail = f" by {_fmt(round(gap, 1))}" if gap else ""
-    return f"The {row.label} result is {row.text}; the reference range is {_fmt(low)}-{_fmt(high)}, so it is {verdict} the range{tail}."
+    return (
+        f"The {row.label} result is {row.text}; "
+        f"the reference range is {_fmt(low)}-{_fmt(high)}, so it is {verdict} the range{tail}."
+    )
 
 
 def behind_rule(ep: Episode, q: Question) -> Outcome:
@@ -336,7 +360,10 @@ def behind_rule(ep: Episode, q: Question) -> Outcome:
     if isinstance(named, Missing):
         return named
     a, leader = named.rows[0], max(named.table.rows, key=lambda r: r.value)
-    return f"The {a.label} have {a.text}; the leader, {leader.label}, has {leader.text}, so they are {_fmt(leader.value - a.value)} points behind."
+    return (
+        f"The {a.label} have {a.text}; the leader, {leader.label}, has {leader.text}, "
+        f"so they are {_fmt(leader.value - a.value)} points behind."
+    )
 
 
 def _two_values_kind(low: str) -> str | None:
@@ -366,7 +393,10 @@ def two_values_rule(ep: Episode, q: Question) -> Outcome:
     if kind == "both":
         return f"The {a.label} result is {a.text} and the {b.label} result is {b.text}."
     if kind == "ride":
-        return f"It departs {a.label} at {a.text} and {b.label} at {b.text}, so the ride takes {_fmt(abs(b.value - a.value))} minutes."
+        return (
+            f"It departs {a.label} at {a.text} and {b.label} at {b.text}, "
+            f"so the ride takes {_fmt(abs(b.value - a.value))} minutes."
+        )
     if kind == "diff":
         return f"{_say(a)} and {_say(b)}; the difference is {abs(a.value - b.value):.2f}."
     return f"{_say(a)} and {_say(b)}; together that is {_fmt(a.value + b.value, _is_money(found))}."

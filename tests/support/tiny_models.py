@@ -77,7 +77,8 @@ CHAT_TEMPLATE = (
     "{%- elif message['content'] %}{%- for part in message['content'] %}"
     "{%- if part['type'] == 'image' %}<image>{%- elif part['type'] == 'text' %}{{ part['text'] }}{%- endif %}"
     "{%- endfor %}{%- endif %}"
-    "{%- for call in message['tool_calls'] or [] %}{%- set fn = call['function'] if call['function'] is defined else call %}"
+    "{%- for call in message['tool_calls'] or [] %}"
+    "{%- set fn = call['function'] if call['function'] is defined else call %}"
     '<tool_call>{"name": "{{ fn[\'name\'] }}", "arguments": '
     "{{ fn['arguments'] if fn['arguments'] is string else fn['arguments'] | tojson }}}</tool_call>"
     "{%- endfor %}<|eot_id|>"
@@ -294,8 +295,8 @@ def build_scripted_model(
     the generation prompt (``"\\n\\n"``) it attends equally to BOS and to every ``user`` and
     ``ipython`` role-header token, and writes into one extra residual direction U the mean of
     their values (BOS 0, tool -1, user +1 with ``call_each_turn``, else 0). ``lm_head`` reads U
-    there to pick the first token of the call or of the answer; every other emitted token predicts its successor in a fixed
-    chain (``<tool_call>`` -> CALL -> ``</tool_call>`` -> EOS; ANSWER -> EOS), where CALL and
+    there to pick the first token of the call or of the answer; every other emitted token predicts
+    its successor in a fixed chain (``<tool_call>`` -> CALL -> ``</tool_call>`` -> EOS; ANSWER -> EOS), where CALL and
     ANSWER are each one added token holding the whole text. RoPE (theta 5e5) barely rotates the
     lowest-frequency dimension pair the head uses, so position does not matter up to 4096 tokens.
     Limitation: the words ``user``/``ipython`` written in message text right after a newline or

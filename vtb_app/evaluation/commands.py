@@ -73,7 +73,10 @@ def _add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--process-metrics",
         action="store_true",
-        help="judge KCoverage (both readings) and tool effectiveness per episode (LLM judge; one call per key step / tool call)",
+        help=(
+            "judge KCoverage (both readings) and tool effectiveness per episode "
+            "(LLM judge; one call per key step / tool call)"
+        ),
     )
     parser.add_argument(
         "--error-types",
@@ -105,7 +108,10 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--concurrency",
         type=int,
         default=None,
-        help=f"episodes in flight (one env each); default {HTTP_AGENT_CONCURRENCY} for openai agents, the cores for ocr-baseline, 1 for hf",
+        help=(
+            f"episodes in flight (one env each); default {HTTP_AGENT_CONCURRENCY} for openai agents, "
+            "the cores for ocr-baseline, 1 for hf"
+        ),
     )
     parser.add_argument(
         "--seed",
@@ -121,7 +127,10 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         type=_json_object,
         default=None,
         metavar="JSON",
-        help='extra request fields for openai agents, e.g. \'{"chat_template_kwargs": {"tools_in_user_message": false}}\'',
+        help=(
+            "extra request fields for openai agents, "
+            'e.g. \'{"chat_template_kwargs": {"tools_in_user_message": false}}\''
+        ),
     )
     parser.add_argument("--limit", type=int, default=None, help="first N tasks only")
     parser.add_argument("--critical-rule", default="weight>=4", choices=("weight>=4", "flag", "either"))
@@ -415,7 +424,8 @@ def _evaluate_on_ray(
     digest: str,
     identity: dict[str, Any],
 ) -> Any:
-    """The ``--executor ray`` branch of ``_evaluate``: the same run, its parts rebuilt in each actor from their specs."""
+    """The ``--executor ray`` branch of ``_evaluate``: the same run, its parts rebuilt in each actor from their
+    specs."""
     from vtb_app.evaluation.ray_executor import RunSpec, evaluate_on_ray
 
     spec = RunSpec(
@@ -556,7 +566,8 @@ def run_judge(args: argparse.Namespace) -> int:
     stats = judge.stats
     print(
         f"re-judged {len(records)} records ({len(done)} already done) with {judge.judge_id}: "
-        f"{stats.checks} exact checks, {stats.cache_hits} cache hits, {stats.backend_calls} judge calls, {stats.errors} errors; "
+        f"{stats.checks} exact checks, {stats.cache_hits} cache hits, {stats.backend_calls} judge calls, "
+        f"{stats.errors} errors; "
         f"{incomplete} records incompletely judged (rerun to retry them)"
     )
     print_comparison([out])

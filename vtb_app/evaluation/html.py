@@ -103,11 +103,17 @@ def _call_html(call: Mapping[str, Any], images: _Images, files: Mapping[str, str
 
 def _verdicts_html(verdicts: Sequence[Mapping[str, Any]]) -> str:
     rows = "".join(
-        f'<tr class="{_esc(str(v.get("status")).replace(" ", "-"))}"><td>{_esc(v.get("description"))}</td><td>{_esc(v.get("weight"))}</td>'
-        f"<td>{'yes' if v.get('critical') else ''}</td><td>{_esc(v.get('status'))}</td><td>{_esc(v.get('explanation') or v.get('error'))}</td></tr>"
+        f'<tr class="{_esc(str(v.get("status")).replace(" ", "-"))}">'
+        f"<td>{_esc(v.get('description'))}</td><td>{_esc(v.get('weight'))}</td>"
+        f"<td>{'yes' if v.get('critical') else ''}</td><td>{_esc(v.get('status'))}</td>"
+        f"<td>{_esc(v.get('explanation') or v.get('error'))}</td></tr>"
         for v in verdicts
     )
-    return f'<table class="verdicts"><tr><th>rubric</th><th>weight</th><th>critical</th><th>verdict</th><th>reason</th></tr>{rows}</table>'
+    return (
+        '<table class="verdicts">'
+        "<tr><th>rubric</th><th>weight</th><th>critical</th><th>verdict</th><th>reason</th></tr>"
+        f"{rows}</table>"
+    )
 
 
 def _trajectory_html(record: Mapping[str, Any], images: _Images) -> str:
@@ -116,9 +122,11 @@ def _trajectory_html(record: Mapping[str, Any], images: _Images) -> str:
     verdict = '<span class="pass">PASS</span>' if score["passed"] else '<span class="fail">FAIL</span>'
     reward = f" · reward {record['reward']:.2f}" if record.get("reward") is not None else ""
     parts = [
-        f'<details class="trajectory" data-key="{_esc(record["key"])}" data-passed="{str(bool(score["passed"])).lower()}">'
+        f'<details class="trajectory" data-key="{_esc(record["key"])}" '
+        f'data-passed="{str(bool(score["passed"])).lower()}">'
         f"<summary>{verdict} {_esc(record['key'])} · {_esc(task.get('turncase'))} · {_esc(task.get('domain'))} · "
-        f"{_esc(task.get('eval_focus'))} · score {score['score']:.2f}{reward} · {len(episode_calls(record))} tool calls</summary>"
+        f"{_esc(task.get('eval_focus'))} · score {score['score']:.2f}{reward} · "
+        f"{len(episode_calls(record))} tool calls</summary>"
     ]
     turns = record.get("episode", {}).get("turns", [])
     for t, turn_task in enumerate(task.get("turns", [])):
@@ -139,7 +147,8 @@ def _trajectory_html(record: Mapping[str, Any], images: _Images) -> str:
         answers = record.get("answers", [])
         answer = answers[t] if t < len(answers) else None
         parts.append(
-            f'<div class="answer"><b>Final answer:</b><pre>{_esc(answer if answer is not None else "(none)")}</pre></div>'
+            '<div class="answer"><b>Final answer:</b>'
+            f"<pre>{_esc(answer if answer is not None else '(none)')}</pre></div>"
         )
         golden = turn_task.get("golden_answer")
         if golden:
@@ -161,7 +170,8 @@ def write_html(
 ) -> Path:
     """Write the report to ``path``; returns it."""
     plot_tags = "".join(
-        f'<img class="plot" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}" alt="{_esc(p.stem)}">'
+        f'<img class="plot" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}" '
+        f'alt="{_esc(p.stem)}">'
         for p in plots
     )
     body = ["<h1>VisualToolBench evaluation report</h1>", f"<h2>Summary</h2>{''.join(_table_html(t) for t in tables)}"]
@@ -170,7 +180,8 @@ def write_html(
         images = _Images(run.path, max_side)
         records = sorted(run.records, key=lambda r: r["key"])[:max_trajectories]
         body.append(
-            f'<h2 class="run">Trajectories: {_esc(run.name)} ({len(run.records)} records, {len(run.errors)} errors)</h2>'
+            f'<h2 class="run">Trajectories: {_esc(run.name)} '
+            f"({len(run.records)} records, {len(run.errors)} errors)</h2>"
         )
         body.extend(_trajectory_html(record, images) for record in records)
         for error in run.errors:

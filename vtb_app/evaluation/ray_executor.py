@@ -94,7 +94,8 @@ def check_shareable(agent: str, judge: str) -> None:
     for role, spec in (("agent", agent), ("judge", judge)):
         if spec.startswith("hf:"):
             raise SpecError(
-                f"--executor ray cannot share the {role} {spec!r}: an hf: checkpoint holds its weights in this process. "
+                f"--executor ray cannot share the {role} {spec!r}: "
+                "an hf: checkpoint holds its weights in this process. "
                 f"Serve it over HTTP (e.g. scripts/vllm_server.sh) and pass openai:MODEL@URL, or use --executor threads"
             )
 
@@ -135,7 +136,8 @@ class EpisodeWorker:
         return {"pid": os.getpid(), "shared_fs": self.shared_fs}
 
     def play(self, task_id: str, sample: int) -> tuple[bytes, dict[str, bytes]]:
-        """One (task, sample)'s record (its JSON line), and the PNGs the driver must write (none on a shared filesystem)."""
+        """One (task, sample)'s record (its JSON line), and the PNGs the driver must write (none on a shared
+        filesystem)."""
         spec = self.spec
         record = evaluate_item(
             self._thread_env,

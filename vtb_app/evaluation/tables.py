@@ -244,7 +244,8 @@ def render_text(table: Table) -> str:
 
 
 def print_comparison(paths: Sequence[Path]) -> list[dict[str, Any]]:
-    """Print the overall comparison table of the runs at ``paths`` (no plots: matplotlib stays unloaded); their summaries."""
+    """Print the overall comparison table of the runs at ``paths`` (no plots: matplotlib stays unloaded); their
+    summaries."""
     runs = [Run.load(path) for path in paths]
     summaries = [summarize_run(run, labels) for run, labels in zip(runs, pick_labels(runs), strict=True)]
     print(render_text(with_note(comparison_table(summaries), scoring_note(summaries))))

@@ -352,7 +352,8 @@ def run_import(args: argparse.Namespace) -> int:
         scoring=RewardConfig(critical_rule=args.critical_rule, multi_turn=args.multi_turn),
     )
     print(
-        f"imported {ok} toolkit episodes ({errors} harness errors, {skipped} already imported) into {out / RECORDS_FILE}"
+        f"imported {ok} toolkit episodes ({errors} harness errors, {skipped} already imported) "
+        f"into {out / RECORDS_FILE}"
     )
     print_comparison([out])
     return 0

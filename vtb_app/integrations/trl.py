@@ -147,7 +147,8 @@ class VTBEnvironment:
         return [{"type": "text", "text": text}, *({"type": "image", "image": image.convert("RGB")} for image in images)]
 
     def _answer(self, text: str) -> float:
-        """Give the final answer (the completion's last assistant text) and return the env's reward (private: every public method is a tool for TRL)."""
+        """Give the final answer (the completion's last assistant text) and return the env's reward (private:
+        every public method is a tool for TRL)."""
         if not self._done:
             observation, reward, terminated, truncated, info = self.env.step(text)
             if not (terminated or truncated):  # an unfinished tool call in the answer: score as it stands
@@ -187,7 +188,8 @@ class VTBEnvironmentFactory:
         multi = [t.id for t in tasks if len(t.turns) > 1]
         if multi:
             raise ValueError(
-                f"environment_factory handles single-turn tasks only ({len(multi)} multi-turn, e.g. {multi[0]!r}); use the rollout_func path"
+                f"environment_factory handles single-turn tasks only ({len(multi)} multi-turn, e.g. {multi[0]!r}); "
+                "use the rollout_func path"
             )
         if tools is None:
             from vtb_env.tools import default_tools
@@ -206,7 +208,8 @@ class VTBEnvironmentFactory:
         )
 
     def dataset(self) -> Any:
-        """TRL rows: the env's system prompt and first user message (images as content parts when shown), ``task_id``."""
+        """TRL rows: the env's system prompt and first user message (images as content parts when shown),
+        ``task_id``."""
         from datasets import Dataset
 
         system = resolve_system_prompt(self.config.system_prompt)
@@ -556,7 +559,8 @@ def train(
     model_config = AutoConfig.from_pretrained(args.model)
     if model_config.model_type == "mllama":
         raise SystemExit(
-            "Mllama (Llama 3.2 Vision) attends to images through cross-attention, not image tokens in the sequence: not supported"
+            "Mllama (Llama 3.2 Vision) attends to images through cross-attention, "
+            "not image tokens in the sequence: not supported"
         )
     is_vlm = getattr(model_config, "vision_config", None) is not None
     processing_class = (

@@ -156,7 +156,8 @@ class VTBAgentLoop(AgentLoopBase):
         record = info["record"]
         if len(episode.prompt_ids) > self.rollout_config.prompt_length and self.renderer.is_vision:
             raise ValueError(
-                f"the prompt has {len(episode.prompt_ids)} tokens, over rollout.prompt_length: image tokens cannot be cut; raise it"
+                f"the prompt has {len(episode.prompt_ids)} tokens, over rollout.prompt_length: "
+                "image tokens cannot be cut; raise it"
             )
         return AgentLoopOutput(
             prompt_ids=self._cap_text_prompt_length(

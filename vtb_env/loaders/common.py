@@ -188,7 +188,8 @@ def run_pipeline(
                     continue
                 if task.id in first_seen:
                     raise BadRow(
-                        f"duplicate id {task.id!r}: the first row with it ({first_seen[task.id]}) was loaded, this one is skipped",
+                        f"duplicate id {task.id!r}: the first row with it ({first_seen[task.id]}) was loaded, "
+                        "this one is skipped",
                         "duplicate id",
                     )
                 if check_images:

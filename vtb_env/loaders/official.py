@@ -1,10 +1,12 @@
 """Official VisualToolBench rows -> Task, for the three layouts the Hub has published.
 
-| layout        | prompts                  | answers              | trajectories             | rubrics           | images |
-|---------------|--------------------------|----------------------|--------------------------|-------------------|--------|
-| current       | turn_prompts (list)      | turn_golden_answers  | turn_tool_trajectories   | rubrics_by_turn   | images_by_turn (+ flat images) |
-| legacy-1191   | prompt (list, or str)    | golden_answer (opt.) | tool_trajectory (opt.)   | rubrics           | images_by_turn |
-| legacy-1204   | prompt ("[Turn N]" str)  | golden_answer        | tool_trajectory          | rubrics           | images / image (flat) |
+| field        | current                        | legacy-1191            | legacy-1204             |
+|--------------|--------------------------------|------------------------|-------------------------|
+| prompts      | turn_prompts (list)            | prompt (list, or str)  | prompt ("[Turn N]" str) |
+| answers      | turn_golden_answers            | golden_answer (opt.)   | golden_answer           |
+| trajectories | turn_tool_trajectories         | tool_trajectory (opt.) | tool_trajectory         |
+| rubrics      | rubrics_by_turn                | rubrics                | rubrics                 |
+| images       | images_by_turn (+ flat images) | images_by_turn         | images / image (flat)   |
 
 A row is a plain mapping (a parquet row, a toolkit ``dataset.json`` entry, a ``datasets`` row).
 An image value is an HF Image struct ``{"bytes", "path"}``, raw bytes, a path, or a PIL image.

@@ -22,7 +22,8 @@ _WRAPPER = re.compile(r"</?tool_call>")
 
 
 class FunctionTagParser(ToolCallParser):
-    """``<function=name>...</function>`` calls: a JSON body (Llama 3.1 custom functions) or ``<parameter=...>`` tags (Qwen3-Coder)."""
+    """``<function=name>...</function>`` calls: a JSON body (Llama 3.1 custom functions) or ``<parameter=...>``
+    tags (Qwen3-Coder)."""
 
     name = "function_tag"
 

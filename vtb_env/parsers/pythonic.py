@@ -39,7 +39,9 @@ class PythonicParser(ToolCallParser):
                     name="",
                     arguments=body,
                     raw=body,
-                    error=f"pythonic tool calls of {len(body):,} characters were not read: at most {MAX_PYTHONIC_CHARS:,}",
+                    error=(
+                        f"pythonic tool calls of {len(body):,} characters were not read: at most {MAX_PYTHONIC_CHARS:,}"
+                    ),
                 )
             ]
         try:

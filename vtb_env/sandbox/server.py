@@ -187,7 +187,8 @@ class Server:
         os.close(null)
         preload(config.get("preload", []), config.get("png_compress_level"))
         self.iso = setup(config.get("uid"), self.limits, frozenset(config.get("disable", ())))
-        # unlinked files outside the tmpfs: output survives a full disk; the code reaches the child without the zygote reading it
+        # unlinked files outside the tmpfs: output survives a full disk; the code reaches the child without the
+        # zygote reading it
         self.captures = [tempfile.TemporaryFile(prefix="vtb-capture-") for _ in range(2)]
         self.code_file = tempfile.TemporaryFile(prefix="vtb-code-")
         self.zygote = Zygote(

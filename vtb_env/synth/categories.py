@@ -213,7 +213,10 @@ def _hybrid_weather(rng: np.random.Generator) -> Blueprint:
     record = ref.weather_on(city, date)
     t_max = record["temperature_max_c"]
     prompt = prompts.WEATHER
-    golden = f"The ticket is to {city} on {date}. The weather archive reports a maximum temperature of {t_max:.1f} °C in {city} that day."
+    golden = (
+        f"The ticket is to {city} on {date}. "
+        f"The weather archive reports a maximum temperature of {t_max:.1f} °C in {city} that day."
+    )
     others = [c for c in ref.CITIES if c != city]
     rubrics = (
         final_rubric(f"the maximum temperature in {city} on {date}", t_max, f"{t_max:.1f} °C", 0.05),
@@ -250,7 +253,8 @@ def _hybrid_corpus(rng: np.random.Generator, difficulty: float) -> Blueprint:
     income = round(entry.value * dividend, 2)
     prompt = prompts.DIVIDEND.format(ticker=entry.label)
     golden = (
-        f"The statement shows {entry.text} shares of {entry.label} ({name}). Its annual dividend is ${dividend:.2f} per share, "
+        f"The statement shows {entry.text} shares of {entry.label} ({name}). "
+        f"Its annual dividend is ${dividend:.2f} per share, "
         f"so the holding pays {entry.text} x ${dividend:.2f} = ${income:,.2f} a year."
     )
     rubrics = (
@@ -299,7 +303,10 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float)
         value = round((qa * a.value + qb * b.value) * (1 + pct / 100), 2)
         prompt = prompts.ORDER.format(qa=qa, unit=unit, a=a.label, qb=qb, b=b.label, pct=pct, extra=extra)
         expression = f"({qa} * {a.value:.2f} + {qb} * {b.value:.2f}) * (1 + {pct}/100)"
-        golden = f"{a.label} costs {a.text} and {b.label} costs {b.text}; ({qa} x {a.text} + {qb} x {b.text}) plus {pct}% comes to ${value:,.2f}."
+        golden = (
+            f"{a.label} costs {a.text} and {b.label} costs {b.text}; "
+            f"({qa} x {a.text} + {qb} x {b.text}) plus {pct}% comes to ${value:,.2f}."
+        )
         reads, what, shown = (a, b), "the total", f"${value:,.2f}"
     elif kind == "timetable":
         a, b = sorted((a, c), key=lambda e: e.value)
@@ -307,7 +314,10 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float)
         value = round(km / ((b.value - a.value) / 60), 1)
         prompt = prompts.SPEED.format(a=a.label, b=b.label, km=km)
         expression = f"{km} / (({b.value - a.value:g}) / 60)"
-        golden = f"It leaves {a.label} at {a.text} and {b.label} at {b.text}: {b.value - a.value:g} minutes for {km} km, about {value:.1f} km/h."
+        golden = (
+            f"It leaves {a.label} at {a.text} and {b.label} at {b.text}: "
+            f"{b.value - a.value:g} minutes for {km} km, about {value:.1f} km/h."
+        )
         reads, what, shown = (a, b), "the average speed", f"{value:.1f} km/h"
     elif kind in ("scoreboard", "league"):
         value = round(100 * a.value / (a.value + b.value), 1)
@@ -368,7 +378,10 @@ def follow_up(rng: np.random.Generator, domain: str, difficulty: float) -> Bluep
         leader = max(entries, key=lambda e: e.value)
         a = next(e for e in entries if e is not leader) if a is leader else a
         value, reads = leader.value - a.value, (a, leader)
-        answer = f"The {a.label} have {a.text}; the leader, {leader.label}, has {leader.text}, so they are {value:g} points behind."
+        answer = (
+            f"The {a.label} have {a.text}; the leader, {leader.label}, has {leader.text}, "
+            f"so they are {value:g} points behind."
+        )
     elif kind == "map":
         i = int(rng.integers(0, len(entries) - 1))
         a, b = entries[i], entries[i + 1]

@@ -208,7 +208,8 @@ def reference_code(
         lines += [
             f"panel = panel.rotate({-rotation}, resample=Image.Resampling.BICUBIC, expand=True)  # level the text",
             "cx, cy = panel.width // 2, panel.height // 2",
-            f"panel = panel.crop((cx - {w * k // 2}, cy - {h * k // 2}, cx + {w * k - w * k // 2}, cy + {h * k - h * k // 2}))",
+            f"panel = panel.crop((cx - {w * k // 2}, cy - {h * k // 2}, "
+            f"cx + {w * k - w * k // 2}, cy + {h * k - h * k // 2}))",
         ]
     if placement.mirror:
         lines.append("panel = ImageOps.mirror(panel)  # the text was mirrored")

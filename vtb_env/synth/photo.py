@@ -449,9 +449,18 @@ def reference_code(
     lines = [
         "from PIL import Image, ImageFilter, ImageOps",
         f"photo = Image.open({image_name!r}).convert('RGB')",
-        f"# The page's printed top-left, top-right, bottom-right and bottom-left corners lie at {corners} in the photo.",
-        "# One perspective map from the flat page (zoomed) to those corners undoes the camera angle, tilt, turn and mirroring.",
-        f"page = photo.transform(({w * k}, {h * k}), Image.Transform.PERSPECTIVE, {coeffs}, Image.Resampling.BICUBIC)  # zoom {k}x",
+        (
+            "# The page's printed top-left, top-right, bottom-right and bottom-left corners "
+            f"lie at {corners} in the photo."
+        ),
+        (
+            "# One perspective map from the flat page (zoomed) to those corners "
+            "undoes the camera angle, tilt, turn and mirroring."
+        ),
+        (
+            f"page = photo.transform(({w * k}, {h * k}), Image.Transform.PERSPECTIVE, {coeffs}, "
+            f"Image.Resampling.BICUBIC)  # zoom {k}x"
+        ),
     ]
     margin = max(3, placement.px // 2) * k
     for j, label in enumerate(labels):

@@ -105,7 +105,8 @@ def corpus_documents() -> tuple[dict[str, str], ...]:
                     f"{name} (ticker {ticker}) is a listed company in the {sector} sector. "
                     f"Dividend policy: the board pays a quarterly dividend of ${quarterly:.4f} per share, "
                     f"an annual dividend of ${dividend:.2f} per share for fiscal year 2023. "
-                    f"The company has paid a dividend every year since 2011. Investor relations: ir@{ticker.lower()}.example.org."
+                    "The company has paid a dividend every year since 2011. "
+                    f"Investor relations: ir@{ticker.lower()}.example.org."
                 ),
             }
         )
@@ -114,8 +115,11 @@ def corpus_documents() -> tuple[dict[str, str], ...]:
             {
                 "url": f"https://travel.example.org/guides/{city.lower()}",
                 "title": f"{city} travel guide",
-                "text": f"{city} lies at {lat:.2f} N, {lon:.2f} E. In March, daytime highs average around {mean_max:.0f} C. "
-                f"Trains connect {city} with the other capitals of the EuroRail network several times a day.",
+                "text": (
+                    f"{city} lies at {lat:.2f} N, {lon:.2f} E. "
+                    f"In March, daytime highs average around {mean_max:.0f} C. "
+                    f"Trains connect {city} with the other capitals of the EuroRail network several times a day."
+                ),
             }
         )
     return tuple(docs)

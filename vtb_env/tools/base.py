@@ -130,7 +130,10 @@ class ToolRegistry:
         if error.validator in ("maxLength", "minLength") and isinstance(error.instance, str):
             # jsonschema quotes the whole value (5,000+ characters of code): say the lengths instead
             bound = "at most" if error.validator == "maxLength" else "at least"
-            return f"invalid arguments for {name}: {where}: {len(error.instance)} characters, must be {bound} {error.validator_value}"
+            return (
+                f"invalid arguments for {name}: {where}: {len(error.instance)} characters, "
+                f"must be {bound} {error.validator_value}"
+            )
         return f"invalid arguments for {name}: {where}: {_short(error.message)}"
 
     def call(self, name: str, arguments: Any, context: ToolContext) -> ToolResult:

@@ -3,7 +3,8 @@
 Modes: ``off`` (always go online), ``record`` (go online, store every answer), ``replay`` (answer
 only from the cache: an offline run reproduces a recorded one), ``auto`` (cache first, online on a
 miss, then store), ``prefer`` (cache first, the backend on a miss, nothing stored: how an offline run
-replays a recorded online one and falls back to the bundled data). Keys are the tool's normalized arguments, so equal calls hit the same entry.
+replays a recorded online one and falls back to the bundled data). Keys are the tool's normalized
+arguments, so equal calls hit the same entry.
 """
 
 from __future__ import annotations
