@@ -23,7 +23,7 @@ from vtb_env.toolsets import VISION_TOOL
 Ocr = Callable[[Any], list[Any]]  # image -> OCR words
 
 
-class Episode:
+class EpisodeView:
     """The dialogue so far (prompts, the images each turn brought, this turn's tool calls and
     results, the transformed variants the agent made) and readings of its images through ``ocr``."""
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence, Union
 
 from vtb_agents.base import Action
-from vtb_agents.ocr_baseline.episode import Episode
+from vtb_agents.ocr_baseline.episode import EpisodeView
 from vtb_agents.ocr_baseline.questions import Question, named_rows
 from vtb_agents.ocr_baseline.reading import Reading, Row, group_lines, label_key, map_distances, parse_number
 
@@ -43,7 +43,7 @@ class Rule:
 
     kind: str
     cue: Callable[[str], bool]
-    solve: Callable[[Episode, Question], Outcome]
+    solve: Callable[[EpisodeView, Question], Outcome]
 
 
 # The cues follow the wording of ``vtb_env.synth.templates`` (tests check every template's kind).
@@ -67,7 +67,7 @@ class Table:
         return Missing(what, self.images)
 
 
-def read_table(ep: Episode, names: Sequence[str]) -> Table:
+def read_table(ep: EpisodeView, names: Sequence[str]) -> Table:
     """Every row read in ``names`` (a label read in an earlier image wins)."""
     rows: list[Row] = []
     for name in names:
@@ -83,7 +83,7 @@ class Named:
     table: Table
 
 
-def find_named(ep: Episode, q: Question, count: int, text: str | None = None) -> Named | Missing:
+def find_named(ep: EpisodeView, q: Question, count: int, text: str | None = None) -> Named | Missing:
     """At least ``count`` rows named in ``text`` (default: the question) among the rows in view,
     each read with confidence unless the vision tool can no longer help."""
     table = read_table(ep, ep.in_view())
@@ -100,7 +100,7 @@ def _clarified_text(q: Question) -> str | None:
     return q.prompt if q.clarified else None
 
 
-def solve(ep: Episode, q: Question) -> Outcome:
+def solve(ep: EpisodeView, q: Question) -> Outcome:
     """The outcome of the rule for the question's kind."""
     return rule_for(q).solve(ep, q)
 
@@ -135,7 +135,7 @@ def _say(row: Row) -> str:
 # --- the rules ----------------------------------------------------------------------------------
 
 
-def weather_rule(ep: Episode, q: Question) -> Outcome:
+def weather_rule(ep: EpisodeView, q: Question) -> Outcome:
     names = ep.in_view()
     text = "\n".join(
         " ".join(w.text for w in line) for n in names for words in ep.word_sets(n) for line in group_lines(words)
@@ -159,7 +159,7 @@ def weather_rule(ep: Episode, q: Question) -> Outcome:
     )
 
 
-def dividend_rule(ep: Episode, q: Question) -> Outcome:
+def dividend_rule(ep: EpisodeView, q: Question) -> Outcome:
     named = find_named(ep, q, 1)
     if isinstance(named, Missing):
         return named
@@ -190,7 +190,7 @@ def dividend_rule(ep: Episode, q: Question) -> Outcome:
     return f"The statement shows {row.text} shares of {ticker}; at ${dividend:.2f} a year per share that is ${income:,.2f} a year."
 
 
-def order_rule(ep: Episode, q: Question) -> Outcome:
+def order_rule(ep: EpisodeView, q: Question) -> Outcome:
     named = find_named(ep, q, 2)
     if isinstance(named, Missing):
         return named
@@ -202,7 +202,7 @@ def order_rule(ep: Episode, q: Question) -> Outcome:
     return f"{a.label} costs {a.text} and {b.label} costs {b.text}; ({qa} x {a.text} + {qb} x {b.text}) plus {pct:g}% is ${total:,.2f}."
 
 
-def speed_rule(ep: Episode, q: Question) -> Outcome:
+def speed_rule(ep: EpisodeView, q: Question) -> Outcome:
     named = find_named(ep, q, 2)
     if isinstance(named, Missing):
         return named
@@ -216,7 +216,7 @@ def speed_rule(ep: Episode, q: Question) -> Outcome:
     return f"It leaves {a.label} at {a.text} and {b.label} at {b.text}: {_fmt(minutes)} minutes, an average speed of {speed:.1f} km/h."
 
 
-def share_rule(ep: Episode, q: Question) -> Outcome:
+def share_rule(ep: EpisodeView, q: Question) -> Outcome:
     named = find_named(ep, q, 2)
     if isinstance(named, Missing):
         return named
@@ -225,7 +225,7 @@ def share_rule(ep: Episode, q: Question) -> Outcome:
     return f"{a.label} has {a.text} and {b.label} has {b.text}, so {a.label}'s share is {share:.1f}%."
 
 
-def limit_rule(ep: Episode, q: Question) -> Outcome:
+def limit_rule(ep: EpisodeView, q: Question) -> Outcome:
     named = find_named(ep, q, 1)
     if isinstance(named, Missing):
         return named
@@ -236,7 +236,7 @@ def limit_rule(ep: Episode, q: Question) -> Outcome:
     return f"The {a.label} result is {a.text} and the upper limit is {_fmt(high)}, so it is {100 * a.value / high:.1f}% of the limit."
 
 
-def route_rule(ep: Episode, q: Question) -> Outcome:
+def route_rule(ep: EpisodeView, q: Question) -> Outcome:
     m = _FROM_TO.search(q.low)
     assert m is not None  # the cue matched
     names = tuple(ep.in_view())
@@ -265,7 +265,7 @@ def _close(name: str, known: Mapping[str, float]) -> str | None:
     return hit[0] if hit else None
 
 
-def change_most_rule(ep: Episode, q: Question) -> Outcome:
+def change_most_rule(ep: EpisodeView, q: Question) -> Outcome:
     first = read_table(ep, ep.image_for_turn(len([n for n in ep.turn_originals if n]) - 1))
     last = read_table(ep, ep.current())
     before, after = first.rows, last.rows
@@ -276,7 +276,7 @@ def change_most_rule(ep: Episode, q: Question) -> Outcome:
     return f"{a.label} rose the most: from {b.text} to {a.text}, +{_fmt_change(growth)}."
 
 
-def changed_since_rule(ep: Episode, q: Question) -> Outcome:
+def changed_since_rule(ep: EpisodeView, q: Question) -> Outcome:
     named = find_named(ep, q, 1)
     if isinstance(named, Missing):
         return named
@@ -294,7 +294,7 @@ def changed_since_rule(ep: Episode, q: Question) -> Outcome:
     return f"It went from {before.text} to {now.text}, {direction} of {_fmt_change(delta)}."
 
 
-def highest_rule(ep: Episode, q: Question) -> Outcome:
+def highest_rule(ep: EpisodeView, q: Question) -> Outcome:
     table = read_table(ep, ep.in_view())
     if len(table.rows) < 3:
         return table.missing("the entries to compare")
@@ -302,7 +302,7 @@ def highest_rule(ep: Episode, q: Question) -> Outcome:
     return f"{top.label} is the highest, with {top.text}."
 
 
-def that_rule(ep: Episode, q: Question) -> Outcome:
+def that_rule(ep: EpisodeView, q: Question) -> Outcome:
     table = read_table(ep, ep.in_view())
     other = named_rows(q.text, table.rows)
     that = [r for r in named_rows(q.previous_answer, table.rows) if r not in other]
@@ -314,7 +314,7 @@ def that_rule(ep: Episode, q: Question) -> Outcome:
     return f"{a.text} versus {b.text}: a difference of {_fmt(round(diff, 2))}{unit}."
 
 
-def lab_range_rule(ep: Episode, q: Question) -> Outcome:
+def lab_range_rule(ep: EpisodeView, q: Question) -> Outcome:
     table = read_table(ep, ep.in_view())
     found = (
         named_rows(q.prompt, table.rows) or named_rows(q.previous_answer, table.rows) or named_rows(q.text, table.rows)
@@ -331,7 +331,7 @@ def lab_range_rule(ep: Episode, q: Question) -> Outcome:
     return f"The {row.label} result is {row.text}; the reference range is {_fmt(low)}-{_fmt(high)}, so it is {verdict} the range{tail}."
 
 
-def behind_rule(ep: Episode, q: Question) -> Outcome:
+def behind_rule(ep: EpisodeView, q: Question) -> Outcome:
     named = find_named(ep, q, 1, text=_clarified_text(q))
     if isinstance(named, Missing):
         return named
@@ -351,7 +351,7 @@ def _two_values_kind(low: str) -> str | None:
     return "both" if re.search(r"what are the .+ and .+", low) else None
 
 
-def two_values_rule(ep: Episode, q: Question) -> Outcome:
+def two_values_rule(ep: EpisodeView, q: Question) -> Outcome:
     """Totals, differences, rides, means and "what are A and B"."""
     kind = _two_values_kind(q.low)
     named = find_named(ep, q, 3 if kind == "mean" else 2, text=_clarified_text(q))
@@ -372,7 +372,7 @@ def two_values_rule(ep: Episode, q: Question) -> Outcome:
     return f"{_say(a)} and {_say(b)}; together that is {_fmt(a.value + b.value, _is_money(found))}."
 
 
-def lookup_rule(ep: Episode, q: Question) -> Outcome:
+def lookup_rule(ep: EpisodeView, q: Question) -> Outcome:
     """A single entry's value (the default question)."""
     named = find_named(ep, q, 1, text=_clarified_text(q))
     if isinstance(named, Missing):
