@@ -20,7 +20,7 @@ import torch
 pytest.importorskip("trl")
 
 from tests.support.tiny_models import TOOL_CALL_OPEN, build_scripted_model  # noqa: E402
-from vtb_agents.rollout import ChatRenderer, HFGenerator, run_episodes, summarize  # noqa: E402
+from vtb_agents.rollout import ChatRenderer, HFGenerator, run_episodes, summarize_rollouts  # noqa: E402
 from vtb_app.integrations import trl as vtb_trl  # noqa: E402
 from vtb_env.batch import EnvPool  # noqa: E402
 from vtb_env.config import EnvConfig  # noqa: E402
@@ -115,7 +115,7 @@ def test_rollout_runs_real_tools_and_masks_env_tokens(policy_path, tasks, tools)
         if e.record.used_tools:  # the tool's result and its image came back into the conversation as env tokens
             assert '"exit_code": 0' in env_text and "[transformed_image_0.png]<image>" in env_text
         assert e.components and "mode" in e.components and e.mode_outcome is not None
-    metrics = summarize(episodes, group_size=4)
+    metrics = summarize_rollouts(episodes, group_size=4)
     assert -1.0 <= metrics["mode/mcc"] <= 1.0 and metrics["episode/tool_calls"] > 0
     print(f"\nrollout: {len(episodes)} episodes in {elapsed:.2f} s ({elapsed / len(episodes):.3f} s/episode, batched)")
 

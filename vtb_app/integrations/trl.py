@@ -40,7 +40,7 @@ from vtb_agents.rollout import (
     VLLMGenerator,
     is_processor,
     run_episodes,
-    summarize,
+    summarize_rollouts,
     vision_inputs,
 )
 from vtb_env import loaders
@@ -509,7 +509,7 @@ def make_reward_func(group_size: int) -> Callable[..., list[float]]:
         prompts: list, completions: list, vtb_episode: list[Episode], log_metric=None, log_extra=None, **_: Any
     ) -> list[float]:
         if log_metric is not None:
-            for name, value in summarize(vtb_episode, group_size).items():
+            for name, value in summarize_rollouts(vtb_episode, group_size).items():
                 log_metric(f"vtb/{name}", value)
         if log_extra is not None:  # the completions table (--log-completions): which images each episode showed
             log_extra("vtb_images", [", ".join(episode.image_names) for episode in vtb_episode])
