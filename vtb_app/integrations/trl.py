@@ -47,6 +47,7 @@ from vtb_env import loaders
 from vtb_env.batch import EnvPool
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
+from vtb_env.image_names import turn_image_names
 from vtb_env.prompts import resolve_system_prompt
 from vtb_env.tasks import Task
 from vtb_env.tools.base import ToolContext, ToolRegistry
@@ -213,7 +214,7 @@ class VTBEnvironmentFactory:
         rows = []
         for task in self.tasks:
             turn = task.turns[0]
-            names = "".join(f"\n[image_{k}.png]" for k in range(1, len(turn.images) + 1))
+            names = "".join(f"\n[{name}]" for name in turn_image_names(task, 0))
             if self.show_images:
                 content: Any = [
                     *({"type": "image"} for _ in turn.images),
