@@ -34,7 +34,39 @@ class StepResult(NamedTuple):
     info: dict[str, Any]
 
 
-class EnvPool:
+class EnvPoolBase:
+    """What ``EnvPool`` and ``RayEnvPool`` share: ``step`` over ``submit``, and at most one step in
+    flight per environment (``_in_flight``: environment index -> the Future of its step)."""
+
+    _in_flight: dict[int, Future[StepResult]]
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def submit(self, index: int, action: str | Mapping[str, Any]) -> Future[StepResult]:
+        raise NotImplementedError
+
+    def step(self, actions: Sequence[str | Mapping[str, Any] | None]) -> list[StepResult | None]:
+        """One action per environment (None: leave that one alone); waits for all of them."""
+        if len(actions) != len(self):
+            raise ValueError(f"expected {len(self)} actions, got {len(actions)}")
+        futures = [None if action is None else self.submit(i, action) for i, action in enumerate(actions)]
+        return [None if future is None else future.result() for future in futures]
+
+    def _idle_indices(self, indices: Sequence[int] | None) -> list[int]:
+        """``indices`` (default: all environments), after checking none of them has a step in flight."""
+        indices = list(range(len(self))) if indices is None else list(indices)
+        self._require_idle(indices)
+        return indices
+
+    def _require_idle(self, indices: Sequence[int]) -> None:
+        for i in indices:
+            future = self._in_flight.get(i)
+            if future is not None and not future.done():
+                raise RuntimeError(f"environment {i} still has a step in flight")
+
+
+class EnvPool(EnvPoolBase):
     """N ``VisualToolBenchEnv`` stepped together; at most one step in flight per environment."""
 
     def __init__(self, envs: Sequence[VisualToolBenchEnv], max_workers: int | None = None):
@@ -59,8 +91,7 @@ class EnvPool:
         indices: Sequence[int] | None = None,
     ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """Reset the environments ``indices`` (default: all); environment i gets ``seed + i``."""
-        indices = list(range(len(self.envs))) if indices is None else list(indices)
-        self._require_idle(indices)
+        indices = self._idle_indices(indices)
         return [
             self.envs[i].reset(
                 seed=None if seed is None else seed + i, options=None if options is None else options[position]
@@ -76,20 +107,7 @@ class EnvPool:
         self._in_flight[index] = future
         return future
 
-    def step(self, actions: Sequence[str | Mapping[str, Any] | None]) -> list[StepResult | None]:
-        """One action per environment (None: leave that one alone); waits for all of them."""
-        if len(actions) != len(self.envs):
-            raise ValueError(f"expected {len(self.envs)} actions, got {len(actions)}")
-        futures = [None if action is None else self.submit(i, action) for i, action in enumerate(actions)]
-        return [None if future is None else future.result() for future in futures]
-
     def close(self) -> None:
         self._executor.shutdown(wait=True)
         for env in self.envs:
             env.close()
-
-    def _require_idle(self, indices: Sequence[int]) -> None:
-        for i in indices:
-            future = self._in_flight.get(i)
-            if future is not None and not future.done():
-                raise RuntimeError(f"environment {i} still has a step in flight")
