@@ -13,6 +13,7 @@ solver for those tasks, not a general reader of questions.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -100,6 +101,27 @@ def _clarified_text(q: Question) -> str | None:
     return q.prompt if q.clarified else None
 
 
+NamedSolver = Callable[[EpisodeView, Question, Named], Outcome]
+
+
+def on_named(
+    count: int, *, in_reply: bool = False
+) -> Callable[[NamedSolver], Callable[[EpisodeView, Question], Outcome]]:
+    """A rule on the ``count`` entries the question names (in the user's clarifying reply, when
+    ``in_reply`` and there is one): it returns ``Missing`` while they cannot be read, else
+    ``solve(ep, q, named)``."""
+
+    def wrap(solve: NamedSolver) -> Callable[[EpisodeView, Question], Outcome]:
+        @functools.wraps(solve)
+        def rule(ep: EpisodeView, q: Question) -> Outcome:
+            named = find_named(ep, q, count, text=_clarified_text(q) if in_reply else None)
+            return named if isinstance(named, Missing) else solve(ep, q, named)
+
+        return rule
+
+    return wrap
+
+
 def solve(ep: EpisodeView, q: Question) -> Outcome:
     """The outcome of the rule for the question's kind."""
     return rule_for(q).solve(ep, q)
@@ -159,10 +181,8 @@ def weather_rule(ep: EpisodeView, q: Question) -> Outcome:
     )
 
 
-def dividend_rule(ep: EpisodeView, q: Question) -> Outcome:
-    named = find_named(ep, q, 1)
-    if isinstance(named, Missing):
-        return named
+@on_named(1)
+def dividend_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     (row,) = named.rows  # more than one named entry is an error the agent reports (see OcrBaselineAgent.act)
     ticker = row.label
     if "web_search" not in ep.offered:
@@ -190,10 +210,8 @@ def dividend_rule(ep: EpisodeView, q: Question) -> Outcome:
     return f"The statement shows {row.text} shares of {ticker}; at ${dividend:.2f} a year per share that is ${income:,.2f} a year."
 
 
-def order_rule(ep: EpisodeView, q: Question) -> Outcome:
-    named = find_named(ep, q, 2)
-    if isinstance(named, Missing):
-        return named
+@on_named(2)
+def order_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     a, b = named.rows
     m = _ORDER.search(q.low)
     assert m is not None  # the cue matched
@@ -202,10 +220,8 @@ def order_rule(ep: EpisodeView, q: Question) -> Outcome:
     return f"{a.label} costs {a.text} and {b.label} costs {b.text}; ({qa} x {a.text} + {qb} x {b.text}) plus {pct:g}% is ${total:,.2f}."
 
 
-def speed_rule(ep: EpisodeView, q: Question) -> Outcome:
-    named = find_named(ep, q, 2)
-    if isinstance(named, Missing):
-        return named
+@on_named(2)
+def speed_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     a, b = named.rows
     minutes = abs(b.value - a.value)
     if not minutes:
@@ -216,19 +232,15 @@ def speed_rule(ep: EpisodeView, q: Question) -> Outcome:
     return f"It leaves {a.label} at {a.text} and {b.label} at {b.text}: {_fmt(minutes)} minutes, an average speed of {speed:.1f} km/h."
 
 
-def share_rule(ep: EpisodeView, q: Question) -> Outcome:
-    named = find_named(ep, q, 2)
-    if isinstance(named, Missing):
-        return named
+@on_named(2)
+def share_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     a, b = named.rows
     share = 100 * a.value / (a.value + b.value)
     return f"{a.label} has {a.text} and {b.label} has {b.text}, so {a.label}'s share is {share:.1f}%."
 
 
-def limit_rule(ep: EpisodeView, q: Question) -> Outcome:
-    named = find_named(ep, q, 1)
-    if isinstance(named, Missing):
-        return named
+@on_named(1)
+def limit_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     (a,) = named.rows
     if len(a.extra) < 2:
         return named.table.missing("the reference range")
@@ -276,10 +288,8 @@ def change_most_rule(ep: EpisodeView, q: Question) -> Outcome:
     return f"{a.label} rose the most: from {b.text} to {a.text}, +{_fmt_change(growth)}."
 
 
-def changed_since_rule(ep: EpisodeView, q: Question) -> Outcome:
-    named = find_named(ep, q, 1)
-    if isinstance(named, Missing):
-        return named
+@on_named(1)
+def changed_since_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     (now,) = named.rows
     earlier = read_table(ep, ep.image_for_turn(1))
     before = next((r for r in named_rows(q.text, earlier.rows)), None)
@@ -331,10 +341,8 @@ def lab_range_rule(ep: EpisodeView, q: Question) -> Outcome:
     return f"The {row.label} result is {row.text}; the reference range is {_fmt(low)}-{_fmt(high)}, so it is {verdict} the range{tail}."
 
 
-def behind_rule(ep: EpisodeView, q: Question) -> Outcome:
-    named = find_named(ep, q, 1, text=_clarified_text(q))
-    if isinstance(named, Missing):
-        return named
+@on_named(1, in_reply=True)
+def behind_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     a, leader = named.rows[0], max(named.table.rows, key=lambda r: r.value)
     return f"The {a.label} have {a.text}; the leader, {leader.label}, has {leader.text}, so they are {_fmt(leader.value - a.value)} points behind."
 
@@ -372,11 +380,9 @@ def two_values_rule(ep: EpisodeView, q: Question) -> Outcome:
     return f"{_say(a)} and {_say(b)}; together that is {_fmt(a.value + b.value, _is_money(found))}."
 
 
-def lookup_rule(ep: EpisodeView, q: Question) -> Outcome:
+@on_named(1, in_reply=True)
+def lookup_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     """A single entry's value (the default question)."""
-    named = find_named(ep, q, 1, text=_clarified_text(q))
-    if isinstance(named, Missing):
-        return named
     row = named.rows[0]
     return f"{row.label} is {row.text}."
 
