@@ -6,12 +6,11 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from tests.support.chat_server import ChatServer
-from tests.support.cli import eval_args
+from tests.support.cli import eval_args, wait_for_records
 from tests.support.menu_tasks import ROOT, write_menu_tasks
 from vtb_app.evaluation.records import RunLog, done_keys, iter_records, latest_records
 
@@ -58,9 +57,7 @@ def test_eval_survives_a_kill_resumes_without_loss_or_duplicates_and_retries_err
         # one episode at a time (the openai: default is 64 in flight): the kill lands between records
         args = eval_args(data, f"openai:m@{server.base_url}", out, "--concurrency", "1")
         process = vtb(*args)
-        deadline = time.time() + 60
-        while time.time() < deadline and len(list(iter_records(out / "records.jsonl"))) < 2:
-            time.sleep(0.05)
+        wait_for_records(out / "records.jsonl", 2, timeout_s=60)
         process.send_signal(signal.SIGKILL)
         process.wait()
         before = list(iter_records(out / "records.jsonl"))
@@ -112,9 +109,7 @@ def test_ctrl_c_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path):
     with ChatServer(lambda request: {"content": "The answer is 13."}, latency_s=0.3) as server:
         args = eval_args(data, f"openai:m@{server.base_url}", out, "--concurrency", "2")
         process = vtb(*args)
-        deadline = time.time() + 60
-        while time.time() < deadline and len(list(iter_records(out / "records.jsonl"))) < 2:
-            time.sleep(0.05)
+        wait_for_records(out / "records.jsonl", 2, timeout_s=60)
         process.send_signal(signal.SIGINT)
         stdout, stderr = process.communicate(timeout=60)
         assert process.returncode == 130, stderr
