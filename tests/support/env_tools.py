@@ -24,6 +24,16 @@ def png(width: int = 64, height: int = 48, color: tuple[int, int, int] = (200, 3
     return buffer.getvalue()
 
 
+CALCULATOR_SCHEMA = {  # the tool list an agent test offers (no tool runs: the agent only sees it)
+    "type": "function",
+    "function": {
+        "name": "calculator",
+        "description": "math",
+        "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}},
+    },
+}
+
+
 def _function(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {
         "type": "function",
