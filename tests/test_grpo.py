@@ -281,17 +281,24 @@ def test_tools_flag_takes_a_comma_list_and_refuses_unknown_names():
     registry.close()
 
 
+def _width_recording(sampler):
+    """``sampler`` as a generate function that records each call's batch width (in the returned list)."""
+    widths: list[int] = []
+
+    def generate(prompts, images=None):
+        widths.append(len(prompts))
+        return sampler(prompts, images)
+
+    return generate, widths
+
+
 def test_round_sync_keeps_generation_calls_equal_across_processes(policy_path, tasks, tools):
     """Another process still has 3 live episodes for 6 rounds: this one keeps generating (padded) until it is done too."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(policy_path)
     sampler = HFGenerator(AutoModelForCausalLM.from_pretrained(policy_path), tokenizer, max_new_tokens=8)
-    widths: list[int] = []
-
-    def generate(prompts, images=None):
-        widths.append(len(prompts))
-        return sampler(prompts, images)
+    generate, widths = _width_recording(sampler)
 
     rounds = iter(range(100))
     other = lambda active: max(active, 3 if next(rounds) < 6 else 0)  # noqa: E731 - the other process's count
@@ -410,11 +417,7 @@ def _rank_rollout(rank: int, world: int, port: int, model_path: str, out_dir: st
     accelerator = Accelerator(cpu=True)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     sampler = HFGenerator(AutoModelForCausalLM.from_pretrained(model_path), tokenizer, max_new_tokens=16)
-    widths: list[int] = []
-
-    def generate(prompts, images=None):
-        widths.append(len(prompts))
-        return sampler(prompts, images)
+    generate, widths = _width_recording(sampler)
 
     task = make_task(f"r{rank}", turns=rank + 1)
     pool = EnvPool(
