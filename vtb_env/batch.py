@@ -21,7 +21,7 @@ a loop can re-query the policy for fast episodes while a slow tool call is still
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from vtb_env.env import VisualToolBenchEnv
 
@@ -32,6 +32,9 @@ class StepResult(NamedTuple):
     terminated: bool
     truncated: bool
     info: dict[str, Any]
+
+
+ResetRequest = tuple[int, int | None, Mapping[str, Any] | None]  # environment index, seed, reset options
 
 
 class EnvPoolBase:
@@ -53,11 +56,23 @@ class EnvPoolBase:
         futures = [None if action is None else self.submit(i, action) for i, action in enumerate(actions)]
         return [None if future is None else future.result() for future in futures]
 
-    def _idle_indices(self, indices: Sequence[int] | None) -> list[int]:
-        """``indices`` (default: all environments), after checking none of them has a step in flight."""
+    def reset(
+        self,
+        seed: int | None = None,
+        options: Sequence[Mapping[str, Any] | None] | None = None,
+        indices: Sequence[int] | None = None,
+    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Reset the environments ``indices`` (default: all); environment i gets ``seed + i``."""
         indices = list(range(len(self))) if indices is None else list(indices)
         self._require_idle(indices)
-        return indices
+        return self._reset_each(
+            (i, None if seed is None else seed + i, None if options is None else options[position])
+            for position, i in enumerate(indices)
+        )
+
+    def _reset_each(self, requests: Iterable[ResetRequest]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """``reset`` of each ``(index, seed, options)``, in order."""
+        raise NotImplementedError
 
     def _require_idle(self, indices: Sequence[int]) -> None:
         for i in indices:
@@ -84,20 +99,8 @@ class EnvPool(EnvPoolBase):
     def __len__(self) -> int:
         return len(self.envs)
 
-    def reset(
-        self,
-        seed: int | None = None,
-        options: Sequence[Mapping[str, Any] | None] | None = None,
-        indices: Sequence[int] | None = None,
-    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """Reset the environments ``indices`` (default: all); environment i gets ``seed + i``."""
-        indices = self._idle_indices(indices)
-        return [
-            self.envs[i].reset(
-                seed=None if seed is None else seed + i, options=None if options is None else options[position]
-            )
-            for position, i in enumerate(indices)
-        ]
+    def _reset_each(self, requests: Iterable[ResetRequest]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        return [self.envs[i].reset(seed=seed, options=options) for i, seed, options in requests]
 
     def submit(self, index: int, action: str | Mapping[str, Any]) -> Future[StepResult]:
         """Parse ``action`` and run its tool calls in the pool; the Future gives the step's result."""

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
-from vtb_env.batch import EnvPoolBase, StepResult
+from vtb_env.batch import EnvPoolBase, ResetRequest, StepResult
 from vtb_env.observation import is_image_part
 from vtb_env.ray_cluster import alive_cpu_nodes, connect
 
@@ -142,23 +142,13 @@ class RayEnvPool(EnvPoolBase):
     def __len__(self) -> int:
         return len(self._where)
 
-    def reset(
-        self,
-        seed: int | None = None,
-        options: Sequence[Mapping[str, Any] | None] | None = None,
-        indices: Sequence[int] | None = None,
-    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """Reset the environments ``indices`` (default: all); environment i gets ``seed + i``."""
-        indices = self._idle_indices(indices)
-        refs = []
-        for position, i in enumerate(indices):
+    def _reset_each(self, requests: Iterable[ResetRequest]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        indices, refs = [], []
+        for i, seed, options in requests:
             self._images[i] = {}
             h, local = self._where[i]
-            refs.append(
-                self._hosts[h].reset.remote(
-                    local, None if seed is None else seed + i, None if options is None else options[position]
-                )
-            )
+            refs.append(self._hosts[h].reset.remote(local, seed, options))
+            indices.append(i)
         return [
             (self._resolve(i, observation), info)
             for i, (observation, info) in zip(indices, self._ray.get(refs), strict=True)
