@@ -408,7 +408,7 @@ def _stop_for_length(pool: EnvPool, state: _Live) -> None:
     _finish(state, reward, info)
 
 
-def summarize(episodes: Sequence[Episode], group_size: int) -> dict[str, float]:
+def summarize_rollouts(episodes: Sequence[Episode], group_size: int) -> dict[str, float]:
     """Per-batch metrics: mean reward and components, mode-selection MCC, group statistics, speed."""
     n = len(episodes)
     metrics: dict[str, float] = {"reward": sum(e.reward for e in episodes) / n}

@@ -128,6 +128,43 @@ def action_token_ids(tokenizer: PreTrainedTokenizerFast) -> dict[str, int]:
     return {"call": tokenizer.convert_tokens_to_ids(CALL_TEXT), "answer": tokenizer.convert_tokens_to_ids(ANSWER_TEXT)}
 
 
+def idefics3_config_and_processor(
+    tokenizer: PreTrainedTokenizerFast,
+    text: LlamaConfig,
+    *,
+    image_size: int,
+    patch_size: int,
+    vision_hidden_size: int,
+    vision_heads: int,
+    chat_template: str,
+    scale_factor: int = 2,
+) -> tuple[Idefics3Config, Idefics3Processor]:
+    """A tiny Idefics3 (one-layer SigLIP tower, pixel shuffle by ``scale_factor``, ``text`` as the
+    language model) and its processor: no image splitting, images resized to ``image_size``, each
+    one ``(image_size / patch_size)**2 / scale_factor**2`` tokens of the tokenizer's image token.
+    Build the model from the config after seeding torch (the config draws no random numbers)."""
+    config = Idefics3Config(
+        vision_config=dict(
+            hidden_size=vision_hidden_size,
+            intermediate_size=2 * vision_hidden_size,
+            num_hidden_layers=1,
+            num_attention_heads=vision_heads,
+            image_size=image_size,
+            patch_size=patch_size,
+        ),
+        text_config=text.to_dict(),
+        scale_factor=scale_factor,
+        image_token_id=tokenizer.convert_tokens_to_ids(tokenizer.image_token),
+        tie_word_embeddings=False,
+    )
+    image_processor = Idefics3ImageProcessorPil(
+        do_image_splitting=False, size={"longest_edge": image_size}, max_image_size={"longest_edge": image_size}
+    )
+    image_seq_len = (image_size // patch_size) ** 2 // scale_factor**2
+    processor = Idefics3Processor(image_processor, tokenizer, image_seq_len=image_seq_len, chat_template=chat_template)
+    return config, processor
+
+
 def build_two_action_vlm(
     path: str | Path,
     *,
@@ -143,7 +180,7 @@ def build_two_action_vlm(
     ``(image_size / patch_size)**2 / 4`` image tokens (pixel shuffle, scale factor 2).
     """
     tokenizer = build_tokenizer()
-    head_dim, scale_factor = 32, 2
+    head_dim = 32
     text = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
@@ -158,25 +195,15 @@ def build_two_action_vlm(
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
-    config = Idefics3Config(
-        vision_config=dict(
-            hidden_size=hidden_size,
-            intermediate_size=2 * hidden_size,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            image_size=image_size,
-            patch_size=patch_size,
-        ),
-        text_config=text.to_dict(),
-        scale_factor=scale_factor,
-        image_token_id=tokenizer.convert_tokens_to_ids(IMAGE),
-        tie_word_embeddings=False,
+    config, processor = idefics3_config_and_processor(
+        tokenizer,
+        text,
+        image_size=image_size,
+        patch_size=patch_size,
+        vision_hidden_size=hidden_size,
+        vision_heads=2,
+        chat_template=CHAT_TEMPLATE,
     )
-    image_processor = Idefics3ImageProcessorPil(
-        do_image_splitting=False, size={"longest_edge": image_size}, max_image_size={"longest_edge": image_size}
-    )
-    image_seq_len = (image_size // patch_size) ** 2 // scale_factor**2
-    processor = Idefics3Processor(image_processor, tokenizer, image_seq_len=image_seq_len, chat_template=CHAT_TEMPLATE)
     torch.manual_seed(seed)
     model = Idefics3ForConditionalGeneration(config).eval()
     actions = set(action_token_ids(tokenizer).values())

@@ -11,18 +11,11 @@ import pytest
 from PIL import Image
 
 from tests.support.chat_server import ChatServer
+from tests.support.env_tools import CALCULATOR_SCHEMA
 from vtb_agents.base import summarize_calls
 from vtb_agents.images import ImagePolicy, encode_image
 from vtb_agents.openai_chat import AgentCallError, OpenAIChatAgent, Sampling
 
-TOOL = {
-    "type": "function",
-    "function": {
-        "name": "calculator",
-        "description": "math",
-        "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}},
-    },
-}
 CALL = {"id": "call_1", "type": "function", "function": {"name": "calculator", "arguments": '{"expression": "2+2"}'}}
 
 
@@ -34,7 +27,7 @@ def observation(image_side: int = 200) -> dict:
             {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is 2+2?"}]},
         ],
         "images": [image],
-        "tools": [TOOL],
+        "tools": [CALCULATOR_SCHEMA],
     }
 
 
@@ -50,7 +43,7 @@ def test_native_mode_returns_the_servers_tool_calls_and_sends_sampling_and_tools
         action = agent.act(observation())
     assert action["role"] == "assistant" and action["tool_calls"] == [CALL]
     request = server.requests[0]
-    assert request["tools"] == [TOOL] and "tool_choice" not in request
+    assert request["tools"] == [CALCULATOR_SCHEMA] and "tool_choice" not in request
     assert (request["temperature"], request["seed"], request["max_tokens"]) == (0.7, 11, 64)
     assert sent_image(request).size == (200, 200)
     (call,) = agent.drain_records()
@@ -63,7 +56,7 @@ def test_text_mode_returns_raw_text_and_asks_the_server_not_to_parse():
     with ChatServer(lambda request: {"content": text}) as server:
         action = OpenAIChatAgent("m", server.base_url, tool_mode="text").act(observation())
     assert action == text
-    assert server.requests[0]["tool_choice"] == "none" and server.requests[0]["tools"] == [TOOL]
+    assert server.requests[0]["tool_choice"] == "none" and server.requests[0]["tools"] == [CALCULATOR_SCHEMA]
 
 
 def test_transient_errors_are_retried_with_backoff_then_succeed():

@@ -7,19 +7,12 @@ import json
 import pytest
 from PIL import Image
 
+from tests.support.env_tools import CALCULATOR_SCHEMA
 from tests.support.tiny_models import build_scripted_model, build_tiny_idefics3, build_tiny_llava, build_tiny_mllama
 from vtb_agents.transformers_agent import TransformersAgent, to_template_messages
 
 pytestmark = pytest.mark.slow  # builds and runs several tiny checkpoints (~10 s)
 
-TOOL = {
-    "type": "function",
-    "function": {
-        "name": "calculator",
-        "description": "math",
-        "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}},
-    },
-}
 CALL = {"name": "calculator", "arguments": {"expression": "6 * 7"}}
 
 
@@ -43,7 +36,11 @@ def observation(with_image: bool, after_tool: bool = False) -> dict:
             },
             {"role": "tool", "tool_call_id": "c1", "content": '{"result": 42}'},
         ]
-    return {"messages": messages, "images": [Image.new("RGB", (40, 30), "red")] if with_image else [], "tools": [TOOL]}
+    return {
+        "messages": messages,
+        "images": [Image.new("RGB", (40, 30), "red")] if with_image else [],
+        "tools": [CALCULATOR_SCHEMA],
+    }
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,11 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from tests.support.chat_server import ChatServer
+from tests.support.cli import eval_args, wait_for_records
 from tests.support.menu_tasks import ROOT, write_menu_tasks
 from vtb_app.evaluation.records import RunLog, done_keys, iter_records, latest_records
 
@@ -55,22 +55,9 @@ def test_eval_survives_a_kill_resumes_without_loss_or_duplicates_and_retries_err
 
     with ChatServer(respond, latency_s=0.4) as server:
         # one episode at a time (the openai: default is 64 in flight): the kill lands between records
-        args = [
-            "eval",
-            "--data",
-            str(data),
-            "--agent",
-            f"openai:m@{server.base_url}",
-            "--out",
-            str(out),
-            "--no-progress",
-            "--concurrency",
-            "1",
-        ]
+        args = eval_args(data, f"openai:m@{server.base_url}", out, "--concurrency", "1")
         process = vtb(*args)
-        deadline = time.time() + 60
-        while time.time() < deadline and len(list(iter_records(out / "records.jsonl"))) < 2:
-            time.sleep(0.05)
+        wait_for_records(out / "records.jsonl", 2, timeout_s=60)
         process.send_signal(signal.SIGKILL)
         process.wait()
         before = list(iter_records(out / "records.jsonl"))
@@ -120,22 +107,9 @@ def test_ctrl_c_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path):
     data = write_menu_tasks(tmp_path / "data", n=6)
     out = tmp_path / "run"
     with ChatServer(lambda request: {"content": "The answer is 13."}, latency_s=0.3) as server:
-        args = [
-            "eval",
-            "--data",
-            str(data),
-            "--agent",
-            f"openai:m@{server.base_url}",
-            "--out",
-            str(out),
-            "--no-progress",
-            "--concurrency",
-            "2",
-        ]
+        args = eval_args(data, f"openai:m@{server.base_url}", out, "--concurrency", "2")
         process = vtb(*args)
-        deadline = time.time() + 60
-        while time.time() < deadline and len(list(iter_records(out / "records.jsonl"))) < 2:
-            time.sleep(0.05)
+        wait_for_records(out / "records.jsonl", 2, timeout_s=60)
         process.send_signal(signal.SIGINT)
         stdout, stderr = process.communicate(timeout=60)
         assert process.returncode == 130, stderr
@@ -160,16 +134,7 @@ def test_ctrl_c_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path):
 def test_judge_rescores_saved_answers_with_another_rule(tmp_path):
     data = write_menu_tasks(tmp_path / "data", n=2)
     with ChatServer(lambda request: {"content": "13"}) as server:
-        run = vtb(
-            "eval",
-            "--data",
-            str(data),
-            "--agent",
-            f"openai:m@{server.base_url}",
-            "--out",
-            str(tmp_path / "run"),
-            "--no-progress",
-        )
+        run = vtb(*eval_args(data, f"openai:m@{server.base_url}", tmp_path / "run"))
         assert run.wait(timeout=60) == 0, run.stderr.read()
     # "13" fails the weight-1 "answer" text check but passes the critical one; with critical = flag
     # (r2 is not flagged) the pass does not change, but scores are recomputed from fresh verdicts.

@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 from tests.support.chat_server import ChatServer
+from tests.support.cli import eval_args
 from vtb_app.cli import main
 from vtb_app.evaluation.records import latest_records
 from vtb_env.prompts import NO_TOOLS_SYSTEM_PROMPT, STRONG_SYSTEM_PROMPT
@@ -97,9 +98,7 @@ def test_apr_counts_every_task_and_the_report_says_how(tmp_path, capsys):
         return {"content": "The total is 9."}
 
     with ChatServer(respond, latency_s=0.3) as agent:
-        code = vtb(
-            "eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--out", tmp_path / "run", "--no-progress"
-        )
+        code = vtb(*eval_args(data, f"openai:m@{agent.base_url}", tmp_path / "run"))
     assert code == 1  # some episodes failed
     assert agent.peak_in_flight >= 4  # the default keeps many requests in flight (8 tasks, no --concurrency)
     out = capsys.readouterr().out
@@ -158,18 +157,9 @@ def test_judge_outages_are_visible_and_retried_by_resume_and_vtb_judge(tmp_path,
         return verdict("9" in request["messages"][0]["content"].split("**Model Answer:**")[-1])
 
     with ChatServer(answers()) as agent, ChatServer(judge) as judge_server:
-        run = [
-            "eval",
-            "--data",
-            data,
-            "--agent",
-            f"openai:m@{agent.base_url}",
-            "--judge",
-            f"openai:j@{judge_server.base_url}",
-            "--out",
-            tmp_path / "run",
-            "--no-progress",
-        ]
+        run = eval_args(
+            data, f"openai:m@{agent.base_url}", tmp_path / "run", "--judge", f"openai:j@{judge_server.base_url}"
+        )
         vtb(*run)
         out = capsys.readouterr().out
         records = latest_records(tmp_path / "run" / "records.jsonl").values()
@@ -252,18 +242,7 @@ def test_deeply_nested_tool_arguments_never_abort_a_run_or_its_resume(tmp_path, 
         return {"content": "The total is 9."}
 
     with ChatServer(respond) as agent:
-        run = [
-            "eval",
-            "--data",
-            data,
-            "--agent",
-            f"openai:m@{agent.base_url}",
-            "--out",
-            tmp_path / "run",
-            "--no-progress",
-            "--concurrency",
-            2,
-        ]
+        run = eval_args(data, f"openai:m@{agent.base_url}", tmp_path / "run", "--concurrency", 2)
         vtb(*run)
         records = latest_records(tmp_path / "run" / "records.jsonl")
         assert set(records) == {"t0#0", "t1#0", "t2#0"}  # every task has its record; the others were kept
@@ -278,20 +257,7 @@ def test_deeply_nested_tool_arguments_never_abort_a_run_or_its_resume(tmp_path, 
 def test_samples_get_their_own_seeds_recorded_per_record(tmp_path):
     data = write_tasks(tmp_path / "data", 2)
     with ChatServer(answers()) as agent:
-        vtb(
-            "eval",
-            "--data",
-            data,
-            "--agent",
-            f"openai:m@{agent.base_url}",
-            "--samples",
-            3,
-            "--temperature",
-            1.0,
-            "--out",
-            tmp_path / "run",
-            "--no-progress",
-        )
+        vtb(*eval_args(data, f"openai:m@{agent.base_url}", tmp_path / "run", "--samples", 3, "--temperature", 1.0))
         seeds: dict[str, set] = {}
         for request in agent.requests:
             seeds.setdefault(task_of(request), set()).add(request["seed"])
@@ -301,20 +267,17 @@ def test_samples_get_their_own_seeds_recorded_per_record(tmp_path):
 
         before = len(agent.requests)
         vtb(
-            "eval",
-            "--data",
-            data,
-            "--agent",
-            f"openai:m@{agent.base_url}",
-            "--samples",
-            2,
-            "--seed",
-            "none",
-            "--temperature",
-            1.0,
-            "--out",
-            tmp_path / "unseeded",
-            "--no-progress",
+            *eval_args(
+                data,
+                f"openai:m@{agent.base_url}",
+                tmp_path / "unseeded",
+                "--samples",
+                2,
+                "--seed",
+                "none",
+                "--temperature",
+                1.0,
+            )
         )
         assert all("seed" not in r for r in agent.requests[before:])
         assert all(r["seed"] is None for r in latest_records(tmp_path / "unseeded" / "records.jsonl").values())
@@ -350,19 +313,16 @@ def test_process_metrics_and_error_types_reach_the_report(tmp_path, capsys):
         judge_spec = f"openai:j@{judge.base_url}"
         assert (
             vtb(
-                "eval",
-                "--data",
-                data,
-                "--agent",
-                "openai-text:m@" + agent.base_url,
-                "--judge",
-                judge_spec,
-                "--out",
-                tmp_path / "x",
-                "--process-metrics",
-                "--no-progress",
-                "--judge-structured",
-                "off",
+                *eval_args(
+                    data,
+                    "openai-text:m@" + agent.base_url,
+                    tmp_path / "x",
+                    "--judge",
+                    judge_spec,
+                    "--process-metrics",
+                    "--judge-structured",
+                    "off",
+                )
             )
             == 0
         )
@@ -384,18 +344,15 @@ def test_process_metrics_and_error_types_reach_the_report(tmp_path, capsys):
         )  # the passes need an LLM judge
         assert (
             vtb(
-                "eval",
-                "--data",
-                data,
-                "--agent",
-                f"openai:m@{agent.base_url}",
-                "--judge",
-                judge_spec,
-                "--out",
-                tmp_path / "run",
-                "--process-metrics",
-                "--error-types",
-                "--no-progress",
+                *eval_args(
+                    data,
+                    f"openai:m@{agent.base_url}",
+                    tmp_path / "run",
+                    "--judge",
+                    judge_spec,
+                    "--process-metrics",
+                    "--error-types",
+                )
             )
             == 0
         )
@@ -443,18 +400,7 @@ def test_tool_cap_is_per_task_by_default_and_per_turn_in_the_official_preset(tmp
     data = write_tasks(tmp_path / "data", 1, turns=2)
     with ChatServer(tool_caller) as agent:
         for preset in ("default", "official"):
-            vtb(
-                "eval",
-                "--data",
-                data,
-                "--agent",
-                f"openai:m@{agent.base_url}",
-                "--preset",
-                preset,
-                "--out",
-                tmp_path / preset,
-                "--no-progress",
-            )
+            vtb(*eval_args(data, f"openai:m@{agent.base_url}", tmp_path / preset, "--preset", preset))
         counts = {}
         for preset in ("default", "official"):
             record = latest_records(tmp_path / preset / "records.jsonl")["t0#0"]
@@ -467,18 +413,7 @@ def test_tool_cap_is_per_task_by_default_and_per_turn_in_the_official_preset(tmp
 def test_no_tools_runs_do_not_send_the_strong_prompt(tmp_path):
     data = write_tasks(tmp_path / "data", 1)
     with ChatServer(tool_caller) as agent:
-        vtb(
-            "eval",
-            "--data",
-            data,
-            "--agent",
-            f"openai:m@{agent.base_url}",
-            "--ablation",
-            "no_tools",
-            "--out",
-            tmp_path / "nt",
-            "--no-progress",
-        )
+        vtb(*eval_args(data, f"openai:m@{agent.base_url}", tmp_path / "nt", "--ablation", "no_tools"))
         vtb(
             "label-modes",
             "--data",
@@ -489,16 +424,7 @@ def test_no_tools_runs_do_not_send_the_strong_prompt(tmp_path):
             tmp_path / "lm",
             "--no-progress",
         )
-        vtb(
-            "eval",
-            "--data",
-            data,
-            "--agent",
-            f"openai:m@{agent.base_url}",
-            "--out",
-            tmp_path / "strong",
-            "--no-progress",
-        )
+        vtb(*eval_args(data, f"openai:m@{agent.base_url}", tmp_path / "strong"))
     systems = [r["messages"][0] for r in agent.requests]
     text_only = [
         m["content"]
@@ -539,37 +465,23 @@ def test_reasoning_model_judges_get_only_what_they_accept(tmp_path, capsys):
 
     with ChatServer(answers()) as agent, ChatServer(strict_judge) as strict, ChatServer(no_structured_output) as plain:
         agent_spec = f"openai:m@{agent.base_url}"
-        vtb(
-            "eval",
-            "--data",
-            data,
-            "--agent",
-            agent_spec,
-            "--judge",
-            f"openai:o4@{strict.base_url}",
-            "--out",
-            tmp_path / "default",
-            "--no-progress",
-        )
+        vtb(*eval_args(data, agent_spec, tmp_path / "default", "--judge", f"openai:o4@{strict.base_url}"))
         assert all(not r["score"]["complete"] for r in latest_records(tmp_path / "default" / "records.jsonl").values())
         assert (
             vtb(
-                "eval",
-                "--data",
-                data,
-                "--agent",
-                agent_spec,
-                "--judge",
-                f"openai:o4@{strict.base_url}",
-                "--out",
-                tmp_path / "reasoning",
-                "--judge-temperature",
-                "none",
-                "--judge-token-field",
-                "max_completion_tokens",
-                "--judge-max-tokens",
-                4000,
-                "--no-progress",
+                *eval_args(
+                    data,
+                    agent_spec,
+                    tmp_path / "reasoning",
+                    "--judge",
+                    f"openai:o4@{strict.base_url}",
+                    "--judge-temperature",
+                    "none",
+                    "--judge-token-field",
+                    "max_completion_tokens",
+                    "--judge-max-tokens",
+                    4000,
+                )
             )
             == 0
         )
@@ -583,18 +495,9 @@ def test_reasoning_model_judges_get_only_what_they_accept(tmp_path, capsys):
         # auto: a server without structured output is asked again in plain text, and from then on.
         assert (
             vtb(
-                "eval",
-                "--data",
-                data,
-                "--agent",
-                agent_spec,
-                "--judge",
-                f"openai:j@{plain.base_url}",
-                "--out",
-                tmp_path / "plain",
-                "--no-progress",
-                "--concurrency",
-                1,
+                *eval_args(
+                    data, agent_spec, tmp_path / "plain", "--judge", f"openai:j@{plain.base_url}", "--concurrency", 1
+                )
             )
             == 0
         )
@@ -628,18 +531,15 @@ def test_qualified_verdicts_through_the_cli_are_incomplete(tmp_path):
 
     with ChatServer(answers()) as agent, ChatServer(judge) as judge_server:
         vtb(
-            "eval",
-            "--data",
-            data,
-            "--agent",
-            f"openai:m@{agent.base_url}",
-            "--judge",
-            f"openai:j@{judge_server.base_url}",
-            "--out",
-            tmp_path / "run",
-            "--no-progress",
-            "--concurrency",
-            1,
+            *eval_args(
+                data,
+                f"openai:m@{agent.base_url}",
+                tmp_path / "run",
+                "--judge",
+                f"openai:j@{judge_server.base_url}",
+                "--concurrency",
+                1,
+            )
         )
     statuses = [r["verdicts"][0][0]["status"] for r in latest_records(tmp_path / "run" / "records.jsonl").values()]
     assert statuses == ["judge_error", "judge_error"]
@@ -669,7 +569,7 @@ def test_too_many_images_is_told_apart_and_the_env_can_keep_the_last_k(tmp_path)
         return {"content": "The total is 9."}
 
     with ChatServer(vllm) as agent:
-        vtb("eval", "--data", data, "--agent", f"openai:m@{agent.base_url}", "--out", tmp_path / "all", "--no-progress")
+        vtb(*eval_args(data, f"openai:m@{agent.base_url}", tmp_path / "all"))
         record = latest_records(tmp_path / "all" / "records.jsonl")["t0#0"]
         assert (
             record["status"] == "error"
@@ -677,18 +577,7 @@ def test_too_many_images_is_told_apart_and_the_env_can_keep_the_last_k(tmp_path)
             and "--limit-mm-per-prompt" in record["error"]
         )
         assert len(agent.requests) == 1  # no retries at halved resolution
-        vtb(
-            "eval",
-            "--data",
-            data,
-            "--agent",
-            f"openai:m@{agent.base_url}",
-            "--max-dialogue-images",
-            1,
-            "--out",
-            tmp_path / "last",
-            "--no-progress",
-        )
+        vtb(*eval_args(data, f"openai:m@{agent.base_url}", tmp_path / "last", "--max-dialogue-images", 1))
         assert latest_records(tmp_path / "last" / "records.jsonl")["t0#0"]["score"]["passed"]
         texts = " ".join(text_of(m) for m in agent.requests[-1]["messages"])
         assert "[img0.png is no longer shown" in texts or "is no longer shown: only the last 1 images are kept" in texts

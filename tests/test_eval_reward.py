@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tests.support.chat_server import ChatServer
+from tests.support.cli import eval_args
 from tests.support.menu_tasks import write_menu_tasks
 from vtb_agents.base import BaseAgent
 from vtb_app.cli import main
@@ -23,17 +24,7 @@ from vtb_rewards.judge.judge import Judge
 def test_records_carry_the_env_reward_and_the_report_averages_it(tmp_path, capsys):
     data = write_menu_tasks(tmp_path / "data", n=2)  # menu-0 asks for 9, menu-1 for 13
     with ChatServer(lambda request: {"content": "The answer is 13."}) as server:
-        args = [
-            "eval",
-            "--data",
-            str(data),
-            "--agent",
-            f"openai:m@{server.base_url}",
-            "--ablation",
-            "no_tools",
-            "--no-progress",
-        ]
-        assert main([*args, "--out", str(tmp_path / "run")]) == 0
+        assert main(eval_args(data, f"openai:m@{server.base_url}", tmp_path / "run", "--ablation", "no_tools")) == 0
     records = {r["task_id"]: r for r in latest_records(tmp_path / "run" / "records.jsonl").values()}
     tasks = {task.id: task for task in load_tasks(str(data))}
     for task_id, record in records.items():

@@ -20,7 +20,7 @@ import torch
 pytest.importorskip("trl")
 
 from tests.support.tiny_models import TOOL_CALL_OPEN, build_scripted_model  # noqa: E402
-from vtb_agents.rollout import ChatRenderer, HFGenerator, run_episodes, summarize  # noqa: E402
+from vtb_agents.rollout import ChatRenderer, HFGenerator, run_episodes, summarize_rollouts  # noqa: E402
 from vtb_app.integrations import trl as vtb_trl  # noqa: E402
 from vtb_env.batch import EnvPool  # noqa: E402
 from vtb_env.config import EnvConfig  # noqa: E402
@@ -115,7 +115,7 @@ def test_rollout_runs_real_tools_and_masks_env_tokens(policy_path, tasks, tools)
         if e.record.used_tools:  # the tool's result and its image came back into the conversation as env tokens
             assert '"exit_code": 0' in env_text and "[transformed_image_0.png]<image>" in env_text
         assert e.components and "mode" in e.components and e.mode_outcome is not None
-    metrics = summarize(episodes, group_size=4)
+    metrics = summarize_rollouts(episodes, group_size=4)
     assert -1.0 <= metrics["mode/mcc"] <= 1.0 and metrics["episode/tool_calls"] > 0
     print(f"\nrollout: {len(episodes)} episodes in {elapsed:.2f} s ({elapsed / len(episodes):.3f} s/episode, batched)")
 
@@ -281,6 +281,17 @@ def test_tools_flag_takes_a_comma_list_and_refuses_unknown_names():
     registry.close()
 
 
+def _width_recording(sampler):
+    """``sampler`` as a generate function that records each call's batch width (in the returned list)."""
+    widths: list[int] = []
+
+    def generate(prompts, images=None):
+        widths.append(len(prompts))
+        return sampler(prompts, images)
+
+    return generate, widths
+
+
 def test_round_sync_keeps_generation_calls_equal_across_processes(policy_path, tasks, tools):
     """Another process still has 3 live episodes for 6 rounds: this one keeps generating (padded) until it is done
     too."""
@@ -288,11 +299,7 @@ def test_round_sync_keeps_generation_calls_equal_across_processes(policy_path, t
 
     tokenizer = AutoTokenizer.from_pretrained(policy_path)
     sampler = HFGenerator(AutoModelForCausalLM.from_pretrained(policy_path), tokenizer, max_new_tokens=8)
-    widths: list[int] = []
-
-    def generate(prompts, images=None):
-        widths.append(len(prompts))
-        return sampler(prompts, images)
+    generate, widths = _width_recording(sampler)
 
     rounds = iter(range(100))
     other = lambda active: max(active, 3 if next(rounds) < 6 else 0)  # noqa: E731 - the other process's count
@@ -412,11 +419,7 @@ def _rank_rollout(rank: int, world: int, port: int, model_path: str, out_dir: st
     accelerator = Accelerator(cpu=True)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     sampler = HFGenerator(AutoModelForCausalLM.from_pretrained(model_path), tokenizer, max_new_tokens=16)
-    widths: list[int] = []
-
-    def generate(prompts, images=None):
-        widths.append(len(prompts))
-        return sampler(prompts, images)
+    generate, widths = _width_recording(sampler)
 
     task = make_task(f"r{rank}", turns=rank + 1)
     pool = EnvPool(

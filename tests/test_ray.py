@@ -24,6 +24,7 @@ import ray
 from ray.cluster_utils import Cluster
 
 from tests.support.chat_server import ChatServer
+from tests.support.cli import wait_for_records
 from tests.support.env_tools import exact_reward, hermes, make_task, small_tools
 from vtb_app.cli import main
 from vtb_app.evaluation.records import iter_records
@@ -78,15 +79,6 @@ def comparable(record: dict) -> dict:
     """A record as both executors must write it: all of it but durations, timestamps and the config
     hash (the run's name, its directory's, is part of the config)."""
     return without_timings({k: v for k, v in record.items() if k != "config_hash"})
-
-
-def wait_for_records(path: Path, count: int, timeout_s: float = 240.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_bytes().count(b"\n") >= count:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{path} did not reach {count} records in {timeout_s} s")
 
 
 def episode_worker_pids() -> list[int]:

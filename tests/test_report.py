@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from tests.support.chat_server import ChatServer
+from tests.support.cli import eval_args
 from tests.support.menu_tasks import ROOT, write_menu_tasks
 
 FLAGS = [
@@ -42,18 +43,7 @@ def report(tmp_path_factory) -> Path:
     with ChatServer(respond) as server:
         for name in ("tools", "no_tools"):
             ablation = "strong" if name == "tools" else "no_tools"
-            result = vtb(
-                "eval",
-                "--data",
-                str(data),
-                "--agent",
-                f"openai:m@{server.base_url}",
-                "--ablation",
-                ablation,
-                "--out",
-                str(root / name),
-                "--no-progress",
-            )
+            result = vtb(*eval_args(data, f"openai:m@{server.base_url}", root / name, "--ablation", ablation))
             assert result.returncode == 0, result.stderr
     result = vtb(
         "report",
@@ -101,16 +91,7 @@ def test_judge_and_report_stay_inside_their_run_directories(tmp_path):
 
     data = write_menu_tasks(tmp_path / "data", n=1)
     with ChatServer(lambda request: {"content": "The answer is 9."}) as server:
-        result = vtb(
-            "eval",
-            "--data",
-            str(data),
-            "--agent",
-            f"openai:m@{server.base_url}",
-            "--out",
-            str(tmp_path / "run"),
-            "--no-progress",
-        )
+        result = vtb(*eval_args(data, f"openai:m@{server.base_url}", tmp_path / "run"))
     assert result.returncode == 0, result.stderr
     secret = tmp_path / "secret.png"
     Image.new("RGB", (40, 40), (250, 10, 10)).save(secret)

@@ -8,54 +8,23 @@ answers "The answer is 42.". verifiers sends the requests through its OpenAI cli
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
-from PIL import Image
 
 vf = pytest.importorskip(
     "verifiers.legacy", reason="verifiers>=0.3,<0.4 is installed by the project's setup (docs/training.md)"
 )
 
 from tests.support.chat_server import ChatServer  # noqa: E402
-from tests.support.env_tools import exact_reward  # noqa: E402
+from tests.support.env_tools import exact_reward, value_task  # noqa: E402
 from vtb_app.integrations.verifiers_env import load_environment  # noqa: E402
 from vtb_env.config import EnvConfig  # noqa: E402
-from vtb_env.tasks import ImageRef, Rubric, Task, Turn  # noqa: E402
 from vtb_env.tools.base import ToolRegistry  # noqa: E402
 from vtb_env.tools.calculator import Calculator  # noqa: E402
 from vtb_env.tools.python_tools import PythonImageProcessing  # noqa: E402
 
 CROP = "from PIL import Image\nImage.open('image_1.png').crop((0, 0, 20, 10)).save('transformed_image_{i}.png')"
-
-
-def _png(color: tuple[int, int, int]) -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", (48, 32), color).save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-def _task(task_id: str, value: int, turns: int) -> Task:
-    return Task(
-        id=task_id,
-        turns=tuple(
-            Turn(
-                prompt=f"Question {t + 1}: what is the value?",
-                images=(ImageRef(name=f"{task_id}_{t}.png", data=_png((30 * t, 90, 200))),),
-                golden_answer=f"It is {value}.",
-                rubrics=(
-                    Rubric(
-                        id=f"{task_id}-{t}",
-                        description=f"says {value}",
-                        weight=5,
-                        check={"type": "number", "value": value},
-                    ),
-                ),
-            )
-            for t in range(turns)
-        ),
-    )
 
 
 def _policy(request: dict) -> dict:
@@ -82,7 +51,7 @@ def _policy(request: dict) -> dict:
 def test_verifiers_evaluate_runs_multi_turn_episodes_with_tools_and_env_reward(monkeypatch):
     tools = ToolRegistry([PythonImageProcessing(), Calculator()])
     env = load_environment(
-        [_task("right", 42, turns=2), _task("wrong", 7, turns=1)],
+        [value_task("right", 42, turns=2), value_task("wrong", 7, turns=1)],
         tools,
         EnvConfig.preset("default", max_tool_calls=3),
         exact_reward(),

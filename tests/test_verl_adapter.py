@@ -12,13 +12,11 @@ answers "The answer is 42."). Tool calls run in the real sandbox.
 from __future__ import annotations
 
 import asyncio
-import io
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from PIL import Image
 
 pytest.importorskip("verl", reason="verl is installed by scripts/setup.sh (--no-deps; see docs/training.md)")
 
@@ -32,11 +30,11 @@ from verl.trainer.ppo.reward import get_custom_reward_fn  # noqa: E402
 from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
+from tests.support.env_tools import png, value_task  # noqa: E402
 from tests.support.tiny_models import build_scripted_model  # noqa: E402
 from vtb_agents.rollout import HFGenerator  # noqa: E402
 from vtb_app.integrations.verl import VTBTool, VTBToolParser  # noqa: E402
 from vtb_app.integrations.verl_rows import agent_loop_config, agent_row, tool_agent_row, tools_config  # noqa: E402
-from vtb_env.tasks import ImageRef, Rubric, Task, Turn  # noqa: E402
 from vtb_env.tools.base import ToolRegistry  # noqa: E402
 from vtb_env.tools.calculator import Calculator  # noqa: E402
 from vtb_env.tools.python_tools import PythonImageProcessing  # noqa: E402
@@ -48,35 +46,6 @@ CROP = "from PIL import Image\nImage.open('image_1.png').crop((0, 0, 20, 10)).sa
 
 def registry() -> ToolRegistry:
     return ToolRegistry([PythonImageProcessing(), Calculator()])
-
-
-def _png(color: tuple[int, int, int], size: tuple[int, int] = (48, 32)) -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", size, color).save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-def _task(task_id: str, value: int, turns: int) -> Task:
-    """A task whose every turn asks for ``value`` (exact number check) and shows one image."""
-    return Task(
-        id=task_id,
-        turns=tuple(
-            Turn(
-                prompt=f"Question {t + 1}: what is the value?",
-                images=(ImageRef(name=f"{task_id}_{t}.png", data=_png((40 * t, 90, 200))),),
-                golden_answer=f"It is {value}.",
-                rubrics=(
-                    Rubric(
-                        id=f"{task_id}-{t}",
-                        description=f"says {value}",
-                        weight=5,
-                        check={"type": "number", "value": value},
-                    ),
-                ),
-            )
-            for t in range(turns)
-        ),
-    )
 
 
 class HFServer:
@@ -140,7 +109,7 @@ def _responses(out: DataProto, tokenizer) -> list[str]:
 
 
 def test_vtb_agent_loop_plays_multi_turn_episodes_inside_verls_worker(policy, tmp_path):
-    rows = [agent_row(_task("right", 42, turns=2), index=0), agent_row(_task("wrong", 7, turns=1), index=1)]
+    rows = [agent_row(value_task("right", 42, turns=2), index=0), agent_row(value_task("wrong", 7, turns=1), index=1)]
     pd.DataFrame(rows).to_parquet(tmp_path / "train.parquet")
     loops = tmp_path / "agent_loops.yaml"
     # the scripted policy calls in every turn
@@ -183,7 +152,7 @@ def test_vtb_agent_loop_plays_multi_turn_episodes_inside_verls_worker(policy, tm
 
 
 def test_vtb_agent_loop_stops_at_response_length_and_scores_the_unfinished_episode(policy, tmp_path):
-    pd.DataFrame([agent_row(_task("long", 42, turns=2))]).to_parquet(tmp_path / "train.parquet")
+    pd.DataFrame([agent_row(value_task("long", 42, turns=2))]).to_parquet(tmp_path / "train.parquet")
     loops = tmp_path / "agent_loops.yaml"
     loops.write_text(yaml.safe_dump(agent_loop_config(FACTORY, reward_factory=REWARD)))
     config = _verl_config(
@@ -207,13 +176,13 @@ def test_agent_row_refuses_a_row_without_the_task():
 
     with pytest.raises(ValueError, match="not a vtb_agent row"):
         task_from_row({"index": 0})
-    row = agent_row(_task("t", 1, turns=2))["extra_info"]
+    row = agent_row(value_task("t", 1, turns=2))["extra_info"]
     with pytest.raises(ValueError, match="names 2 images but the row stores 1"):
         task_from_row({**row, "vtb_images": row["vtb_images"][:1]})
 
 
 def test_tool_agent_loop_runs_vtbtool_through_verls_registry_and_scores_with_custom_reward(policy, tmp_path):
-    task = _task("later", 42, turns=2)
+    task = value_task("later", 42, turns=2)
     row = tool_agent_row(task, ["python_image_processing", "calculator"], turn_index=1, show_images=False)
     assert row["prompt"][1] == {"role": "assistant", "content": "It is 42."}  # the earlier turn is in the dialogue
     pd.DataFrame([row]).to_parquet(tmp_path / "train.parquet")
@@ -268,7 +237,10 @@ def test_vtbtool_state_follows_the_trajectory_not_the_tool_object():
 
     class AgentData:  # what verl passes as ``agent_data``: the prompt messages carry the image bytes
         messages = [
-            {"role": "user", "content": [{"type": "image", "bytes": _png((1, 2, 3))}, {"type": "text", "text": "q"}]}
+            {
+                "role": "user",
+                "content": [{"type": "image", "bytes": png(48, 32, color=(1, 2, 3))}, {"type": "text", "text": "q"}],
+            }
         ]
         tools_kwargs: dict = {}
 

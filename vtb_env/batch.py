@@ -21,7 +21,7 @@ a loop can re-query the policy for fast episodes while a slow tool call is still
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from vtb_env.env import VisualToolBenchEnv
 
@@ -34,7 +34,54 @@ class StepResult(NamedTuple):
     info: dict[str, Any]
 
 
-class EnvPool:
+ResetRequest = tuple[int, int | None, Mapping[str, Any] | None]  # environment index, seed, reset options
+
+
+class EnvPoolBase:
+    """What ``EnvPool`` and ``RayEnvPool`` share: ``step`` over ``submit``, and at most one step in
+    flight per environment (``_in_flight``: environment index -> the Future of its step)."""
+
+    _in_flight: dict[int, Future[StepResult]]
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def submit(self, index: int, action: str | Mapping[str, Any]) -> Future[StepResult]:
+        raise NotImplementedError
+
+    def step(self, actions: Sequence[str | Mapping[str, Any] | None]) -> list[StepResult | None]:
+        """One action per environment (None: leave that one alone); waits for all of them."""
+        if len(actions) != len(self):
+            raise ValueError(f"expected {len(self)} actions, got {len(actions)}")
+        futures = [None if action is None else self.submit(i, action) for i, action in enumerate(actions)]
+        return [None if future is None else future.result() for future in futures]
+
+    def reset(
+        self,
+        seed: int | None = None,
+        options: Sequence[Mapping[str, Any] | None] | None = None,
+        indices: Sequence[int] | None = None,
+    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Reset the environments ``indices`` (default: all); environment i gets ``seed + i``."""
+        indices = list(range(len(self))) if indices is None else list(indices)
+        self._require_idle(indices)
+        return self._reset_each(
+            (i, None if seed is None else seed + i, None if options is None else options[position])
+            for position, i in enumerate(indices)
+        )
+
+    def _reset_each(self, requests: Iterable[ResetRequest]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """``reset`` of each ``(index, seed, options)``, in order."""
+        raise NotImplementedError
+
+    def _require_idle(self, indices: Sequence[int]) -> None:
+        for i in indices:
+            future = self._in_flight.get(i)
+            if future is not None and not future.done():
+                raise RuntimeError(f"environment {i} still has a step in flight")
+
+
+class EnvPool(EnvPoolBase):
     """N ``VisualToolBenchEnv`` stepped together; at most one step in flight per environment."""
 
     def __init__(self, envs: Sequence[VisualToolBenchEnv], max_workers: int | None = None):
@@ -52,21 +99,8 @@ class EnvPool:
     def __len__(self) -> int:
         return len(self.envs)
 
-    def reset(
-        self,
-        seed: int | None = None,
-        options: Sequence[Mapping[str, Any] | None] | None = None,
-        indices: Sequence[int] | None = None,
-    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """Reset the environments ``indices`` (default: all); environment i gets ``seed + i``."""
-        indices = list(range(len(self.envs))) if indices is None else list(indices)
-        self._require_idle(indices)
-        return [
-            self.envs[i].reset(
-                seed=None if seed is None else seed + i, options=None if options is None else options[position]
-            )
-            for position, i in enumerate(indices)
-        ]
+    def _reset_each(self, requests: Iterable[ResetRequest]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        return [self.envs[i].reset(seed=seed, options=options) for i, seed, options in requests]
 
     def submit(self, index: int, action: str | Mapping[str, Any]) -> Future[StepResult]:
         """Parse ``action`` and run its tool calls in the pool; the Future gives the step's result."""
@@ -76,20 +110,7 @@ class EnvPool:
         self._in_flight[index] = future
         return future
 
-    def step(self, actions: Sequence[str | Mapping[str, Any] | None]) -> list[StepResult | None]:
-        """One action per environment (None: leave that one alone); waits for all of them."""
-        if len(actions) != len(self.envs):
-            raise ValueError(f"expected {len(self.envs)} actions, got {len(actions)}")
-        futures = [None if action is None else self.submit(i, action) for i, action in enumerate(actions)]
-        return [None if future is None else future.result() for future in futures]
-
     def close(self) -> None:
         self._executor.shutdown(wait=True)
         for env in self.envs:
             env.close()
-
-    def _require_idle(self, indices: Sequence[int]) -> None:
-        for i in indices:
-            future = self._in_flight.get(i)
-            if future is not None and not future.done():
-                raise RuntimeError(f"environment {i} still has a step in flight")

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
-from vtb_env.batch import StepResult
+from vtb_env.batch import EnvPoolBase, ResetRequest, StepResult
+from vtb_env.observation import is_image_part
 from vtb_env.ray_cluster import alive_cpu_nodes, connect
-
-_IMAGE_PART_TYPES = ("image_url", "image")
 
 
 def _image_parts(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -38,7 +37,7 @@ def _image_parts(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for message in messages
         if isinstance(message.get("content"), list)
         for part in message["content"]
-        if isinstance(part, dict) and part.get("type") in _IMAGE_PART_TYPES
+        if is_image_part(part)
     ]
 
 
@@ -89,7 +88,7 @@ class EnvHost:
         return {**observation, "images": refs}
 
 
-class RayEnvPool:
+class RayEnvPool(EnvPoolBase):
     """N ``VisualToolBenchEnv`` in Ray actors, stepped together; at most one step in flight per environment."""
 
     def __init__(
@@ -143,24 +142,13 @@ class RayEnvPool:
     def __len__(self) -> int:
         return len(self._where)
 
-    def reset(
-        self,
-        seed: int | None = None,
-        options: Sequence[Mapping[str, Any] | None] | None = None,
-        indices: Sequence[int] | None = None,
-    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """Reset the environments ``indices`` (default: all); environment i gets ``seed + i``."""
-        indices = list(range(len(self))) if indices is None else list(indices)
-        self._require_idle(indices)
-        refs = []
-        for position, i in enumerate(indices):
+    def _reset_each(self, requests: Iterable[ResetRequest]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        indices, refs = [], []
+        for i, seed, options in requests:
             self._images[i] = {}
             h, local = self._where[i]
-            refs.append(
-                self._hosts[h].reset.remote(
-                    local, None if seed is None else seed + i, None if options is None else options[position]
-                )
-            )
+            refs.append(self._hosts[h].reset.remote(local, seed, options))
+            indices.append(i)
         return [
             (self._resolve(i, observation), info)
             for i, (observation, info) in zip(indices, self._ray.get(refs), strict=True)
@@ -174,13 +162,6 @@ class RayEnvPool:
         future = self._executor.submit(self._finish, index, ref)
         self._in_flight[index] = future
         return future
-
-    def step(self, actions: Sequence[str | Mapping[str, Any] | None]) -> list[StepResult | None]:
-        """One action per environment (None: leave that one alone); waits for all of them."""
-        if len(actions) != len(self):
-            raise ValueError(f"expected {len(self)} actions, got {len(actions)}")
-        futures = [None if action is None else self.submit(i, action) for i, action in enumerate(actions)]
-        return [None if future is None else future.result() for future in futures]
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
@@ -206,9 +187,3 @@ class RayEnvPool:
             if part["type"] == "image_url":
                 part["image_url"] = {"url": url}
         return {**observation, "images": [image for image, _ in payloads]}
-
-    def _require_idle(self, indices: Sequence[int]) -> None:
-        for i in indices:
-            future = self._in_flight.get(i)
-            if future is not None and not future.done():
-                raise RuntimeError(f"environment {i} still has a step in flight")

@@ -27,8 +27,8 @@ wording in ``vtb_env.synth.templates``, and a test checks each template against 
 
 Modules: ``reading`` (OCR words -> lines -> rows), ``vision`` (text regions, skew, the vision
 tool's code), ``dialogue`` (chat messages -> prompts, images, tool calls, earlier answers),
-``questions`` (the turn's question, the rows it names), ``episode`` (one decision's view of the
-dialogue and its images), ``rules`` (one rule per kind of question; each returns an answer, a
+``questions`` (the turn's question, the rows it names), ``episode`` (``EpisodeView``, one decision's view
+of the dialogue and its images), ``rules`` (one rule per kind of question; each returns an answer, a
 tool call or ``Missing``), ``agent`` (``OcrBaselineAgent``: ask, solve, repair or give up).
 """
 

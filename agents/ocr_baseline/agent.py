@@ -10,7 +10,7 @@ from collections import OrderedDict
 from typing import Any
 
 from vtb_agents.base import Action, BaseAgent, CallRecord, Observation
-from vtb_agents.ocr_baseline.episode import Episode
+from vtb_agents.ocr_baseline.episode import EpisodeView
 from vtb_agents.ocr_baseline.questions import Question, named_rows
 from vtb_agents.ocr_baseline.rules import Missing, solve
 from vtb_agents.ocr_baseline.vision import enhance_code, repair_plan
@@ -43,7 +43,7 @@ class OcrBaselineAgent(BaseAgent):
         start = time.perf_counter()
         self._local.reads = 0
         try:
-            action = decide(Episode(observation, self.ocr))
+            action = decide(EpisodeView(observation, self.ocr))
         except Exception as exc:  # a baseline must never crash a rollout: fail the turn honestly
             action, error = f"I could not work out an answer ({type(exc).__name__}).", f"{type(exc).__name__}: {exc}"
         else:
@@ -69,7 +69,7 @@ class OcrBaselineAgent(BaseAgent):
         return words
 
 
-def decide(ep: Episode) -> Action:
+def decide(ep: EpisodeView) -> Action:
     """Ask when the question is underspecified; else solve it, repairing images the answer still needs."""
     if underspecified(ep):
         return clarify(ep)
@@ -77,7 +77,7 @@ def decide(ep: Episode) -> Action:
     return repair_or_give_up(ep, outcome) if isinstance(outcome, Missing) else outcome
 
 
-def underspecified(ep: Episode) -> bool:
+def underspecified(ep: EpisodeView) -> bool:
     """First person, no entry named, not a question about all entries, several candidates in sight."""
     q = ep.question
     if not sounds_vague(q):
@@ -94,7 +94,7 @@ def sounds_vague(q: Question) -> bool:
     return not q.clarified and bool(_FIRST_PERSON.search(q.prompt)) and not _SELF_CONTAINED.search(q.low)
 
 
-def clarify(ep: Episode) -> str:
+def clarify(ep: EpisodeView) -> str:
     """A clarifying question with no number in it (a number would be a guess)."""
     q = ep.question.low
     if re.search(r"\bride\b|get on|line\b", q):
@@ -110,7 +110,7 @@ def clarify(ep: Episode) -> str:
     return f"Several entries could fit, so I need one detail before answering: {ask}"
 
 
-def repair_or_give_up(ep: Episode, missing: Missing) -> Action:
+def repair_or_give_up(ep: EpisodeView, missing: Missing) -> Action:
     """Call the vision tool on the first unrepaired image ``missing`` names (at most
     ``MAX_VISION_CALLS`` a turn); else admit the failure."""
     if VISION_TOOL in ep.offered and ep.vision_calls() < MAX_VISION_CALLS:

@@ -1,8 +1,9 @@
 """Dialogue parsing: what the agent knows from the chat messages of an observation.
 
-The env labels each image with a ``[image_1.png]`` text part before it; the agent's own tool
-code prints which transformed image came from which region; its earlier final answers are
-its memory.
+The images each message shows come from the one walk over image parts
+(``vtb_env.observation.map_image_parts``); the ``[image_1.png]`` label the env puts before each
+one is left out of the prompt's text. The agent's own tool code prints which transformed image
+came from which region; its earlier final answers are its memory.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 from typing import Any, Mapping, Sequence
+
+from vtb_env.observation import is_image_part, map_image_parts
 
 _LABEL = re.compile(r"^\[([^\[\]]+\.(?:png|jpe?g|webp|gif))\]$", re.I)
 
@@ -66,18 +69,15 @@ def _parts(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [p for p in content or () if isinstance(p, Mapping)]
 
 
-def image_names(message: Mapping[str, Any]) -> list[str]:
-    """Names of the images in a message, from the ``[image_1.png]`` labels the env puts before each."""
-    names = []
-    for part in _parts(message):
-        if part.get("type") == "text":
-            match = _LABEL.match(str(part.get("text", "")).strip())
-            if match:
-                names.append(match.group(1))
-        elif part.get("type") == "image" and part.get("name"):
-            if not names or names[-1] != part["name"]:
-                names.append(str(part["name"]))
-    return names
+def image_names(messages: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[list[str]]:
+    """The names of the images each message shows, in order: the i-th image part counted over all
+    messages shows ``names[i]`` (the observation's ``image_names``), else the part's own ``name``."""
+
+    def named(part: Mapping[str, Any], index: int) -> dict[str, Any]:
+        return {"type": "image", "name": names[index] if index < len(names) else str(part.get("name") or "")}
+
+    shown = map_image_parts(messages, named)
+    return [[p["name"] for p in _parts(m) if is_image_part(p) and p["name"]] for m in shown]
 
 
 def text_of(message: Mapping[str, Any]) -> str:

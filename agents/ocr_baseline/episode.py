@@ -23,7 +23,7 @@ from vtb_env.toolsets import VISION_TOOL
 Ocr = Callable[[Any], list[Any]]  # image -> OCR words
 
 
-class Episode:
+class EpisodeView:
     """The dialogue so far (prompts, the images each turn brought, this turn's tool calls and
     results, the transformed variants the agent made) and readings of its images through ``ocr``."""
 
@@ -34,7 +34,8 @@ class Episode:
         self.offered = {tool.get("function", {}).get("name") for tool in observation.get("tools") or ()}
         prompts = [i for i, m in enumerate(self.messages) if is_prompt(self.messages, i)]
         self.prompt_at = prompts[-1] if prompts else None
-        self.turn_originals = [image_names(self.messages[i]) for i in prompts]
+        shown = image_names(self.messages, observation.get("image_names") or ())
+        self.turn_originals = [shown[i] for i in prompts]
         after = self.messages[(self.prompt_at if self.prompt_at is not None else 0) + 1 :]
         self.calls = [c for m in after if m.get("role") == "assistant" for c in m.get("tool_calls") or ()]
         self.results = {m.get("tool_call_id"): str(m.get("content") or "") for m in after if m.get("role") == "tool"}

@@ -13,13 +13,14 @@ solver for those tasks, not a general reader of questions.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence, Union
 
 from vtb_agents.base import Action
-from vtb_agents.ocr_baseline.episode import Episode
+from vtb_agents.ocr_baseline.episode import EpisodeView
 from vtb_agents.ocr_baseline.questions import Question, named_rows
 from vtb_agents.ocr_baseline.reading import Reading, Row, group_lines, label_key, map_distances, parse_number
 
@@ -43,7 +44,7 @@ class Rule:
 
     kind: str
     cue: Callable[[str], bool]
-    solve: Callable[[Episode, Question], Outcome]
+    solve: Callable[[EpisodeView, Question], Outcome]
 
 
 # The cues follow the wording of ``vtb_env.synth.templates`` (tests check every template's kind).
@@ -67,7 +68,7 @@ class Table:
         return Missing(what, self.images)
 
 
-def read_table(ep: Episode, names: Sequence[str]) -> Table:
+def read_table(ep: EpisodeView, names: Sequence[str]) -> Table:
     """Every row read in ``names`` (a label read in an earlier image wins)."""
     rows: list[Row] = []
     for name in names:
@@ -83,7 +84,7 @@ class Named:
     table: Table
 
 
-def find_named(ep: Episode, q: Question, count: int, text: str | None = None) -> Named | Missing:
+def find_named(ep: EpisodeView, q: Question, count: int, text: str | None = None) -> Named | Missing:
     """At least ``count`` rows named in ``text`` (default: the question) among the rows in view,
     each read with confidence unless the vision tool can no longer help."""
     table = read_table(ep, ep.in_view())
@@ -100,7 +101,28 @@ def _clarified_text(q: Question) -> str | None:
     return q.prompt if q.clarified else None
 
 
-def solve(ep: Episode, q: Question) -> Outcome:
+NamedSolver = Callable[[EpisodeView, Question, Named], Outcome]
+
+
+def on_named(
+    count: int, *, in_reply: bool = False
+) -> Callable[[NamedSolver], Callable[[EpisodeView, Question], Outcome]]:
+    """A rule on the ``count`` entries the question names (in the user's clarifying reply, when
+    ``in_reply`` and there is one): it returns ``Missing`` while they cannot be read, else
+    ``solve(ep, q, named)``."""
+
+    def wrap(solve: NamedSolver) -> Callable[[EpisodeView, Question], Outcome]:
+        @functools.wraps(solve)
+        def rule(ep: EpisodeView, q: Question) -> Outcome:
+            named = find_named(ep, q, count, text=_clarified_text(q) if in_reply else None)
+            return named if isinstance(named, Missing) else solve(ep, q, named)
+
+        return rule
+
+    return wrap
+
+
+def solve(ep: EpisodeView, q: Question) -> Outcome:
     """The outcome of the rule for the question's kind."""
     return rule_for(q).solve(ep, q)
 
@@ -135,7 +157,7 @@ def _say(row: Row) -> str:
 # --- the rules ----------------------------------------------------------------------------------
 
 
-def weather_rule(ep: Episode, q: Question) -> Outcome:
+def weather_rule(ep: EpisodeView, q: Question) -> Outcome:
     names = ep.in_view()
     text = "\n".join(
         " ".join(w.text for w in line) for n in names for words in ep.word_sets(n) for line in group_lines(words)
@@ -165,10 +187,8 @@ def weather_rule(ep: Episode, q: Question) -> Outcome:
     )
 
 
-def dividend_rule(ep: Episode, q: Question) -> Outcome:
-    named = find_named(ep, q, 1)
-    if isinstance(named, Missing):
-        return named
+@on_named(1)
+def dividend_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     (row,) = named.rows  # more than one named entry is an error the agent reports (see OcrBaselineAgent.act)
     ticker = row.label
     if "web_search" not in ep.offered:
@@ -199,10 +219,8 @@ def dividend_rule(ep: Episode, q: Question) -> Outcome:
     )
 
 
-def order_rule(ep: Episode, q: Question) -> Outcome:
-    named = find_named(ep, q, 2)
-    if isinstance(named, Missing):
-        return named
+@on_named(2)
+def order_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     a, b = named.rows
     m = _ORDER.search(q.low)
     assert m is not None  # the cue matched
@@ -214,10 +232,8 @@ def order_rule(ep: Episode, q: Question) -> Outcome:
     )
 
 
-def speed_rule(ep: Episode, q: Question) -> Outcome:
-    named = find_named(ep, q, 2)
-    if isinstance(named, Missing):
-        return named
+@on_named(2)
+def speed_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     a, b = named.rows
     minutes = abs(b.value - a.value)
     if not minutes:
@@ -231,19 +247,15 @@ def speed_rule(ep: Episode, q: Question) -> Outcome:
     )
 
 
-def share_rule(ep: Episode, q: Question) -> Outcome:
-    named = find_named(ep, q, 2)
-    if isinstance(named, Missing):
-        return named
+@on_named(2)
+def share_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     a, b = named.rows
     share = 100 * a.value / (a.value + b.value)
     return f"{a.label} has {a.text} and {b.label} has {b.text}, so {a.label}'s share is {share:.1f}%."
 
 
-def limit_rule(ep: Episode, q: Question) -> Outcome:
-    named = find_named(ep, q, 1)
-    if isinstance(named, Missing):
-        return named
+@on_named(1)
+def limit_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     (a,) = named.rows
     if len(a.extra) < 2:
         return named.table.missing("the reference range")
@@ -254,7 +266,7 @@ def limit_rule(ep: Episode, q: Question) -> Outcome:
     )
 
 
-def route_rule(ep: Episode, q: Question) -> Outcome:
+def route_rule(ep: EpisodeView, q: Question) -> Outcome:
     m = _FROM_TO.search(q.low)
     assert m is not None  # the cue matched
     names = tuple(ep.in_view())
@@ -286,7 +298,7 @@ def _close(name: str, known: Mapping[str, float]) -> str | None:
     return hit[0] if hit else None
 
 
-def change_most_rule(ep: Episode, q: Question) -> Outcome:
+def change_most_rule(ep: EpisodeView, q: Question) -> Outcome:
     first = read_table(ep, ep.image_for_turn(len([n for n in ep.turn_originals if n]) - 1))
     last = read_table(ep, ep.current())
     before, after = first.rows, last.rows
@@ -297,10 +309,8 @@ def change_most_rule(ep: Episode, q: Question) -> Outcome:
     return f"{a.label} rose the most: from {b.text} to {a.text}, +{_fmt_change(growth)}."
 
 
-def changed_since_rule(ep: Episode, q: Question) -> Outcome:
-    named = find_named(ep, q, 1)
-    if isinstance(named, Missing):
-        return named
+@on_named(1)
+def changed_since_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     (now,) = named.rows
     earlier = read_table(ep, ep.image_for_turn(1))
     before = next((r for r in named_rows(q.text, earlier.rows)), None)
@@ -315,7 +325,7 @@ def changed_since_rule(ep: Episode, q: Question) -> Outcome:
     return f"It went from {before.text} to {now.text}, {direction} of {_fmt_change(delta)}."
 
 
-def highest_rule(ep: Episode, q: Question) -> Outcome:
+def highest_rule(ep: EpisodeView, q: Question) -> Outcome:
     table = read_table(ep, ep.in_view())
     if len(table.rows) < 3:
         return table.missing("the entries to compare")
@@ -323,7 +333,7 @@ def highest_rule(ep: Episode, q: Question) -> Outcome:
     return f"{top.label} is the highest, with {top.text}."
 
 
-def that_rule(ep: Episode, q: Question) -> Outcome:
+def that_rule(ep: EpisodeView, q: Question) -> Outcome:
     table = read_table(ep, ep.in_view())
     other = named_rows(q.text, table.rows)
     that = [r for r in named_rows(q.previous_answer, table.rows) if r not in other]
@@ -335,7 +345,7 @@ def that_rule(ep: Episode, q: Question) -> Outcome:
     return f"{a.text} versus {b.text}: a difference of {_fmt(round(diff, 2))}{unit}."
 
 
-def lab_range_rule(ep: Episode, q: Question) -> Outcome:
+def lab_range_rule(ep: EpisodeView, q: Question) -> Outcome:
     table = read_table(ep, ep.in_view())
     found = (
         named_rows(q.prompt, table.rows) or named_rows(q.previous_answer, table.rows) or named_rows(q.text, table.rows)
@@ -355,10 +365,8 @@ def lab_range_rule(ep: Episode, q: Question) -> Outcome:
     )
 
 
-def behind_rule(ep: Episode, q: Question) -> Outcome:
-    named = find_named(ep, q, 1, text=_clarified_text(q))
-    if isinstance(named, Missing):
-        return named
+@on_named(1, in_reply=True)
+def behind_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     a, leader = named.rows[0], max(named.table.rows, key=lambda r: r.value)
     return (
         f"The {a.label} have {a.text}; the leader, {leader.label}, has {leader.text}, "
@@ -378,7 +386,7 @@ def _two_values_kind(low: str) -> str | None:
     return "both" if re.search(r"what are the .+ and .+", low) else None
 
 
-def two_values_rule(ep: Episode, q: Question) -> Outcome:
+def two_values_rule(ep: EpisodeView, q: Question) -> Outcome:
     """Totals, differences, rides, means and "what are A and B"."""
     kind = _two_values_kind(q.low)
     named = find_named(ep, q, 3 if kind == "mean" else 2, text=_clarified_text(q))
@@ -402,11 +410,9 @@ def two_values_rule(ep: Episode, q: Question) -> Outcome:
     return f"{_say(a)} and {_say(b)}; together that is {_fmt(a.value + b.value, _is_money(found))}."
 
 
-def lookup_rule(ep: Episode, q: Question) -> Outcome:
+@on_named(1, in_reply=True)
+def lookup_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     """A single entry's value (the default question)."""
-    named = find_named(ep, q, 1, text=_clarified_text(q))
-    if isinstance(named, Missing):
-        return named
     row = named.rows[0]
     return f"{row.label} is {row.text}."
 

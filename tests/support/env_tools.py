@@ -24,6 +24,16 @@ def png(width: int = 64, height: int = 48, color: tuple[int, int, int] = (200, 3
     return buffer.getvalue()
 
 
+CALCULATOR_SCHEMA = {  # the tool list an agent test offers (no tool runs: the agent only sees it)
+    "type": "function",
+    "function": {
+        "name": "calculator",
+        "description": "math",
+        "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}},
+    },
+}
+
+
 def _function(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {
         "type": "function",
@@ -117,6 +127,29 @@ def make_task(task_id: str = "t1", turns: int = 1, images_per_turn: int = 1) -> 
             )
         )
     return Task(id=task_id, turns=tuple(built), prompt_category="maths", eval_focus="region_switch_qa")
+
+
+def value_task(task_id: str, value: int, turns: int) -> Task:
+    """A task whose every turn asks for ``value`` (exact number check, weight 5) and shows one 48x32 image."""
+    return Task(
+        id=task_id,
+        turns=tuple(
+            Turn(
+                prompt=f"Question {t + 1}: what is the value?",
+                images=(ImageRef(name=f"{task_id}_{t}.png", data=png(48, 32, color=(40 * t, 90, 200))),),
+                golden_answer=f"It is {value}.",
+                rubrics=(
+                    Rubric(
+                        id=f"{task_id}-{t}",
+                        description=f"says {value}",
+                        weight=5,
+                        check={"type": "number", "value": value},
+                    ),
+                ),
+            )
+            for t in range(turns)
+        ),
+    )
 
 
 def hermes(name: str, **arguments: Any) -> str:

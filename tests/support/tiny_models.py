@@ -22,7 +22,6 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (
     CLIPVisionConfig,
-    Idefics3Config,
     Idefics3ForConditionalGeneration,
     Idefics3Processor,
     LlamaConfig,
@@ -36,8 +35,9 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
-from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
 from transformers.models.mllama.image_processing_pil_mllama import MllamaImageProcessorPil
+
+from vtb_agents.two_action_vlm import idefics3_config_and_processor
 
 Family = Literal["llama", "idefics3", "llava"]
 FAMILIES: tuple[Family, ...] = ("llama", "idefics3", "llava")
@@ -154,26 +154,15 @@ def _save(model: torch.nn.Module, processor_or_tokenizer: Any, path: str | Path)
 
 
 def _idefics3(tokenizer: PreTrainedTokenizerFast, text: LlamaConfig) -> tuple[torch.nn.Module, Idefics3Processor]:
-    image_size, patch_size, scale_factor = 64, 16, 2
-    config = Idefics3Config(
-        vision_config=dict(
-            hidden_size=_HEAD_DIM,
-            intermediate_size=2 * _HEAD_DIM,
-            num_hidden_layers=1,
-            num_attention_heads=1,
-            image_size=image_size,
-            patch_size=patch_size,
-        ),
-        text_config=text.to_dict(),
-        scale_factor=scale_factor,
-        image_token_id=tokenizer.convert_tokens_to_ids(IMAGE),
-        tie_word_embeddings=False,
+    config, processor = idefics3_config_and_processor(
+        tokenizer,
+        text,
+        image_size=64,
+        patch_size=16,
+        vision_hidden_size=_HEAD_DIM,
+        vision_heads=1,
+        chat_template=CHAT_TEMPLATE,
     )
-    image_processor = Idefics3ImageProcessorPil(
-        do_image_splitting=False, size={"longest_edge": image_size}, max_image_size={"longest_edge": image_size}
-    )
-    image_seq_len = (image_size // patch_size) ** 2 // scale_factor**2
-    processor = Idefics3Processor(image_processor, tokenizer, image_seq_len=image_seq_len, chat_template=CHAT_TEMPLATE)
     return Idefics3ForConditionalGeneration(config).eval(), processor
 
 

@@ -40,13 +40,14 @@ from vtb_agents.rollout import (
     VLLMGenerator,
     is_processor,
     run_episodes,
-    summarize,
+    summarize_rollouts,
     vision_inputs,
 )
 from vtb_env import loaders
 from vtb_env.batch import EnvPool
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
+from vtb_env.image_names import turn_image_names
 from vtb_env.prompts import resolve_system_prompt
 from vtb_env.tasks import Task
 from vtb_env.tools.base import ToolContext, ToolRegistry
@@ -216,7 +217,7 @@ class VTBEnvironmentFactory:
         rows = []
         for task in self.tasks:
             turn = task.turns[0]
-            names = "".join(f"\n[image_{k}.png]" for k in range(1, len(turn.images) + 1))
+            names = "".join(f"\n[{name}]" for name in turn_image_names(task, 0))
             if self.show_images:
                 content: Any = [
                     *({"type": "image"} for _ in turn.images),
@@ -512,7 +513,7 @@ def make_reward_func(group_size: int) -> Callable[..., list[float]]:
         prompts: list, completions: list, vtb_episode: list[Episode], log_metric=None, log_extra=None, **_: Any
     ) -> list[float]:
         if log_metric is not None:
-            for name, value in summarize(vtb_episode, group_size).items():
+            for name, value in summarize_rollouts(vtb_episode, group_size).items():
                 log_metric(f"vtb/{name}", value)
         if log_extra is not None:  # the completions table (--log-completions): which images each episode showed
             log_extra("vtb_images", [", ".join(episode.image_names) for episode in vtb_episode])

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, TypedDict
 
 from vtb_env.loaders.common import BadRow, Candidate, DatasetError, LoadReport, TaskFilter, logger, run_pipeline
 from vtb_env.loaders.hf_dataset import dataset_candidates, is_dataset_like
@@ -27,6 +27,9 @@ from vtb_env.loaders.project import TASKS_FILE, project_candidates, save_tasks
 from vtb_env.loaders.synth import is_synth_spec, synth_candidates
 from vtb_env.loaders.toolkit import toolkit_candidates, toolkit_files
 from vtb_env.tasks import Task
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11 on
 
 DEMO_DIR = Path(__file__).resolve().parent.parent / "data" / "demo"
 
@@ -93,37 +96,28 @@ def iter_tasks(
     logger.info("%s", report.summary())
 
 
-def load_tasks(
-    source: Any,
-    *,
-    ids: str | Iterable[str] | None = None,
-    turncase: str | None = None,
-    domain: str | Iterable[str] | None = None,
-    eval_focus: str | Iterable[str] | None = None,
-    limit: int | None = None,
-    strict: bool = False,
-    report: LoadReport | None = None,
-    validate_images: bool = True,
-) -> list[Task]:
-    """All tasks of ``iter_tasks`` as a list: the same sources, filters, report and bad-row policy.
+class LoadOptions(TypedDict, total=False):
+    """The keyword arguments of ``iter_tasks`` (see there), which ``load_tasks`` passes on."""
+
+    ids: str | Iterable[str] | None
+    turncase: str | None
+    domain: str | Iterable[str] | None
+    eval_focus: str | Iterable[str] | None
+    limit: int | None
+    strict: bool
+    report: LoadReport | None
+    validate_images: bool
+
+
+def load_tasks(source: Any, **options: Unpack[LoadOptions]) -> list[Task]:
+    """All tasks of ``iter_tasks(source, **options)`` as a list: the same sources, filters, report
+    and bad-row policy.
 
     Tasks from parquet or ``datasets`` keep their encoded image bytes in memory; for the full
     dataset prefer ``iter_tasks``, a filter/limit, or converting once with ``save_tasks``
     (project-format tasks read images from disk on demand).
     """
-    return list(
-        iter_tasks(
-            source,
-            ids=ids,
-            turncase=turncase,
-            domain=domain,
-            eval_focus=eval_focus,
-            limit=limit,
-            strict=strict,
-            report=report,
-            validate_images=validate_images,
-        )
-    )
+    return list(iter_tasks(source, **options))
 
 
 __all__ = ["BadRow", "DatasetError", "LoadReport", "iter_tasks", "load_tasks", "save_tasks", "DEMO_DIR"]

@@ -12,11 +12,12 @@ import json
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
 from json_repair.json_parser import JSONParser
 
 MAX_CALLS_PER_ACTION = 100
+_Block = TypeVar("_Block")
 """Calls read from one action; the rest are counted, not parsed, and become one error call. Any cap
 (20 per turn by default) is far below."""
 
@@ -190,6 +191,30 @@ def load_json_lenient(text: str) -> tuple[Any, bool]:
 def unread_calls(count: int) -> ParsedCall:
     """The error entry standing for ``count`` calls a parser stopped before reading."""
     return ParsedCall(name="", arguments="", error="", unread=count)
+
+
+def read_call_blocks(
+    text: str, blocks: Iterable[tuple[int, int, _Block]], read: Callable[[_Block], ParsedCall], opener: str
+) -> tuple[str, list[ParsedCall]]:
+    """The text outside the call blocks (joined, not stripped) and the calls ``read`` makes of them.
+
+    ``blocks`` yields ``(start, end, block)`` in text order and is consumed lazily: after
+    ``MAX_CALLS_PER_ACTION`` calls the next block and everything after it are neither read nor
+    kept as content, and the rest are counted by ``opener`` into one ``unread_calls`` entry.
+    """
+    calls: list[ParsedCall] = []
+    content: list[str] = []
+    position = 0
+    for start, end, block in blocks:
+        content.append(text[position:start])
+        position = end
+        if len(calls) == MAX_CALLS_PER_ACTION:  # count the rest, parse none of it
+            calls.append(unread_calls(1 + text.count(opener, end)))
+            position = len(text)
+            break
+        calls.append(read(block))
+    content.append(text[position:])
+    return "".join(content), calls
 
 
 def bound_calls(calls: list[ParsedCall]) -> list[ParsedCall]:

@@ -13,7 +13,7 @@ import json
 import re
 from typing import Iterator
 
-from vtb_env.parsers.base import MAX_CALLS_PER_ACTION, ParsedCall, ToolCallParser, arguments_from_string, unread_calls
+from vtb_env.parsers.base import ParsedCall, ToolCallParser, arguments_from_string, read_call_blocks
 
 FUNCTION, END_FUNCTION = "<function=", "</function>"
 PARAMETER, END_PARAMETER = "<parameter=", "</parameter>"
@@ -31,19 +31,12 @@ class FunctionTagParser(ToolCallParser):
         return FUNCTION in text
 
     def parse(self, text: str) -> tuple[str, list[ParsedCall]]:
-        calls: list[ParsedCall] = []
-        content: list[str] = []
-        position = 0
-        for start, name, body, end in _tags(text, FUNCTION, (END_FUNCTION,), allow_empty_name=True):
-            content.append(text[position:start])
-            position = end
-            if len(calls) == MAX_CALLS_PER_ACTION:  # count the rest, parse none of it
-                calls.append(unread_calls(1 + text.count(FUNCTION, end)))
-                position = len(text)
-                break
-            calls.append(_call(name.strip(), body.strip(), text[start:end]))
-        content.append(text[position:])
-        return _WRAPPER.sub("", "".join(content)).strip(), calls
+        blocks = (
+            (start, end, (name.strip(), body.strip(), text[start:end]))
+            for start, name, body, end in _tags(text, FUNCTION, (END_FUNCTION,), allow_empty_name=True)
+        )
+        content, calls = read_call_blocks(text, blocks, lambda block: _call(*block), FUNCTION)
+        return _WRAPPER.sub("", content).strip(), calls
 
 
 def _call(name: str, body: str, raw: str) -> ParsedCall:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from vtb_env.parsers.base import (
-    MAX_CALLS_PER_ACTION,
     ParsedCall,
     ToolCallParser,
     call_from_object,
     load_json_lenient,
+    read_call_blocks,
     tag_blocks,
-    unread_calls,
 )
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -24,19 +23,12 @@ class HermesParser(ToolCallParser):
         return OPEN in text
 
     def parse(self, text: str) -> tuple[str, list[ParsedCall]]:
-        calls: list[ParsedCall] = []
-        content: list[str] = []
-        position = 0
-        for start, body_start, body_end, end in tag_blocks(text, OPEN, CLOSE):
-            content.append(text[position:start])
-            position = end
-            if len(calls) == MAX_CALLS_PER_ACTION:  # count the rest, parse none of it
-                calls.append(unread_calls(1 + text.count(OPEN, end)))
-                position = len(text)
-                break
-            calls.append(_block_call(text[body_start:body_end].strip(), text[start:end]))
-        content.append(text[position:] if position < len(text) else "")
-        return "".join(content).strip(), calls
+        blocks = (
+            (start, end, (text[body_start:body_end].strip(), text[start:end]))
+            for start, body_start, body_end, end in tag_blocks(text, OPEN, CLOSE)
+        )
+        content, calls = read_call_blocks(text, blocks, lambda block: _block_call(*block), OPEN)
+        return content.strip(), calls
 
 
 def _block_call(body: str, raw: str) -> ParsedCall:
