@@ -370,16 +370,6 @@ def append_env_reply(
     return list(after)
 
 
-def score_unfinished(env: Any, task_id: str, record: "EpisodeRecord") -> tuple[float, dict[str, Any]]:
-    """The env's reward for an episode stopped before its final answer, and the step info to finish it with."""
-    task = next(t for t in env.tasks if t.id == task_id)
-    try:
-        reward, components = env.reward_fn(task, record)
-        return reward, {"reward_components": components, "record": record}
-    except Exception as exc:  # a judge outage must not end the rollout
-        return 0.0, {"record": record, "reward_error": f"{type(exc).__name__}: {exc}"}
-
-
 def _rgb(images: Sequence[Image.Image]) -> list[Image.Image]:
     return [image.convert("RGB") for image in images]
 

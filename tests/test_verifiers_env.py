@@ -88,3 +88,33 @@ def test_verifiers_evaluate_runs_multi_turn_episodes_with_tools_and_env_reward(m
     ]
     completion = json.dumps(outputs[0]["completion"], default=str)
     assert completion.count("The answer is 42.") == 2 and "Question 2" in completion
+
+
+def test_an_episode_verifiers_cuts_at_max_turns_is_scored_by_the_env_as_truncated(monkeypatch):
+    """verifiers stops at max_turns before the final answer: the env scores the episode as it stands."""
+
+    def crop_forever(request: dict) -> dict:
+        n = sum(1 for m in request["messages"] if m["role"] == "tool")
+        arguments = json.dumps({"code": CROP.format(i=n)})
+        call = {
+            "id": f"call_{n}",
+            "type": "function",
+            "function": {"name": "python_image_processing", "arguments": arguments},
+        }
+        return {"tool_calls": [call]}
+
+    tools = ToolRegistry([PythonImageProcessing()])
+    env = load_environment(
+        [value_task("right", 42, turns=1)], tools, EnvConfig.preset("default"), exact_reward(), max_turns=2
+    )
+    with ChatServer(crop_forever) as server:
+        monkeypatch.setenv("VTB_TEST_CHAT_KEY", "test")
+        client = vf.ClientConfig(api_base_url=server.base_url, api_key_var="VTB_TEST_CHAT_KEY", max_retries=0)
+        results = env.evaluate_sync(client=client, model="test-model", num_examples=1, rollouts_per_example=1)
+    tools.close()
+
+    (output,) = results["outputs"]
+    assert len(server.requests) == 2 and not output.get("error")
+    # scored by the env's reward as it stood: no answer, so no rubric passes, but its two crops worked
+    assert output["metrics"]["rubric_score"] == 0.0 and output["metrics"]["passed"] == 0.0
+    assert output["metrics"]["tool_success"] == 1.0 and 0.0 < output["reward"] < 0.1

@@ -25,7 +25,6 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(f"vtb_app.integrations.verifiers_env needs verifiers>=0.3,<0.4 (its legacy API): {exc}") from exc
 
-from vtb_agents.rollout import score_unfinished
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
 from vtb_env.loaders import load_tasks
@@ -101,8 +100,8 @@ class VisualToolBenchVFEnv(vf.MultiTurnEnv):
         env = VisualToolBenchEnv(
             tasks=self.vtb_tasks, tools=self.vtb_tools, reward=self.vtb_reward_fn, config=self.vtb_config
         )
-        observation, info = await asyncio.to_thread(env.reset, options={"task_id": task_id})
-        state["vtb_env"], state["vtb_record"], state["vtb_seen"] = env, info["record"], len(observation["messages"])
+        observation, _ = await asyncio.to_thread(env.reset, options={"task_id": task_id})
+        state["vtb_env"], state["vtb_seen"] = env, len(observation["messages"])
         state["prompt"] = observation["messages"]  # the env's system prompt, first turn and its images
         return state
 
@@ -117,18 +116,25 @@ class VisualToolBenchVFEnv(vf.MultiTurnEnv):
         return new
 
     async def vtb_reward(self, state: vf.State, **kwargs: Any) -> float:
-        """The env's reward; an episode cut short (max turns, error) is scored as it stands."""
-        if "vtb_reward" not in state and "vtb_env" in state:
-            env = state["vtb_env"]
-            reward, info = score_unfinished(env, state["info"]["task_id"], state["vtb_record"])
-            state["vtb_reward"], state["vtb_components"] = float(reward), dict(info.get("reward_components") or {})
+        """The env's reward: from the final step, or from ``close_episode`` for an episode cut short."""
         return state.get("vtb_reward", 0.0)
 
     @vf.cleanup
     async def close_episode(self, state: vf.State) -> None:
+        """Score an episode verifiers cut short (max turns, an error) as it stands, then close its env.
+
+        verifiers runs cleanup at the end of the rollout, before the rubric: the env is gone by then.
+        """
         env = state.pop("vtb_env", None)
-        state.pop("vtb_record", None)
-        if env is not None:
+        if env is None:
+            return
+        try:
+            if "vtb_reward" not in state:
+                _, reward, _, _, info = await asyncio.to_thread(
+                    env.truncate, "stopped by verifiers (max turns or an error)"
+                )
+                state["vtb_reward"], state["vtb_components"] = float(reward), dict(info.get("reward_components") or {})
+        finally:
             env.close()
 
 

@@ -42,7 +42,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
         f"vtb_app.integrations.verl needs verl (tested with 0.9.1; see docs/training.md for a CPU-only install): {exc}"
     ) from exc
 
-from vtb_agents.rollout import ChatRenderer, append_env_reply, score_unfinished, start_episode
+from vtb_agents.rollout import ChatRenderer, append_env_reply, start_episode
 from vtb_app.integrations.verl_rows import AGENT_NAME, DEFAULT_FACTORY, IMAGES_KEY, task_from_row
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
@@ -113,8 +113,7 @@ class VTBAgentLoop(AgentLoopBase):
             env.close()
 
     async def _play(self, env: VisualToolBenchEnv, task_id: str, sampling_params: dict[str, Any]) -> AgentLoopOutput:
-        observation, info = await asyncio.to_thread(env.reset, options={"task_id": task_id})
-        record = info["record"]  # the env updates it in place
+        observation, _ = await asyncio.to_thread(env.reset, options={"task_id": task_id})
         episode = start_episode(self.renderer, task_id, observation)
         messages, tools = observation["messages"], observation["tools"]
         request_id, timing = uuid4().hex, {"generate_sequences": 0.0, "tool_calls": 0.0}
@@ -132,7 +131,7 @@ class VTBAgentLoop(AgentLoopBase):
             episode.extend(output.token_ids, output.log_probs or [0.0] * len(output.token_ids))
             episode.policy_steps += 1
             if len(episode.completion_ids) >= self.response_length:
-                reward, info = score_unfinished(env, task_id, record)
+                _, reward, _, _, info = env.truncate("response_length")
                 episode.length_truncated = True
                 break
             start = time.perf_counter()
@@ -144,7 +143,7 @@ class VTBAgentLoop(AgentLoopBase):
                 break
             messages = append_env_reply(self.renderer, episode, messages, tools, observation)
             if len(episode.completion_ids) >= self.response_length:
-                reward, info = score_unfinished(env, task_id, record)
+                _, reward, _, _, info = env.truncate("response_length")
                 episode.length_truncated = True
                 break
         return self._output(episode, float(reward), info, timing, has_logprobs)
