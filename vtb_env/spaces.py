@@ -15,6 +15,8 @@ import numpy as np
 from gymnasium.spaces import Space
 from PIL import Image
 
+from vtb_env.observation import is_image_part
+
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 _SAMPLE_CHARACTERS = string.ascii_letters + string.digits + " .,?!"
 
@@ -93,7 +95,7 @@ class DialogueObservationSpace(Space):
             if isinstance(content, list):
                 if not all(isinstance(part, Mapping) and "type" in part for part in content):
                     return False
-                image_parts += sum(part["type"] in ("image_url", "image") for part in content)
+                image_parts += sum(is_image_part(part) for part in content)
             elif not (content is None or isinstance(content, str)):
                 return False
         return image_parts == len(images)
