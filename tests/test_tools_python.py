@@ -138,13 +138,20 @@ def test_work_dir_holds_only_the_context_images(tools, context):
     assert json.loads(result.text)["stdout"] == "['image_1.png', 'image_2.png', 'transformed_image_0.png']\n"
 
 
-def test_schema_names_the_work_dir_the_code_sees(tools, context):
-    schema = next(s for s in tools.schemas(context) if s["function"]["name"] == "python_image_processing")
-    save_path = schema["function"]["description"].split("transformed image as PNG to ")[1].split(" ")[0]
-    code = f"from PIL import Image\nImage.new('RGB', (3, 3)).save(f'{save_path}/transformed_image_1.png', 'PNG')"
-    assert [i.name for i in tools.call("python_image_processing", {"code": code}, context).images] == [
-        "transformed_image_1.png"
-    ]
+@pytest.mark.parametrize("disable", [(), ("tmpfs",)], ids=["private-tmpfs", "host-disk-work-dir"])
+def test_schema_names_the_work_dir_the_code_sees(context, disable):
+    from vtb_env.sandbox import Sandbox
+    from vtb_env.tools.base import ToolRegistry
+    from vtb_env.tools.python_tools import PythonImageProcessing
+
+    with Sandbox(1, disable=disable) as sandbox:
+        tools = ToolRegistry([PythonImageProcessing(sandbox)])
+        schema = tools.schemas(context)[0]
+        save_path = schema["function"]["description"].split("transformed image as PNG to ")[1].split(" ")[0]
+        code = f"from PIL import Image\nImage.new('RGB', (3, 3)).save(f'{save_path}/transformed_image_1.png', 'PNG')"
+        result = tools.call("python_image_processing", {"code": code}, context)
+        assert [image.name for image in result.images] == ["transformed_image_1.png"], result.text
+        assert ("tmpfs" in " ".join(sandbox.layers)) == (not disable)  # both kinds of work dir were exercised
 
 
 def test_empty_and_oversized_code_are_refused(tools, context):

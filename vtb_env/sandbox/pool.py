@@ -21,7 +21,7 @@ from typing import BinaryIO, Mapping
 
 from vtb_env.sandbox import cleanup, identity, protocol
 from vtb_env.sandbox.limits import Limits
-from vtb_env.sandbox.server import OPTIONAL_LAYERS, SHARED_WORK_DIR
+from vtb_env.sandbox.server import CODE_WORK_DIR, OPTIONAL_LAYERS, SHARED_WORK_DIR
 
 IMAGE_MODULES = ("numpy", "PIL.Image", "PIL.ImageEnhance", "PIL.ImageFilter", "PIL.ImageOps", "PIL.ImageDraw", "cv2")
 INTERPRETER_MODULES = IMAGE_MODULES + (
@@ -266,6 +266,8 @@ class Sandbox:
             for t in threads:
                 t.join()
         return self
+
+    work_dir = CODE_WORK_DIR  # the work dir as the code is told about it: a constant, no server started
 
     @property
     def started_slots(self) -> int:

@@ -37,6 +37,11 @@ from vtb_env.sandbox import limits as limits_mod
 from vtb_env.sandbox.limits import Limits
 
 SHARED_WORK_DIR = "/tmp/vtb-sandbox-work"  # same path in every slot: each mounts its own tmpfs there privately
+# The work dir as the code is told about it. Code runs with its work dir as the current directory:
+# a private tmpfs at SHARED_WORK_DIR where the server may mount one, a host-disk directory where it
+# may not. Only the relative path is true on every host and in every slot, and it is known without
+# starting a server.
+CODE_WORK_DIR = "."
 OPTIONAL_LAYERS = ("netns", "ipcns", "tmpfs", "uid", "landlock", "seccomp")
 SETUP_FAILED = 125  # child exit code when an isolation layer could not be applied: the code never ran
 

@@ -22,10 +22,6 @@ from vtb_env.toolsets import VISION_TOOL
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 MAX_TEXT_CHARS = 10_000  # stdout/stderr shown to the model, per stream
-# The code runs in its work dir: a private tmpfs at one fixed path, or a host-disk directory where
-# no private mount is possible. The relative path is true on every host and in every slot, so the
-# schema is a constant and rendering it starts no sandbox.
-WORK_DIR_FOR_CODE = "."
 
 
 class _SandboxedPython(Tool):
@@ -86,7 +82,7 @@ class PythonImageProcessing(_SandboxedPython):
     profile = "image"
 
     def schema_for(self, context: ToolContext) -> dict[str, Any]:
-        return python_image_processing_schema([image.name for image in context.images], WORK_DIR_FOR_CODE)
+        return python_image_processing_schema([image.name for image in context.images], Sandbox.work_dir)
 
     def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         files = {image.name: image.data for image in context.images}
