@@ -1,7 +1,7 @@
 """Memory of big tool images in the environment process (issue 11, item 7).
 
 One ``env.step`` whose call to the real vision tool (sandbox) writes four 8000x8000 (64 Mpx)
-PNGs; the environment checks, names and keeps them (``_ingest_images``). Prints the process's RSS
+PNGs; the environment checks, names and keeps them (``vtb_env.tool_images``). Prints the process's RSS
 before, after and at peak, and how many images came through. ``--no-call-cap`` lifts the per-call
 pixel budget to isolate the effect of keeping images encoded.
 
@@ -16,6 +16,7 @@ import resource
 import time
 
 from vtb_env import env as env_module
+from vtb_env import tool_images
 from vtb_env.sandbox import Limits, Sandbox
 from vtb_env.tools import python_tools
 from vtb_env.tools.base import ToolRegistry
@@ -41,7 +42,7 @@ def main() -> None:
     parser.add_argument("--no-call-cap", action="store_true")
     args = parser.parse_args()
     if args.no_call_cap:
-        env_module.MAX_TOOL_PIXELS_PER_CALL = 10**12
+        tool_images.MAX_TOOL_PIXELS_PER_CALL = 10**12
     with Sandbox(1, limits=Limits(timeout_s=120, memory_mb=4096)) as sandbox:
         sandbox.start()
         tools = ToolRegistry([python_tools.PythonImageProcessing(sandbox)])

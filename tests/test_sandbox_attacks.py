@@ -442,10 +442,11 @@ def test_attack_suite_as_unprivileged_user():
 def test_pixels_one_call_returns_are_capped_by_the_env(sandbox, monkeypatch):
     from tests.support.env_tools import exact_reward, hermes, make_task
     from vtb_env import env as env_module
+    from vtb_env import tool_images
     from vtb_env.tools import python_tools
     from vtb_env.tools.base import ToolRegistry
 
-    monkeypatch.setattr(env_module, "MAX_TOOL_PIXELS_PER_CALL", 3 * 400 * 300)
+    monkeypatch.setattr(tool_images, "MAX_TOOL_PIXELS_PER_CALL", 3 * 400 * 300)
     tool = python_tools.PythonImageProcessing(sandbox)
     env = env_module.VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([tool]), reward=exact_reward())
     env.reset(seed=0)
@@ -466,9 +467,10 @@ def test_pixels_one_call_returns_are_capped_by_the_env(sandbox, monkeypatch):
 def test_tool_pixels_per_episode_are_capped_and_kept_encoded(monkeypatch):
     from tests.support.env_tools import ImageMakerTool, exact_reward, hermes, make_task
     from vtb_env import env as env_module
+    from vtb_env import tool_images
     from vtb_env.tools.base import ToolRegistry
 
-    monkeypatch.setattr(env_module, "MAX_TOOL_PIXELS_PER_EPISODE", 3 * 32 * 24)
+    monkeypatch.setattr(tool_images, "MAX_TOOL_PIXELS_PER_EPISODE", 3 * 32 * 24)
     env = env_module.VisualToolBenchEnv(
         tasks=[make_task("a")], tools=ToolRegistry([ImageMakerTool()]), reward=exact_reward()
     )

@@ -12,6 +12,9 @@ answers "The answer is 42."). Tool calls run in the real sandbox.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +268,55 @@ def test_vtbtool_state_follows_the_trajectory_not_the_tool_object():
     assert "transformed_image_1.png" in results[2][0].text and results[2][0].image[0].size == (20, 10)
     assert results[3][1]["error"] and results[3][0].text  # a bad call is reported, not raised
     assert "transformed_image_0.png" in asyncio.run(calls(second))[0][0].text  # a new trajectory starts at 0
+
+
+def test_the_default_factories_load_from_an_installed_package(tmp_path):
+    """The YAML's default "module:callable" strings resolve without the repository on sys.path."""
+    code = (
+        "import importlib, sys\n"
+        "from vtb_app.integrations.verl_rows import DEFAULT_FACTORY, DEFAULT_REWARD_FACTORY\n"
+        "assert not any(p.rstrip('/') == sys.argv[1] for p in sys.path), sys.path\n"
+        "for spec in (DEFAULT_FACTORY, DEFAULT_REWARD_FACTORY):\n"
+        "    module, _, name = spec.partition(':')\n"
+        "    assert callable(getattr(importlib.import_module(module), name)), spec\n"
+        "print('ok')\n"
+    )
+    repo = str(Path(__file__).resolve().parents[1])
+    run = subprocess.run(
+        [sys.executable, "-c", code, repo],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+def test_vtbtool_admits_tool_images_as_the_env_does():
+    """Bytes that are no image, and a pixel bomb, from the real sandbox: refused with a note, never raised."""
+    vision = VTBTool({"type": "native", "tool": "python_image_processing", "factory": FACTORY})
+
+    class AgentData:
+        messages = [
+            {"role": "user", "content": [{"type": "image", "bytes": png(48, 32)}, {"type": "text", "text": "q"}]}
+        ]
+        tools_kwargs: dict = {}
+
+    codes = [
+        "open('transformed_image_0.png', 'w').write('not a png')",
+        "from PIL import Image\nImage.new('1', (9000, 9000)).save('transformed_image_0.png')",  # 81 Mpx in ~10 KB
+        CROP,
+    ]
+
+    async def calls():
+        responses = []
+        for code in codes:
+            instance, _ = await vision.create(create_kwargs={"task_id": "t", "turn_index": 0})
+            responses.append((await vision.execute(instance, {"code": code}, agent_data=AgentData))[0])
+        return responses
+
+    garbage, bomb, crop = asyncio.run(calls())
+    assert not garbage.image and "transformed_image_0.png was not shown: cannot read the image header" in garbage.text
+    assert not bomb.image and "the images of one call are capped" in bomb.text
+    assert crop.image[0].size == (20, 10) and "[transformed_image_0.png]" in crop.text  # the index was not used up

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import gymnasium as gym
 
 from vtb_env.config import CAP_PLACEHOLDER_ANSWER, EnvConfig, resolve_config
-from vtb_env.image_names import first_image_number, task_image_name, tool_image_name
+from vtb_env.image_names import first_image_number, task_image_name
 from vtb_env.loaders import load_tasks
 from vtb_env.observation import Dialogue, ImageAsset, reingestion_message, user_message
 from vtb_env.parsers import ParsedAction, ParsedCall, action_text, parse_action
@@ -23,7 +23,8 @@ from vtb_env.render import render_ansi, render_html
 from vtb_env.reward import RewardFn, default_reward, score_episode
 from vtb_env.safe_text import clean_action, clean_parsed_action, clean_tool_result
 from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
-from vtb_env.tasks import ImageDecodeError, Task, image_size
+from vtb_env.tasks import Task
+from vtb_env.tool_images import ToolImages
 from vtb_env.tools import default_tools
 from vtb_env.tools.base import ToolContext, ToolRegistry, ToolResult
 from vtb_env.toolsets import ablate
@@ -36,9 +37,6 @@ CAP_PROMPT = (
     "Tools are no longer available: reply now with your final answer."
 )
 _TASK_IMAGE_CACHE_SIZE = 32
-# Tool images are untrusted bytes; over these budgets they are refused with a note in the tool message.
-MAX_TOOL_PIXELS_PER_CALL = 64_000_000  # all images one call returns, together (one full-size image)
-MAX_TOOL_PIXELS_PER_EPISODE = 256_000_000  # four full-size tool images
 
 
 class VisualToolBenchEnv(gym.Env):
@@ -367,7 +365,7 @@ class VisualToolBenchEnv(gym.Env):
         return ToolContext(
             task_id=episode.task.id,
             images=images,
-            next_image_index=episode.next_image_index,
+            next_image_index=episode.tool_images.next_index,
             turn_index=episode.turn_index,
         )
 
@@ -404,32 +402,10 @@ class VisualToolBenchEnv(gym.Env):
     def _ingest_images(
         self, episode: "_Episode", pending: "PendingStep", call: ToolCallRecord, result: ToolResult
     ) -> list[str]:
-        """Check, name and keep the tool's images; returns notes on the ones refused.
-
-        The env is the one place tool images are checked: the header first (the per-call and
-        per-episode pixel budgets, before any pixel is decoded), then one full decode. Kept images
-        are named ``transformed_image_<i>.png`` in the tool's order and stay encoded.
-        """
-        notes, call_pixels = [], 0
-        for image in result.images:
-            name = tool_image_name(episode.next_image_index)
-            try:
-                width, height = image_size(image.data)
-                refusal = _pixel_budget_refusal(width * height, call_pixels, episode.tool_pixels)
-                if refusal is None:
-                    asset = ImageAsset.validated(name, image.data)
-            except ImageDecodeError as exc:
-                refusal = str(exc)
-            if refusal is not None:
-                notes.append(f"image {image.name} was not shown: {refusal}")
-                continue
-            call_pixels += width * height
-            episode.tool_pixels += width * height
-            episode.next_image_index += 1
-            if image.name != name:  # names stay unique per episode; say where the tool's file went
-                notes.append(f"{image.name} is shown as {name}")
-            pending.new_images.append(asset)
-            call.images.append({"name": name, "sha256": asset.sha256})
+        """Admit the call's images (``vtb_env.tool_images``); returns the notes for the tool message."""
+        kept, notes = episode.tool_images.admit(result.images)
+        pending.new_images.extend(kept)
+        call.images.extend({"name": asset.name, "sha256": asset.sha256} for asset in kept)
         return notes
 
     # ---- helpers -------------------------------------------------------------------------
@@ -520,8 +496,7 @@ class _Episode:
     calls_in_turn: int = 0
     rounds_in_turn: int = 0
     awaiting_final: bool = False
-    next_image_index: int = 0
-    tool_pixels: int = 0  # pixels of the tool images kept so far (bounded by MAX_TOOL_PIXELS_PER_EPISODE)
+    tool_images: ToolImages = field(default_factory=ToolImages)
     call_counter: int = 0
     call_ids: set[str] = field(default_factory=set)
     done: bool = False
@@ -553,15 +528,6 @@ def resolve_tasks(tasks: Any) -> tuple[Task, ...]:
     if len(set(ids)) != len(ids):
         raise ValueError("task ids must be unique")
     return loaded
-
-
-def _pixel_budget_refusal(pixels: int, call_pixels: int, episode_pixels: int) -> str | None:
-    """Why an image of ``pixels`` is over a budget, given the pixels already kept this call and episode."""
-    if call_pixels + pixels > MAX_TOOL_PIXELS_PER_CALL:
-        return f"the images of one call are capped at {MAX_TOOL_PIXELS_PER_CALL} pixels together"
-    if episode_pixels + pixels > MAX_TOOL_PIXELS_PER_EPISODE:
-        return f"tool images of an episode are capped at {MAX_TOOL_PIXELS_PER_EPISODE} pixels"
-    return None
 
 
 def _arguments_text(arguments: Any) -> str:

@@ -22,15 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import io
 import json
 import time
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 from uuid import uuid4
-
-from PIL import Image
 
 try:
     from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
@@ -43,11 +40,18 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     ) from exc
 
 from vtb_agents.rollout import ChatRenderer, append_env_reply, start_episode
-from vtb_app.integrations.verl_rows import AGENT_NAME, DEFAULT_FACTORY, IMAGES_KEY, task_from_row
+from vtb_app.integrations.verl_rows import (
+    AGENT_NAME,
+    DEFAULT_FACTORY,
+    DEFAULT_REWARD_FACTORY,
+    IMAGES_KEY,
+    task_from_row,
+)
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
-from vtb_env.image_names import task_image_name, tool_image_name
+from vtb_env.image_names import task_image_name
 from vtb_env.parsers import parse_action
+from vtb_env.tool_images import ToolImages
 from vtb_env.tools.base import NamedImage, ToolContext, ToolRegistry
 
 _REGISTRIES: dict[str, ToolRegistry] = {}  # one registry (one sandbox) per factory, shared by every tool and loop
@@ -74,7 +78,7 @@ class VTBAgentLoop(AgentLoopBase):
 
     Options (from the agent-loop YAML, ``verl_rows.agent_loop_config``): ``tools_factory``
     (``"module:callable"`` returning the ToolRegistry), ``reward_factory`` (returning the reward;
-    default ``rewards:default_reward``, judge from ``VTB_JUDGE_*``) and ``env`` (``EnvConfig``
+    default ``vtb_rewards:default_reward``, judge from ``VTB_JUDGE_*``) and ``env`` (``EnvConfig``
     fields, with ``preset``). The trajectory ends when the env ends the episode or the response reaches
     ``rollout.response_length`` (then it is scored as unanswered, ``vtb_length_truncated``).
     """
@@ -83,7 +87,7 @@ class VTBAgentLoop(AgentLoopBase):
         self,
         *args: Any,
         tools_factory: str = DEFAULT_FACTORY,
-        reward_factory: str = "rewards:default_reward",
+        reward_factory: str = DEFAULT_REWARD_FACTORY,
         env: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ):
@@ -194,7 +198,7 @@ class _Trajectory:
     task_id: str
     turn_index: int
     images: list[NamedImage]
-    next_image_index: int = 0
+    tool_images: ToolImages = field(default_factory=ToolImages)  # the next index, the pixel budget
     calls: int = 0
     failures: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -274,20 +278,16 @@ class VTBTool(BaseTool):
             context = ToolContext(
                 task_id=state.task_id,
                 images=tuple(state.images),
-                next_image_index=state.next_image_index,
+                next_image_index=state.tool_images.next_index,
                 turn_index=state.turn_index,
             )
             result = await asyncio.to_thread(self.registry.call, self.tool_name, parameters, context)
             state.calls += 1
             state.failures += result.error is not None
-            text, shown = result.text, []
-            for image in result.images:  # the env's naming, in order
-                name = tool_image_name(state.next_image_index)
-                state.next_image_index += 1
-                state.images.append(NamedImage(name, image.data))
-                if self.return_images:
-                    shown.append(Image.open(io.BytesIO(image.data)).convert("RGB"))
-                text += f"\n[{image.name} is {name}]" if image.name != name else f"\n[{name}]"
+            kept, notes = state.tool_images.admit(result.images)  # checked, named and decoded as the env does
+            state.images.extend(asset.named() for asset in kept)
+            shown = [asset.pil.convert("RGB") for asset in kept] if self.return_images else []
+            text = "".join([result.text, *(f"\n[{note}]" for note in notes), *(f"\n[{a.name}]" for a in kept)])
         response = ToolResponse(text=text, image=shown) if shown else ToolResponse(text=text)
         return response, 0.0, {"latency_s": result.latency_s, "error": result.error is not None}
 

@@ -23,6 +23,7 @@ from vtb_env.tasks import ImageRef, Task
 DATA_SOURCE = "visualtoolbench"
 AGENT_NAME = "vtb_agent"
 DEFAULT_FACTORY = "vtb_env.tools:default_tools"
+DEFAULT_REWARD_FACTORY = "vtb_rewards:default_reward"  # the env's default reward (judge from VTB_JUDGE_*)
 TASK_KEY, IMAGES_KEY = "vtb_task", "vtb_images"  # extra_info keys of agent rows; IMAGES_KEY also in tools_kwargs
 
 
@@ -130,7 +131,7 @@ def tools_config(
 
 
 def agent_loop_config(
-    factory: str = DEFAULT_FACTORY, reward_factory: str = "rewards:default_reward", **env: Any
+    factory: str = DEFAULT_FACTORY, reward_factory: str = DEFAULT_REWARD_FACTORY, **env: Any
 ) -> list[dict[str, Any]]:
     """The verl agent-loop YAML (``rollout.agent.agent_loop_config_path``) registering ``vtb_agent``.
 

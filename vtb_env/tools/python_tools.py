@@ -4,7 +4,7 @@ The vision tool's work dir holds exactly the images of the ToolContext (``image_
 ``transformed_image_<i>.png``); every ``transformed_image_<i>.png`` the code writes (new or
 overwritten) comes back as an image in index order, then any other image file it wrote. The tool
 returns the files' raw bytes: the environment alone checks, names and decodes tool images
-(``VisualToolBenchEnv._ingest_images``).
+(``vtb_env.tool_images``).
 """
 
 from __future__ import annotations
