@@ -467,3 +467,16 @@ def test_round_sync_across_two_real_processes(tmp_path):
     # rank 0 would stop generating after 2 calls and leave rank 1 alone in the collective
     assert [r["calls"] for r in ranks] == [[1, 1], [2, 2]] and [r["steps"] for r in ranks] == [[2, 2], [4, 4]]
     assert ranks[0]["widths"] == ranks[1]["widths"] == [2, 2, 2, 2]  # same number of calls, same batch width
+
+
+def test_trl_environment_scores_a_final_reply_that_still_calls_a_tool_through_the_env():
+    from tests.support.env_tools import ImageMakerTool, exact_reward, hermes, make_task
+
+    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=ToolRegistry([ImageMakerTool()]), reward=exact_reward())
+    rollout = vtb_trl.VTBEnvironment(env, show_images=False)
+    rollout.reset("a")
+    reward = rollout._answer(hermes("python_image_processing", code="save"))
+    record = rollout.info["record"]
+    assert "reward_error" not in rollout.info and rollout.info["reward_components"]["tool_success"] == 1.0
+    assert reward == rollout.info["reward_components"]["reward"] and record.turns[-1].truncated
+    assert record.metadata["truncation"] == "the completion ended before the episode"

@@ -152,8 +152,8 @@ class VTBEnvironment:
         every public method is a tool for TRL)."""
         if not self._done:
             observation, reward, terminated, truncated, info = self.env.step(text)
-            if not (terminated or truncated):  # an unfinished tool call in the answer: score as it stands
-                info = {**info, "reward_error": "the final reply still called a tool"}
+            if not (terminated or truncated):  # the reply still called a tool, or turns are left
+                _, reward, _, _, info = self.env.truncate("the completion ended before the episode")
             self._finish(reward, info)
         return float(self.reward or 0.0)
 
