@@ -15,5 +15,5 @@ from vtb_env.toolsets import ablation_overrides
 
 def ablate_agent(agent: Agent, ablation: str) -> Agent:
     """``agent`` as the ablation ``ablation`` runs it (raises ValueError for an unknown name)."""
-    ablation_overrides(ablation)  # validates the name
-    return TextOnlyAgent(agent) if ablation == "no_tools" else agent
+    offers_no_tools = ablation_overrides(ablation)["tool_set"] == "none"  # raises for an unknown name
+    return TextOnlyAgent(agent) if offers_no_tools else agent

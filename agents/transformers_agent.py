@@ -22,7 +22,7 @@ from PIL import Image
 
 from vtb_agents.base import Action, BaseAgent, CallRecord, Observation
 from vtb_agents.messages import ObservationError
-from vtb_env.observation import is_image_part
+from vtb_env.observation import map_image_parts
 
 
 class TransformersAgent(BaseAgent):
@@ -189,25 +189,25 @@ def to_template_messages(
     decoded from JSON strings to objects, as chat templates expect.
     """
     available = list(observation.get("images") or ())
-    index = -1  # of the current image part: observation["images"][index] is its image
     images: list[Image.Image] = []
+
+    def convert(part: Mapping[str, Any], index: int) -> dict[str, Any]:
+        if not keep_images:
+            return {"type": "text", "text": "[image]"}
+        image = available[index] if index < len(available) else _decode_data_url(part)
+        if not isinstance(image, Image.Image):
+            raise ObservationError("an image placeholder has no matching PIL image in observation['images']")
+        images.append(image.convert("RGB"))
+        return {"type": "image"}
+
+    as_parts = [{**message, "content": _parts(message.get("content"))} for message in observation.get("messages") or ()]
     messages = []
-    for message in observation.get("messages") or ():
-        parts = _parts(message.get("content"))
-        converted: list[dict[str, Any]] = []
-        for part in parts:
-            if is_image_part(part):
-                index += 1
-                if not keep_images:
-                    converted.append({"type": "text", "text": "[image]"})
-                    continue
-                image = available[index] if index < len(available) else _decode_data_url(part)
-                if not isinstance(image, Image.Image):
-                    raise ObservationError("an image placeholder has no matching PIL image in observation['images']")
-                images.append(image.convert("RGB"))
-                converted.append({"type": "image"})
-            elif part.get("type") == "text":
-                converted.append({"type": "text", "text": str(part.get("text", ""))})
+    for message in map_image_parts(as_parts, convert):
+        converted = [
+            part if part["type"] == "image" else {"type": "text", "text": str(part.get("text", ""))}
+            for part in message["content"]
+            if part.get("type") in ("image", "text")
+        ]
         out: dict[str, Any] = {"role": message["role"]}
         out["content"] = converted if keep_images else "".join(p["text"] for p in converted)
         if message.get("tool_calls"):

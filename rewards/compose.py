@@ -44,7 +44,7 @@ __all__ = ["EpisodeReward", "RewardConfig", "RewardFn", "default_reward", "forma
 @dataclass(frozen=True)
 class RewardConfig:
     """How an episode is scored: the component weights, how verdicts become a task score
-    (``critical_rule``, ``multi_turn``: see ``rewards.scoring``), the mode-reward values, and what
+    (``critical_rule``, ``multi_turn``: see ``vtb_rewards.scoring``), the mode-reward values, and what
     a judge outage does (``judge_incomplete``). The env's reward and the evaluation share it."""
 
     rubric_score: float = 1.0

@@ -16,17 +16,14 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
 from PIL import Image
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from vtb_env.env import VisualToolBenchEnv  # noqa: E402
-from vtb_env.tasks import ImageRef, Task, Turn  # noqa: E402
-from vtb_env.tools.base import NamedImage, Tool, ToolContext, ToolRegistry, ToolResult  # noqa: E402
+from vtb_env.env import VisualToolBenchEnv
+from vtb_env.tasks import ImageRef, Task, Turn
+from vtb_env.tools.base import NamedImage, Tool, ToolContext, ToolRegistry, ToolResult
 
 CALL = '<tool_call>{"name": "calculator", "arguments": {"expression": "13 + 3"}}</tool_call>'
 IMAGE_CALL = (

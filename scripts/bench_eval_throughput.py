@@ -11,7 +11,7 @@
    - after: ``vtb_agents.messages.to_chat_messages`` with the agent's ``EncodedImages`` cache
      (sizes from the header, each image encoded once per episode).
 
-    PYTHONPATH=. python scripts/bench_eval_throughput.py [--latency 0.25] [--requests-per-slot 2]
+    .venv/bin/python scripts/bench_eval_throughput.py [--latency 0.25] [--requests-per-slot 2]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 from PIL import Image
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # for tests.support (the project itself is installed)
 
 from tests.support.chat_server import ChatServer  # noqa: E402
 from vtb_agents.images import EncodedImages, ImagePolicy, image_data_url  # noqa: E402

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # for tests.support (the project itself is installed)
 
 from tests.support.official_parquet import CURRENT_SCHEMA, HF_METADATA, make_row, rubric  # noqa: E402
 

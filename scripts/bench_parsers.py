@@ -15,12 +15,9 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from vtb_env.parsers import parse_action  # noqa: E402
+from vtb_env.parsers import parse_action
 
 TARGET_S_PER_64KB = 0.100
 

@@ -14,24 +14,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from vtb_agents.ocr_baseline import OcrBaselineAgent  # noqa: E402
-from vtb_app.evaluation.ray_executor import RunSpec, evaluate_on_ray  # noqa: E402
-from vtb_app.evaluation.records import iter_records  # noqa: E402
-from vtb_app.evaluation.runner import episode_reward, evaluate  # noqa: E402
-from vtb_app.evaluation.specs import judge_from_spec  # noqa: E402
-from vtb_env.config import EnvConfig  # noqa: E402
-from vtb_env.env import VisualToolBenchEnv  # noqa: E402
-from vtb_env.loaders import load_tasks  # noqa: E402
-from vtb_env.ray_cluster import connect, import_ray  # noqa: E402
-from vtb_env.sandbox.pool import close_shared  # noqa: E402
-from vtb_rewards.compose import RewardConfig  # noqa: E402
+from vtb_agents.ocr_baseline import OcrBaselineAgent
+from vtb_app.evaluation.ray_executor import RunSpec, evaluate_on_ray
+from vtb_app.evaluation.records import iter_records
+from vtb_app.evaluation.runner import episode_reward, evaluate
+from vtb_app.evaluation.specs import judge_from_spec
+from vtb_env.config import EnvConfig
+from vtb_env.env import VisualToolBenchEnv
+from vtb_env.loaders import load_tasks
+from vtb_env.ray_cluster import connect, import_ray
+from vtb_env.sandbox.pool import close_shared
+from vtb_rewards.compose import RewardConfig
 
 
 def run_threads(tasks: list, samples: int, cores: int, out: Path) -> float:

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.support (the project itself is installed)
 
 from tests.support.chat_server import ChatServer  # noqa: E402
 from vtb_env.tasks import Rubric, Task, Turn  # noqa: E402

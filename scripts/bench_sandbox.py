@@ -26,8 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from PIL import Image
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from vtb_env.sandbox import Sandbox  # noqa: E402
+from vtb_env.sandbox import Sandbox
 
 JOB = (
     "from PIL import Image, ImageEnhance\n"

@@ -21,24 +21,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from vtb_agents.rollout import ChatRenderer, Episode, HFGenerator, run_episodes
+from vtb_agents.two_action_vlm import build_two_action_vlm
+from vtb_env.batch import EnvPool
+from vtb_env.config import EnvConfig
+from vtb_env.env import VisualToolBenchEnv
+from vtb_env.tasks import Task
+from vtb_env.tools.base import ToolRegistry
+from vtb_rewards.mode import ConfusionMatrix
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from vtb_agents.rollout import ChatRenderer, Episode, HFGenerator, run_episodes  # noqa: E402
-from vtb_agents.two_action_vlm import build_two_action_vlm  # noqa: E402
-from vtb_env.batch import EnvPool  # noqa: E402
-from vtb_env.config import EnvConfig  # noqa: E402
-from vtb_env.env import VisualToolBenchEnv  # noqa: E402
-from vtb_env.tasks import Task  # noqa: E402
-from vtb_env.tools.base import ToolRegistry  # noqa: E402
-from vtb_rewards.mode import ConfusionMatrix  # noqa: E402
-
 GREEDY_TEMPERATURE = 1e-4  # HFGenerator always samples; this makes it the argmax
 
 

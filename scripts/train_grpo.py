@@ -8,12 +8,7 @@ A thin entry point: the trainer pieces live in ``vtb_app.integrations.trl`` (``t
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from vtb_app.integrations.trl import main  # noqa: E402
+from vtb_app.integrations.trl import main
 
 if __name__ == "__main__":
     main()

@@ -87,3 +87,30 @@ def test_an_evaluated_episode_is_judged_once_by_the_env_reward(tmp_path, same_sc
         expected = judge_episode(by_id[record["task_id"]], record["answers"], Judge(backend=None), run_scoring)
         assert {k: record[k] for k in ("verdicts", "score", "judge")} == expected
         assert "scoring" not in record
+
+
+def test_judging_a_saved_record_again_checks_each_rubric_once(tmp_path, monkeypatch):
+    """``vtb judge`` / ``--resume`` re-judging: the reward's verdicts are the record's, not a second pass."""
+    from vtb_app.evaluation.runner import JudgePasses, rejudge
+    from vtb_rewards.judge import judge as judge_module
+
+    tasks = load_tasks(str(write_menu_tasks(tmp_path / "data", n=2)))  # two rubrics each
+    scoring = RewardConfig(critical_rule="flag")
+    reward = episode_reward(Judge(backend=None), scoring)
+
+    def make_env(some_tasks):
+        return VisualToolBenchEnv(some_tasks, tools=ToolRegistry([]), reward=reward)
+
+    evaluate(tasks, _Answers(), make_env, Judge(backend=None), tmp_path / "run", scoring=scoring, progress=False)
+    records = latest_records(tmp_path / "run" / "records.jsonl").values()
+
+    checked = []
+    real_run_check = judge_module.run_check
+    monkeypatch.setattr(judge_module, "run_check", lambda *a, **k: checked.append(1) or real_run_check(*a, **k))
+    by_id = {task.id: task for task in tasks}
+    again = [rejudge(r, by_id[r["task_id"]], Judge(backend=None), scoring, JudgePasses(), "h") for r in records]
+    assert len(checked) == 4  # 2 tasks x 2 rubrics (it was 8: verdicts, then the reward judged again)
+    for old, new in zip(records, again, strict=True):
+        assert {k: new[k] for k in ("verdicts", "score", "reward", "reward_components")} == {
+            k: old[k] for k in ("verdicts", "score", "reward", "reward_components")
+        }

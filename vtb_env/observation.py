@@ -232,6 +232,18 @@ def is_image_part(part: Any) -> bool:
     return isinstance(part, Mapping) and part.get("type") in ("image", "image_url")
 
 
+def image_parts(messages: Iterable[Mapping[str, Any]]) -> list[Any]:
+    """The image parts themselves, in order (``observation["images"][i]`` is the i-th one's image),
+    for a caller that edits them in place (``map_image_parts`` makes copies)."""
+    return [
+        part
+        for message in messages
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+        if is_image_part(part)
+    ]
+
+
 def map_image_parts(
     messages: Iterable[Mapping[str, Any]], convert: Callable[[Mapping[str, Any], int], Any]
 ) -> list[dict[str, Any]]:

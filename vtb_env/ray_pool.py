@@ -26,19 +26,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Iterable, Mapping
 
 from vtb_env.batch import EnvPoolBase, ResetRequest, StepResult
-from vtb_env.observation import is_image_part
+from vtb_env.observation import image_parts
 from vtb_env.ray_cluster import alive_cpu_nodes, connect
-
-
-def _image_parts(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The image parts of the dialogue in order (``observation["images"][i]`` is the i-th one's image)."""
-    return [
-        part
-        for message in messages
-        if isinstance(message.get("content"), list)
-        for part in message["content"]
-        if is_image_part(part)
-    ]
 
 
 class EnvHost:
@@ -76,7 +65,7 @@ class EnvHost:
         import ray
 
         sent = self.sent[local]
-        parts = _image_parts(observation["messages"])
+        parts = image_parts(observation["messages"])
         refs = []
         for part, image, name in zip(parts, observation["images"], observation["image_names"], strict=False):
             if name not in sent:
@@ -183,7 +172,7 @@ class RayEnvPool(EnvPoolBase):
             cache.update(zip(new, self._ray.get(new), strict=True))
             self.images_fetched += len(new)
         payloads = [cache[ref] for ref in observation["images"]]
-        for part, (_, url) in zip(_image_parts(observation["messages"]), payloads, strict=False):
+        for part, (_, url) in zip(image_parts(observation["messages"]), payloads, strict=False):
             if part["type"] == "image_url":
                 part["image_url"] = {"url": url}
         return {**observation, "images": [image for image, _ in payloads]}

@@ -2,7 +2,7 @@
 
 - ``TOOL_SETS``: the ``EnvConfig.tool_set`` / ``ToolsConfig.tools`` names and the tools each offers;
 - ``ABLATIONS``: the figure-7 settings as ``EnvConfig`` overrides (``strong``, ``weak``,
-  ``no_vision``, ``no_tools``); ``agents.ablations.ablate_agent`` wraps the agent to match;
+  ``no_vision``, ``no_tools``); ``vtb_agents.ablations.ablate_agent`` wraps the agent to match;
 - ``ablate``: a registry restricted to a tool set (what the env offers).
 """
 

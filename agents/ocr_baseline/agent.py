@@ -14,6 +14,7 @@ from vtb_agents.ocr_baseline.episode import EpisodeView
 from vtb_agents.ocr_baseline.questions import Question, named_rows
 from vtb_agents.ocr_baseline.rules import Missing, solve
 from vtb_agents.ocr_baseline.vision import enhance_code, repair_plan
+from vtb_env.image_names import TOOL_IMAGE_NAME
 from vtb_env.ocr import read_text
 from vtb_env.toolsets import VISION_TOOL
 
@@ -117,6 +118,6 @@ def repair_or_give_up(ep: EpisodeView, missing: Missing) -> Action:
         names = [n for n in (missing.images or ep.current()) if n in ep.images and not ep.repaired(n)]
         if names:  # one image per call: the sandbox returns at most 16 files
             plan = repair_plan(names[0], ep.images[names[0]])
-            start = sum(1 for n in ep.images if n.startswith("transformed_image_"))
+            start = sum(1 for n in ep.images if TOOL_IMAGE_NAME.fullmatch(n))
             return ep.call(VISION_TOOL, {"code": enhance_code(plan, start)})
     return f"I could not read {missing.what} in the image, so I cannot answer reliably."

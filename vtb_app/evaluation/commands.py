@@ -22,6 +22,7 @@ from vtb_app.evaluation.records import (
     run_image_path,
     write_config,
 )
+from vtb_env.toolsets import ABLATIONS
 
 # Episodes in flight by default: enough to keep a GPU inference server batching (tens of requests
 # in flight) for agents behind HTTP; in-process agents share this machine's cores.
@@ -168,9 +169,7 @@ def _add_executor_arguments(parser: argparse.ArgumentParser) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     ev = subparsers.add_parser("eval", help="run an agent on tasks, judge and record every episode (resumable)")
     _add_run_arguments(ev)
-    ev.add_argument(
-        "--ablation", default="strong", choices=("strong", "weak", "no_vision", "no_tools"), help="figure-7 setting"
-    )
+    ev.add_argument("--ablation", default="strong", choices=tuple(ABLATIONS), help="figure-7 setting")
     ev.add_argument("--samples", type=int, default=1, help="episodes per task")
     ev.add_argument(
         "--mode-labels",

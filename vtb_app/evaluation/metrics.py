@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from vtb_app.evaluation.records import RECORDS_FILE, judging_complete, latest_records, read_config, record_key
+from vtb_env.toolsets import VISION_TOOL
 from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.compose import RewardConfig
 from vtb_rewards.mode import ConfusionMatrix, ModeLabelStore, label_from_text_only, mode_outcome
@@ -145,7 +146,7 @@ def image_operations(record: Mapping[str, Any]) -> Counter:
     """Figure 6: operation categories found in the episode's python_image_processing code."""
     counts: Counter = Counter()
     for call in episode_calls(record):
-        if call.get("name") != "python_image_processing":
+        if call.get("name") != VISION_TOOL:
             continue
         arguments = call.get("arguments")
         code = arguments.get("code", "") if isinstance(arguments, Mapping) else str(arguments)

@@ -88,10 +88,9 @@ def judge_episode(task: Task, answers: Sequence[str | None], judge: Judge, scori
     return {**scored_report(task, verdicts, score, scoring.critical_rule), "judge": judge.judge_id}
 
 
-def reward_judged(played: "PlayedEpisode", judge: Judge, scoring: RewardConfig) -> dict[str, Any] | None:
-    """The verdicts and task score the env's reward made at the episode's end (``info["reward_details"]``),
+def reward_judged(details: Mapping[str, Any] | None, judge: Judge, scoring: RewardConfig) -> dict[str, Any] | None:
+    """The verdicts and task score a reward's details hold (``info["reward_details"]``, ``EpisodeScore.details``),
     when they are this run's: same judge and scoring. None: the answers must be judged here."""
-    details = played.reward_details
     if details is None or details.get("judge") != judge.judge_id or details.get("scoring") != scoring.scoring():
         return None
     return {key: details[key] for key in ("verdicts", "score", "judge")}
@@ -301,31 +300,26 @@ def judge_record(
     with_reward: bool = True,
     verdicts: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Everything judged about a finished episode: verdicts and score (judged here unless ``verdicts``
-    gives them), the reward (unless the env just computed it: ``with_reward=False``), and the optional passes."""
-    judged = dict(verdicts) if verdicts is not None else judge_episode(task, episode.final_answers, judge, scoring)
+    """Everything judged about a finished episode, each rubric once: the verdicts and score (``verdicts``
+    when given, else the reward's own, else judged here), the reward (unless the env just computed it:
+    ``with_reward=False``), and the optional passes."""
+    judged = dict(verdicts) if verdicts is not None else None
+    reward: dict[str, Any] = {}
     if with_reward:
-        judged.update(rescore_reward(task, episode, judge, scoring, mode_label))
+        labels = {task.id: mode_label} if mode_label else {}
+        score = score_episode(episode_reward(judge, scoring, labels), task, episode)  # a failure is recorded
+        reward = {"reward": score.reward, "reward_components": score.components, "reward_error": score.error}
+        if judged is None:
+            judged = reward_judged(score.details, judge, scoring)
+    if judged is None:  # no reward ran, or it failed before judging
+        judged = judge_episode(task, episode.final_answers, judge, scoring)
+    judged.update(reward)
     if passes.process_metrics:
         judged["process"] = process_metrics(judge, task, episode)
     if passes.error_types:
         failed = not judged["score"]["passed"]
         judged["error_type"] = error_type(judge, task, episode.final_answers, judged["verdicts"]) if failed else None
     return judged
-
-
-def rescore_reward(
-    task: Task, episode: EpisodeRecord, judge: Judge, scoring: RewardConfig, mode_label: ModeLabel | None = None
-) -> dict[str, Any]:
-    """The env's composed reward, from a saved episode, with ``judge`` and ``scoring``.
-
-    Its judge shares the backend and cache (the verdicts just made are cache hits) but keeps
-    its own stats, so a judge's stats count the verdict pass only.
-    """
-    reward_judge = Judge(judge.backend, judge.cache, judge.template, judge.votes)
-    reward = episode_reward(reward_judge, scoring, {task.id: mode_label} if mode_label else {})
-    score = score_episode(reward, task, episode)  # a reward that fails is recorded, as the env does
-    return {"reward": score.reward, "reward_components": score.components, "reward_error": score.error}
 
 
 def rejudge(
@@ -388,7 +382,7 @@ def evaluate_item(
             passes,
             mode_labels.get(task.id),
             with_reward=False,
-            verdicts=reward_judged(played, judge, scoring),
+            verdicts=reward_judged(played.reward_details, judge, scoring),
         )
         timings = {"wall_s": time.time() - start, "episode_s": episode_s, "judge_s": time.time() - start - episode_s}
         record = {

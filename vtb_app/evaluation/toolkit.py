@@ -42,7 +42,14 @@ from typing import Any, Mapping, Sequence
 
 from vtb_app.evaluation.metrics import task_index
 from vtb_app.evaluation.records import RECORDS_FILE, RunLog, ok_keys, record_key, write_config
-from vtb_app.evaluation.runner import PlayedEpisode, episode_reward, judge_episode, ok_record, task_summary
+from vtb_app.evaluation.runner import (
+    PlayedEpisode,
+    episode_reward,
+    judge_episode,
+    ok_record,
+    reward_judged,
+    task_summary,
+)
 from vtb_app.evaluation.tables import print_comparison
 from vtb_env.reward import score_episode
 from vtb_env.tasks import Task
@@ -252,8 +259,10 @@ def import_toolkit(
                 judged_task = without_checks(task)
                 if judge_row is not None:
                     judge.backend.add(task, episode.final_answers, judge_row)
-            judged = judge_episode(judged_task, episode.final_answers, judge, scoring)
-            score = score_episode(reward, judged_task, episode)
+            score = score_episode(reward, judged_task, episode)  # judges each rubric once; its verdicts are kept
+            judged = reward_judged(score.details, judge, scoring)
+            if judged is None:  # the reward failed before judging
+                judged = judge_episode(judged_task, episode.final_answers, judge, scoring)
             played = PlayedEpisode(episode, {}, False, score.reward, score.components, score.error)
             toolkit = {k: judge_row.get(k) for k in ("score", "accuracy")} if judge_row is not None else None
             log.append(

@@ -314,7 +314,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def load_tasks(spec: str) -> list[Task]:
+def _tasks_or_exit(spec: str) -> list[Task]:
     tasks = loaders.load_tasks(spec)
     if not tasks:
         raise SystemExit(f"no tasks in {spec!r}")
@@ -535,7 +535,7 @@ def train(
 
     check_trl_version()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL
-    tasks = list(tasks) if tasks is not None else load_tasks(args.tasks)
+    tasks = list(tasks) if tasks is not None else _tasks_or_exit(args.tasks)
     if tools is None:
         try:
             from vtb_env.tools import default_tools

@@ -18,7 +18,9 @@ from typing import Iterable
 from PIL import Image
 
 from vtb_env import ocr
+from vtb_env.image_names import TOOL_IMAGE_NAME
 from vtb_env.tasks import Task
+from vtb_env.toolsets import VISION_TOOL
 
 
 @dataclass(frozen=True)
@@ -46,16 +48,20 @@ def run_reference_code(task: Task, workdir: Path) -> dict[int, list[Path]]:
     saved: dict[int, list[Path]] = {}
     with contextlib.chdir(workdir):
         for t, turn in enumerate(task.turns):
-            before = set(workdir.glob("transformed_image_*.png"))
+            before = _tool_images(workdir)
             for call in json.loads(turn.tool_trajectory_raw or "[]"):
-                if call["tool"] == "python_image_processing":
+                if call["tool"] == VISION_TOOL:
                     exec(
                         compile(call["arguments"]["code"], f"<{task.id} turn {t + 1}>", "exec"),
                         {"__name__": "__main__"},
                     )
-            new = set(workdir.glob("transformed_image_*.png")) - before
-            saved[t] = sorted(new, key=lambda path: int(path.stem.rsplit("_", 1)[1]))
+            new = _tool_images(workdir) - before
+            saved[t] = sorted(new, key=lambda path: int(TOOL_IMAGE_NAME.fullmatch(path.name).group(1)))
     return saved
+
+
+def _tool_images(workdir: Path) -> set[Path]:
+    return {path for path in workdir.iterdir() if TOOL_IMAGE_NAME.fullmatch(path.name)}
 
 
 def probe_task(task: Task, engine: ocr.OcrEngine | None = None) -> ProbeResult:

@@ -17,11 +17,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from PIL import Image
 
+from vtb_env.image_names import task_image_name
 from vtb_env.synth import degrade, photo
 from vtb_env.synth.categories import Blueprint
 from vtb_env.synth.render import Panel, png_bytes
 from vtb_env.synth.scenes import Scene, render
 from vtb_env.tasks import ImageRef, Rubric, Task, Turn
+from vtb_env.toolsets import VISION_TOOL
 
 TOOL_REQUIRED, TOOL_REDUNDANT = "tool_required", "tool_redundant"
 CLEAR_PX = 32  # body text of tool-redundant renderings (OCR misreads some bold digits below ~30 px)
@@ -164,7 +166,7 @@ def assemble(
             else:
                 look_rng = np.random.default_rng([*look_seed, state])
                 rendered[state] = _render_state_v2(blueprint.states[state], split, label, rng, look_rng, difficulty)
-            name = image_names[state] = f"image_{len(image_names) + 1}.png"
+            name = image_names[state] = task_image_name(len(image_names) + 1)
             refs.append(ImageRef(name=name, data=rendered[state].data))
             if rendered[state].degradations:
                 degradations[name] = rendered[state].degradations
@@ -187,7 +189,7 @@ def assemble(
                 next_transformed += len(panel_labels)
                 trajectory.append(
                     {
-                        "tool": "python_image_processing",
+                        "tool": VISION_TOOL,
                         "arguments": {"code": code},
                         "purpose": f"Crop and enhance the rows for {', '.join(panel_labels)} in {name}.",
                     }

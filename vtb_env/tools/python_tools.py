@@ -64,6 +64,9 @@ class _SandboxedPython(Tool):
 
 
 class PythonInterpreter(_SandboxedPython):
+    """``python_interpreter``: runs the code in the ``interpreter`` sandbox profile (numpy, pandas,
+    scipy, sympy, ...; no network) and returns its stdout, stderr and exit code as JSON."""
+
     name = "python_interpreter"
     schema = PYTHON_INTERPRETER
     profile = "interpreter"
@@ -77,6 +80,9 @@ class PythonInterpreter(_SandboxedPython):
 
 
 class PythonImageProcessing(_SandboxedPython):
+    """``python_image_processing``: runs the code in the ``image`` sandbox profile with the episode's
+    images in its work dir, and returns its output as JSON plus the image files it wrote (raw bytes)."""
+
     name = VISION_TOOL
     schema = PYTHON_IMAGE_PROCESSING
     profile = "image"
