@@ -35,13 +35,11 @@ _PASS_THROUGH = (
 class ImageAsset:
     """One image of the dialogue, named as the model sees it (``image_1.png``, ``transformed_image_0.png``)."""
 
-    def __init__(self, name: str, source: bytes | Callable[[], bytes], image: Image.Image | None = None):
+    def __init__(self, name: str, source: bytes | Callable[[], bytes]):
         self.name = name
         self._source = source
         self._urls: dict[tuple[str, int], str] = {}
         self._lock = threading.Lock()
-        if image is not None:
-            self.__dict__["pil"] = image  # already decoded (and validated) by the caller
 
     @classmethod
     def validated(cls, name: str, data: bytes) -> "ImageAsset":

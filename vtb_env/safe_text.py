@@ -20,8 +20,6 @@ from typing import Any, Mapping
 from vtb_env.parsers import ParsedAction
 from vtb_env.tools.base import ToolResult
 
-REPLACEMENT = "\ufffd"
-
 
 def clean_text(text: str) -> str:
     """``text`` with surrogate pairs joined and lone surrogates replaced by U+FFFD (fast when clean)."""

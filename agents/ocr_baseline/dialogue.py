@@ -59,7 +59,11 @@ def variants(messages: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, list
 
 def final_answers(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     """The agent's own final answers so far: assistant messages without tool calls."""
-    return [text_of(m) for m in messages if m.get("role") == "assistant" and not m.get("tool_calls") and text_of(m)]
+    return [
+        message_text(m)
+        for m in messages
+        if m.get("role") == "assistant" and not m.get("tool_calls") and message_text(m)
+    ]
 
 
 def _parts(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -80,7 +84,7 @@ def image_names(messages: Sequence[Mapping[str, Any]], names: Sequence[str]) -> 
     return [[p["name"] for p in _parts(m) if is_image_part(p) and p["name"]] for m in shown]
 
 
-def text_of(message: Mapping[str, Any]) -> str:
+def message_text(message: Mapping[str, Any]) -> str:
     texts = [str(p.get("text", "")) for p in _parts(message) if p.get("type") == "text"]
     return " ".join(t for t in texts if not _LABEL.match(t.strip())).strip()
 

@@ -12,7 +12,7 @@ from vtb_agents.ocr_baseline.dialogue import (
     final_answers,
     image_names,
     is_prompt,
-    text_of,
+    message_text,
     tool_call,
     variants,
 )
@@ -41,10 +41,10 @@ class EpisodeView:
         self.results = {m.get("tool_call_id"): str(m.get("content") or "") for m in after if m.get("role") == "tool"}
         self.variants = variants(self.messages)
         answers = final_answers(self.messages)
-        prompt = text_of(self.messages[self.prompt_at]) if self.prompt_at is not None else ""
+        prompt = message_text(self.messages[self.prompt_at]) if self.prompt_at is not None else ""
         previous = answers[-1] if answers else ""
         clarified = previous.rstrip().endswith("?")
-        earlier = [text_of(self.messages[i]) for i in prompts[:-1]]
+        earlier = [message_text(self.messages[i]) for i in prompts[:-1]]
         text = f"{earlier[-1]} {prompt}" if clarified and earlier else prompt
         self.question = Question(text, prompt, previous, clarified)
 

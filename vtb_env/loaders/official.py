@@ -63,7 +63,6 @@ LEGACY_1191 = Layout(
     "legacy-1191", "prompt", "golden_answer", "tool_trajectory", "rubrics", "images_by_turn", ("images",)
 )
 LEGACY_1204 = Layout("legacy-1204", "prompt", "golden_answer", "tool_trajectory", "rubrics", None, ("images", "image"))
-LAYOUTS = (CURRENT, LEGACY_1191, LEGACY_1204)
 
 # Columns a filter can judge a row by before anything heavy is decoded.
 FILTER_COLUMNS = ("id", "turncase", "prompt_category", "eval_focus")
