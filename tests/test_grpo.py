@@ -271,13 +271,13 @@ def test_tools_flag_takes_a_comma_list_and_refuses_unknown_names():
     from vtb_env.tools.calculator import Calculator
 
     registry = ToolRegistry([PythonImageProcessing(), Calculator()])
-    assert list(vtb_trl.select_tools(registry, "calculator,python_image_processing").names) == [
+    assert list(registry.select("calculator,python_image_processing").names) == [
         "calculator",
         "python_image_processing",
     ]
-    assert list(vtb_trl.select_tools(registry, ["calculator"]).names) == ["calculator"]
+    assert list(registry.select(["calculator"]).names) == ["calculator"]
     with pytest.raises(ValueError, match="unknown tools \\['web_search'\\]"):
-        vtb_trl.select_tools(registry, "calculator,web_search")
+        registry.select("calculator,web_search")
     registry.close()
 
 

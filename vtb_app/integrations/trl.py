@@ -67,17 +67,6 @@ def check_trl_version() -> str:
     return trl.__version__
 
 
-def select_tools(registry: ToolRegistry, names: str | Sequence[str] | None) -> ToolRegistry:
-    """The registry limited to ``names`` (a comma list or a sequence); unknown names are an error."""
-    if names is None:
-        return registry
-    wanted = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
-    unknown = [n for n in wanted if n not in registry.names]
-    if unknown:
-        raise ValueError(f"unknown tools {unknown}; the registry has {list(registry.names)}")
-    return registry.only(*wanted)
-
-
 # ---- 1. environment_factory: single-turn tasks, TRL's tool loop --------------------------------
 
 _JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -545,7 +534,7 @@ def train(
             ) from exc
         tools = default_tools()
     try:
-        tools = select_tools(tools, args.tools)
+        tools = tools.select(args.tools)
     except ValueError as exc:
         raise SystemExit(f"--tools: {exc}") from exc
     system_prompt = None if args.system_prompt == "none" else args.system_prompt
@@ -641,7 +630,6 @@ __all__ = [
     "episode_images_trainer_class",
     "make_reward_func",
     "parse_args",
-    "select_tools",
     "task_dataset",
     "train",
     "vtb_env_reward",

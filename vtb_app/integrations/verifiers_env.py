@@ -163,9 +163,7 @@ def load_environment(
         tasks = load_tasks(tasks)
     registry = tools if isinstance(tools, ToolRegistry) else default_tools()
     if isinstance(tools, str):
-        from vtb_app.integrations.trl import select_tools
-
-        registry = select_tools(registry, tools)
+        registry = registry.select(tools)
     return VisualToolBenchVFEnv(list(tasks), registry, config, reward, **kwargs)
 
 

@@ -12,7 +12,7 @@ import json
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import jsonschema
 from PIL import Image
@@ -106,6 +106,16 @@ class ToolRegistry:
 
     def __len__(self) -> int:
         return len(self._tools)
+
+    def select(self, names: str | Sequence[str] | None) -> "ToolRegistry":
+        """The registry limited to ``names`` (a comma list or a sequence; None: all); unknown names are an error."""
+        if names is None:
+            return self
+        wanted = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+        unknown = [n for n in wanted if n not in self._tools]
+        if unknown:
+            raise ValueError(f"unknown tools {unknown}; the registry has {list(self._tools)}")
+        return self.only(*wanted)
 
     def only(self, *names: str) -> "ToolRegistry":
         return ToolRegistry(self._tools[name] for name in names if name in self._tools)
