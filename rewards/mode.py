@@ -57,12 +57,15 @@ class ConfusionMatrix:
     def mcc(self, epsilon: float = MCC_EPSILON) -> float:
         """(TP·TN − FP·FN) / (sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)) + ε), exactly as the seed's formula.
 
-        When a margin is empty the numerator is 0 too, so MCC = 0 (chance level), as in sklearn.
+        When a margin is empty the numerator is 0 too, so MCC = 0 (chance level), as in sklearn
+        (``matthews_corrcoef``), for any ``epsilon`` including 0.
         """
         numerator = self.tp * self.tn - self.fp * self.fn
         denominator = math.sqrt(
             float(self.tp + self.fp) * (self.tp + self.fn) * (self.tn + self.fp) * (self.tn + self.fn)
         )
+        if denominator == 0.0:
+            return 0.0
         return numerator / (denominator + epsilon)
 
     def to_dict(self) -> dict[str, float | int]:

@@ -27,7 +27,7 @@ from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.judge.backends import BackendError, JudgeBackend
 from vtb_rewards.judge.judge import Judge, JudgeItem
 from vtb_rewards.judge.prompt import ERROR_TYPE_TEMPLATE, KEY_STEP_JUDGE_TEMPLATE, TOOL_CALL_JUDGE_TEMPLATE, render
-from vtb_rewards.judge.verdict import Verdict
+from vtb_rewards.judge.verdict import UnfinishedThinking, Verdict, final_reply
 
 MAX_STEP_CHARS = 400
 MAX_JUDGED_TEXT_CHARS = 12_000  # keep judge prompts bounded; reasoning can be very long
@@ -232,6 +232,10 @@ ERROR_TYPE_SCHEMA = {
 
 def parse_error_type(reply: str | BackendError) -> ErrorType:
     if isinstance(reply, BackendError) or not reply:
+        return "judge_error"
+    try:
+        reply = final_reply(reply)  # a reasoning model's thinking never decides
+    except UnfinishedThinking:
         return "judge_error"
     found = {m.group(1).lower().replace(" ", "_") for m in _ERROR_TYPE.finditer(reply)}
     return found.pop() if len(found) == 1 else "judge_error"  # type: ignore[return-value]

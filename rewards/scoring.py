@@ -3,7 +3,8 @@
 - Weighted rubric score ``s_i = sum(1[met] * w) / sum(w)`` (eq. 1); pass = every critical rubric
   Met, with the critical rule ``weight>=4`` (official toolkit), ``flag`` or ``either``.
 - Multi-turn tasks: ``pooled`` (official: all turns' rubrics in one score and one pass) or
-  ``per_turn`` (task score = mean of turn scores, pass = every turn passes).
+  ``per_turn`` (task score = mean of the scores of the turns that have rubrics, pass = every
+  turn passes).
 - APR = mean pass, ARS = mean score (eq. 2), overall and by group, with counts.
 
 A ``judge_error`` verdict counts as not Met in the score (a lower bound) and marks the task
@@ -91,8 +92,9 @@ def score_task(
     if multi_turn == "pooled":  # one score over all turns' rubrics; pooled pass = every turn passes
         total = sum(t.total_weight for t in turns)
         score = sum(t.met_weight for t in turns) / total if total else 0.0
-    elif multi_turn == "per_turn":
-        score = sum(t.score for t in turns) / len(turns)
+    elif multi_turn == "per_turn":  # a turn without rubrics has nothing to score: it does not count
+        scored = [t.score for t in turns if t.total_weight]
+        score = sum(scored) / len(scored) if scored else 0.0
     else:
         raise ValueError(f"unknown multi_turn mode {multi_turn!r}; choose 'pooled' or 'per_turn'")
     passed = all(t.passed for t in turns)

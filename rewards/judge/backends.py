@@ -113,8 +113,7 @@ class OpenAIChatBackend:
         for attempt in range(self.retries + 1):
             try:
                 response = self._client.chat.completions.create(**self.request(prompt, schema))
-                content = response.choices[0].message.content if response.choices else None
-                return content if content is not None else BackendError("reply has no content")
+                return _content(response)
             except Exception as exc:  # openai raises many types; classify, never propagate
                 if schema is not None and self._refuses_schema(exc):
                     self.structured = "off"  # this server has no structured output: plain prompts from now on
@@ -132,6 +131,19 @@ class OpenAIChatBackend:
             return [self.complete(prompt, schema) for prompt in prompts]
         with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(prompts))) as pool:
             return list(pool.map(lambda prompt: self.complete(prompt, schema), prompts))
+
+
+def _content(response: Any) -> str | BackendError:
+    """The reply's ``content`` only: a reasoning model's ``reasoning_content`` / ``reasoning`` field
+    is its thinking, never its verdict (a reply with only reasoning ran out of tokens)."""
+    message = response.choices[0].message if response.choices else None
+    content = getattr(message, "content", None)
+    if content:
+        return content
+    extra = getattr(message, "model_extra", None) or {}
+    if any(extra.get(field) for field in ("reasoning_content", "reasoning")):
+        return BackendError("reply has reasoning but no content (the judge ran out of tokens while thinking?)")
+    return content if content is not None else BackendError("reply has no content")
 
 
 class TransformersBackend:

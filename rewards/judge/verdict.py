@@ -7,6 +7,13 @@ lower-casing, turning ``_`` into spaces, collapsing whitespace and stripping sur
 quotes, asterisks and punctuation, it must be exactly ``met`` or ``not met``. Any qualified
 value ("Met (partially)", "Partially Met", "Met/Not Met") is ``judge_error``, never a guess and
 never a silent "Not Met".
+
+Reasoning models think before they answer: everything up to the last ``</think>`` (a
+``<think>…</think>`` block, or a reasoning prefix whose opening tag the chat template added) is
+dropped before the reply is read (``final_reply``), so a template quoted or a draft verdict written
+while thinking never decides; the final JSON does. A reply that opens ``<think>`` and never closes
+it was cut off while thinking: a ``judge_error``. Backends pass only the message's ``content``,
+never an OpenAI-style ``reasoning_content`` / ``reasoning`` field.
 """
 
 from __future__ import annotations
@@ -48,6 +55,8 @@ class Verdict:
 
 _RESULT_LINE = re.compile(r"""["']?judge_result["']?\s*[:=]\s*["']?([^"'\n}]*)""", re.IGNORECASE)
 _OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
+_THINK_END = re.compile(r"</think\s*>", re.IGNORECASE)
+_THINK_START = re.compile(r"<think\s*>", re.IGNORECASE)
 _TEMPLATE_ECHO = re.compile(r"""["']met["']\s+or\s+["']not met["']""", re.IGNORECASE)
 
 
@@ -107,9 +116,30 @@ def _candidates(text: str) -> list[Verdict]:
     ]
 
 
+class UnfinishedThinking(ValueError):
+    """A reply that opened ``<think>`` and never closed it (cut off by the token bound)."""
+
+
+def final_reply(text: str) -> str:
+    """The reply without its reasoning: the text after the last ``</think>``.
+
+    Raises ``UnfinishedThinking`` when a ``<think>`` is never closed (nothing after it is final).
+    """
+    ends = list(_THINK_END.finditer(text))
+    if ends:
+        return text[ends[-1].end() :]
+    if _THINK_START.search(text):
+        raise UnfinishedThinking("the judge's reasoning never finished (<think> without </think>); raise the token bound")
+    return text
+
+
 def parse_verdict(text: str | None) -> Verdict:
     """Read a judge reply; returns a ``judge_error`` verdict (with the reason) when it cannot."""
-    if not text or not text.strip():
+    try:
+        text = final_reply(text or "")
+    except UnfinishedThinking as exc:
+        return Verdict.failure(str(exc))
+    if not text.strip():
         return Verdict.failure("empty judge reply")
     if _TEMPLATE_ECHO.search(text):
         return Verdict.failure(f"reply echoes the output template: {text.strip()[:200]!r}")

@@ -57,6 +57,9 @@ class ChatServer:
         if "status" in answer:
             return int(answer["status"]), answer.get("body", {"error": {"message": "simulated failure"}})
         message = {"role": "assistant", "content": answer.get("content")}
+        for field in ("reasoning_content", "reasoning"):  # reasoning models' thinking, beside the content
+            if field in answer:
+                message[field] = answer[field]
         if answer.get("tool_calls"):
             message["tool_calls"] = answer["tool_calls"]
         return 200, {
