@@ -129,7 +129,9 @@ def final_reply(text: str) -> str:
     if ends:
         return text[ends[-1].end() :]
     if _THINK_START.search(text):
-        raise UnfinishedThinking("the judge's reasoning never finished (<think> without </think>); raise the token bound")
+        raise UnfinishedThinking(
+            "the judge's reasoning never finished (<think> without </think>); raise the token bound"
+        )
     return text
 
 

@@ -22,6 +22,7 @@ from vtb_app.evaluation.records import (
     run_image_path,
     write_config,
 )
+from vtb_app.evaluation.report_cli import add_label_rule, label_store, register_report
 from vtb_env.toolsets import ABLATIONS
 
 # Episodes in flight by default: enough to keep a GPU inference server batching (tens of requests
@@ -191,6 +192,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lm.add_argument(
         "--labels", default=None, metavar="FILE", help="label store to update (default: OUT/mode_labels.json)"
     )
+    lm.add_argument("--samples", type=int, default=1, help="text-only episodes per task")
+    add_label_rule(lm)
     lm.set_defaults(func=run_label_modes)
 
     jd = subparsers.add_parser("judge", help="re-score a run's saved answers with another judge (cached)")
@@ -204,18 +207,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_judge_arguments(jd)
     jd.set_defaults(func=run_judge)
 
-    rp = subparsers.add_parser("report", help="tables, plots and an HTML report from one or more runs")
-    rp.add_argument("runs", nargs="+", help="run directories (NAME=DIR to rename a run)")
-    rp.add_argument("--out", required=True, help="report directory")
-    rp.add_argument(
-        "--mode-labels",
-        default=None,
-        metavar="FILE",
-        help="labels from `vtb label-modes` (per run: its model's labels)",
-    )
-    rp.add_argument("--max-trajectories", type=int, default=None, help="per run, in the HTML")
-    rp.add_argument("--all-tables", action="store_true", help="print every table, not only the overall comparison")
-    rp.set_defaults(func=run_report)
+    register_report(subparsers)
 
     from vtb_app.evaluation.toolkit import register as register_import  # lazy: keeps `vtb --help` fast
 
@@ -233,19 +225,10 @@ def _json_object(text: str) -> dict[str, Any]:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    store = _label_store(args.mode_labels) if args.mode_labels else None
+    store = label_store(args.mode_labels) if args.mode_labels else None
     if args.mode_labels and store is None:
         return 2
     return _evaluate(args, args.ablation, args.samples, store)[0]
-
-
-def _label_store(path: str | Path, must_exist: bool = True) -> Any:
-    from vtb_rewards.mode import ModeLabelStore
-
-    if must_exist and not Path(path).exists():
-        print(f"error: no mode-label file {path} (make one with `vtb label-modes`)", file=sys.stderr)
-        return None
-    return ModeLabelStore(path)
 
 
 def _optional(text: str, kind: type) -> Any:
@@ -462,20 +445,22 @@ def _evaluate_on_ray(
 
 def run_label_modes(args: argparse.Namespace) -> int:
     """The text-only pass as a `no_tools` eval run, then one label per task whose judging is complete."""
-    from vtb_app.evaluation.metrics import Run, run_model, text_only_results
+    from vtb_app.evaluation.metrics import Run
+    from vtb_app.evaluation.modes import run_model, text_only_results
 
-    code, out, tasks = _evaluate(args, "no_tools", 1)
+    code, out, tasks = _evaluate(args, "no_tools", args.samples)
     if not tasks:
         return code
     run = Run.load(out)
     model = run_model(run.config)
-    store = _label_store(args.labels or out / "mode_labels.json", must_exist=False)
-    labels = store.record_text_only(model, text_only_results(run))
+    store = label_store(args.labels or out / "mode_labels.json", must_exist=False)
+    labels = store.record_text_only(model, text_only_results(run, args.label_rule))
     counts = {label: sum(1 for v in labels.values() if v == label) for label in ("tool_required", "tool_redundant")}
     unlabelled = len(tasks) - len(labels)
     print(
         f"mode labels for {model}: {counts['tool_required']} tool_required, {counts['tool_redundant']} tool_redundant, "
         f"{unlabelled} unlabelled (episode or judging failed; rerun with --resume); stored in {store.path}"
+        + (f" (rule over {args.samples} samples: {args.label_rule})" if args.samples > 1 else "")
     )
     return code
 
@@ -588,24 +573,3 @@ def _copy_images(record: dict[str, Any], source: Path, out: Path) -> None:
             shutil.copyfile(path, target)
         kept[str(name)] = relpath
     record["image_files"] = kept
-
-
-def _parse_run_arg(value: str) -> tuple[str | None, Path]:
-    if "=" in value and not Path(value).exists():
-        name, path = value.split("=", 1)
-        return name, Path(path)
-    return None, Path(value)
-
-
-def run_report(args: argparse.Namespace) -> int:
-    from vtb_app.evaluation.report import write_report
-
-    store = _label_store(args.mode_labels) if args.mode_labels else None
-    if args.mode_labels and store is None:
-        return 2
-    runs = [_parse_run_arg(value) for value in args.runs]
-    paths = write_report(runs, Path(args.out), max_trajectories=args.max_trajectories, mode_labels=store)
-    tables = paths["text"].read_text()
-    print(tables if args.all_tables else tables.split("\n\n")[0])
-    print(f"\nAll tables: {paths['text'].resolve()}\nHTML report: {paths['html'].resolve()}")
-    return 0

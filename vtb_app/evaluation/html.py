@@ -17,9 +17,9 @@ from typing import Any, Mapping, Sequence
 
 from PIL import Image
 
-from vtb_app.evaluation.metrics import Run, episode_calls
-from vtb_app.evaluation.records import run_image_path
-from vtb_app.evaluation.tables import Table
+from vtb_app.evaluation.cells import BEST, SECOND, Cell, Table
+from vtb_app.evaluation.metrics import Run
+from vtb_app.evaluation.records import episode_calls, run_image_path
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
@@ -36,6 +36,8 @@ details.trajectory>summary{cursor:pointer;font-weight:600}
 pre{white-space:pre-wrap;word-break:break-word;background:#fafafa;padding:.4em;margin:.2em 0;font-size:12px}
 img{max-width:360px;max-height:360px;border:1px solid #ccc;margin:2px}
 .plots img{max-width:560px;max-height:none}
+td.best{background:#f8c9c4}td.second{background:#c9dcf8}td.partial{font-style:italic}
+p.note{font-size:12px;color:#555;margin:-1em 0 1.2em}
 """
 
 
@@ -74,11 +76,20 @@ class _Images:
         return f'<img class="{css}" src="{url}" alt="{_esc(name)}" title="{_esc(name)}">'
 
 
+def _cell_html(cell: Any) -> str:
+    """A table cell; a ranked or partially judged ``Cell`` carries its class (best, second, partial)."""
+    if not isinstance(cell, Cell):
+        return f"<td>{_esc(cell)}</td>"
+    classes = [{BEST: "best", SECOND: "second"}.get(cell.rank, ""), "partial" if cell.partial else ""]
+    css = " ".join(c for c in classes if c)
+    return f'<td class="{css}">{_esc(cell)}</td>' if css else f"<td>{_esc(cell)}</td>"
+
+
 def _table_html(table: Table) -> str:
-    title, header, rows = table
-    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<h3>{_esc(title)}</h3><table class="summary"><tr>{head}</tr>{body}</table>'
+    head = "".join(f"<th>{_esc(h)}</th>" for h in table.header)
+    body = "".join("<tr>" + "".join(_cell_html(c) for c in row) + "</tr>" for row in table.rows)
+    notes = "".join(f'<p class="note">{_esc(note)}</p>' for note in table.notes)
+    return f'<h3>{_esc(table.title)}</h3><table class="summary"><tr>{head}</tr>{body}</table>{notes}'
 
 
 def _call_html(call: Mapping[str, Any], images: _Images, files: Mapping[str, str]) -> str:

@@ -7,38 +7,33 @@ ours or imported from the official toolkit, is summarised the same way.
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from vtb_app.evaluation.records import RECORDS_FILE, judging_complete, latest_records, read_config, record_key
+from vtb_app.evaluation.image_ops import operations_in_code
+from vtb_app.evaluation.modes import episode_mode_label, used_tools
+from vtb_app.evaluation.records import (
+    RECORDS_FILE,
+    episode_calls,
+    judging_complete,
+    latest_records,
+    read_config,
+    record_key,
+)
+from vtb_app.evaluation.stats import Episode, group_stats
 from vtb_env.toolsets import VISION_TOOL
 from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.compose import RewardConfig
-from vtb_rewards.mode import ConfusionMatrix, ModeLabelStore, label_from_text_only, mode_outcome
+from vtb_rewards.mode import ConfusionMatrix, mode_outcome
 from vtb_rewards.process import tool_use_stats
-from vtb_rewards.scoring import GroupStats
 
 TURNCASES = ("single-turn", "multi-turn")
 # The rewarded components of vtb_rewards.compose (the diagnostics in reward_components are left out).
 REWARD_COMPONENTS = tuple(RewardConfig().weights())
 DOMAIN_COLUMNS = ("STEM", "Medical", "Finance", "Sports", "Generalist")  # the paper's order (tables 3, 6)
-
-# Figure 6's eight operation categories, recognised in python_image_processing code.
-IMAGE_OPERATIONS: dict[str, re.Pattern[str]] = {
-    "crop": re.compile(r"\.crop\(|\[\s*\d*\s*:\s*\d*\s*,\s*\d*\s*:|\bcrop", re.I),
-    "resize": re.compile(r"\.resize\(|\.thumbnail\(|cv2\.resize|zoom|\.scale\(", re.I),
-    "rotation": re.compile(r"\.rotate\(|\.transpose\(\s*Image\.ROTATE|cv2\.rotate|warpAffine|rot90", re.I),
-    "flipping": re.compile(r"FLIP_|cv2\.flip|\bflip|mirror", re.I),
-    "brightness": re.compile(r"Brightness|brighten|gamma|convertScaleAbs", re.I),
-    "contrast": re.compile(r"Contrast|equalize|autocontrast|CLAHE|threshold|Sharpness|sharpen|UnsharpMask", re.I),
-    "editing": re.compile(
-        r"ImageDraw|\.rectangle\(|\.line\(|\.text\(|inpaint|\.paste\(|cv2\.putText|cv2\.circle", re.I
-    ),
-}
-
+PROCESS_METRICS = ("kcoverage", "kcoverage_furthest", "tool_effectiveness")
 
 # Raw domain names seen in data and their paper column (table 3/6); anything else is "Other".
 _DOMAIN_ALIASES = {
@@ -83,7 +78,7 @@ class Run:
     """One run directory's records (the record that counts per key) and configuration.
 
     ``missing``: the (task, sample) keys the run was meant to produce (``config.json``'s
-    ``task_index`` x ``samples``) that have no record at all, as ``(key, task_id)``.
+    ``task_index`` x ``samples``) that have no record at all, as ``(key, task_id, sample)``.
     """
 
     name: str
@@ -91,7 +86,7 @@ class Run:
     config: dict[str, Any]
     records: list[dict[str, Any]]  # status "ok" only
     errors: list[dict[str, Any]]  # keys whose latest record is an error
-    missing: list[tuple[str, str]] = field(default_factory=list)
+    missing: list[tuple[str, str, int]] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: str | Path, name: str | None = None) -> "Run":
@@ -105,9 +100,15 @@ class Run:
         index = config.get("task_index") if isinstance(config.get("task_index"), dict) else {}
         samples = int(config.get("samples") or 1)
         missing = [
-            (record_key(tid, s), tid) for tid in index for s in range(samples) if record_key(tid, s) not in chosen
+            (record_key(tid, s), tid, s) for tid in index for s in range(samples) if record_key(tid, s) not in chosen
         ]
         return cls(name or config.get("name") or path.name, path, config, ok, errors, missing)
+
+    @property
+    def samples(self) -> int:
+        """Samples per task: the run's ``--samples`` (or, for runs without it, the most any task has)."""
+        seen = [_sample_of(r) + 1 for r in (*self.records, *self.errors)]
+        return max([int(self.config.get("samples") or 1), *seen])
 
     def task_groups(self, task_id: str, record: Mapping[str, Any] | None = None) -> tuple[str, str, str]:
         """(turn case, paper domain, category) of a task, from its record or the run's task index."""
@@ -133,28 +134,6 @@ def tool_use(records: list[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def episode_calls(record: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [
-        call
-        for turn in record.get("episode", {}).get("turns", [])
-        for step in turn.get("steps", [])
-        for call in step.get("tool_calls", [])
-    ]
-
-
-def image_operations(record: Mapping[str, Any]) -> Counter:
-    """Figure 6: operation categories found in the episode's python_image_processing code."""
-    counts: Counter = Counter()
-    for call in episode_calls(record):
-        if call.get("name") != VISION_TOOL:
-            continue
-        arguments = call.get("arguments")
-        code = arguments.get("code", "") if isinstance(arguments, Mapping) else str(arguments)
-        found = [name for name, pattern in IMAGE_OPERATIONS.items() if pattern.search(code)]
-        counts.update(found or ["others"])
-    return counts
-
-
 def failure_kind(record: Mapping[str, Any]) -> str | None:
     """Why a task failed, from the trajectory (not the paper's LLM-labelled error types)."""
     if record["score"]["passed"]:
@@ -172,91 +151,101 @@ def failure_kind(record: Mapping[str, Any]) -> str | None:
     return "critical rubric not met"
 
 
-def run_model(config: Mapping[str, Any]) -> str | None:
-    """The model a run evaluated (the agent before any ablation wrapper): the key of its mode labels."""
-    if config.get("model"):
-        return str(config["model"])
-    agent = config.get("agent")
-    if isinstance(agent, Mapping):
-        inner = agent.get("inner")
-        return str(inner.get("name") if isinstance(inner, Mapping) else inner or agent.get("name"))
-    return str(agent) if agent else None
+def image_operations(record: Mapping[str, Any]) -> Counter:
+    """Figure 6: the operations the episode's vision-tool code performs (``image_ops``)."""
+    counts: Counter = Counter()
+    for call in episode_calls(record):
+        if call.get("name") == VISION_TOOL:
+            arguments = call.get("arguments")
+            code = arguments.get("code", "") if isinstance(arguments, Mapping) else str(arguments)
+            counts.update(operations_in_code(str(code)))
+    return counts
 
 
-def text_only_results(run: Run) -> dict[str, bool]:
-    """Task id -> passed, from a text-only run; tasks whose judging is incomplete are left out
-    (their text-only outcome is unknown)."""
-    return {r["task_id"]: bool(r["score"]["passed"]) for r in run.records if r["score"].get("complete", True)}
+def _process_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Means of the process metrics over the episodes judged without a judge error; an episode
+    with judge errors in its process pass is left out and counted (``process_judge_errors``)."""
+    values: dict[str, list[float]] = defaultdict(list)
+    judged = errored = 0
+    for record in records:
+        process = record.get("process") or {}
+        if not process:
+            continue
+        if process.get("n_judge_errors"):
+            errored += 1
+            continue
+        judged += 1
+        for name in PROCESS_METRICS:
+            if process.get(name) is not None:
+                values[name].append(float(process[name]))
+    return {
+        **{name: _mean(values[name]) for name in PROCESS_METRICS},
+        "process_n": judged,
+        "process_judge_errors": errored,
+    }
 
 
-def mode_labels_from_text_only(run: Run) -> dict[str, str]:
-    """Per-task labels from a text-only run (seed 000): passed without tools -> tool_redundant."""
-    return {task_id: label_from_text_only(passed) for task_id, passed in text_only_results(run).items()}
+def _episodes(run: Run) -> list[tuple[Episode, Mapping[str, Any] | None]]:
+    """Every (task, sample) the run was meant to produce, with its ``ok`` record (None otherwise):
+    failed and never-run episodes are not passed, score 0."""
+    episodes: list[tuple[Episode, Mapping[str, Any] | None]] = [
+        (Episode(str(r.get("task_id", "")), _sample_of(r), False, 0.0), r) for r in run.errors
+    ]
+    episodes += [(Episode(task_id, sample, False, 0.0), None) for _, task_id, sample in run.missing]
+    for record in run.records:
+        score = record["score"]
+        episode = Episode(
+            record["task_id"],
+            _sample_of(record),
+            bool(score["passed"]),
+            float(score["score"]),
+            judging_complete(record),
+        )
+        episodes.append((episode, record))
+    return episodes
 
 
-def episode_mode_label(record: Mapping[str, Any], labels: Mapping[str, str] | None) -> tuple[str | None, str]:
-    """(label, where it came from) for an episode's mode outcome.
-
-    Seed 000: a label is the outcome of the evaluated model's own text-only pass. So ``labels``
-    (a label store or a text-only run given to the report) come first, then the label the eval
-    run used (``vtb eval --mode-labels``, stored in the record); a task's built-in label (the
-    generator's, for synthetic tasks) is only the fallback.
-    """
-    for label, source in (
-        ((labels or {}).get(record["task_id"]), "report labels"),
-        (record.get("mode_label"), "eval labels"),
-        (record["task"].get("mode_label"), "task"),
-    ):
-        if label:
-            return label, source
-    return None, "none"
+def _sample_of(record: Mapping[str, Any]) -> int:
+    try:
+        return int(record.get("sample") or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
-def summarize_run(run: Run, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """All report numbers for one run; ``labels`` (task id -> mode label): see ``episode_mode_label``.
+def summarize_run(
+    run: Run, labels: Mapping[str, str] | None = None, *, mcc_reading: str = "any", label_rule: str = "any"
+) -> dict[str, Any]:
+    """All report numbers for one run; ``labels`` (task id -> mode label): see ``episode_mode_label``;
+    ``mcc_reading``: what counts as using tools for MCC (``modes.MCC_READINGS``); ``label_rule``: how
+    the labels were drawn from a multi-sample text-only run (stated in the report).
 
     Denominators (paper §3: APR is the share of ALL tasks that pass): every (task, sample) the run
     was meant to produce counts; an episode that failed for good (``error`` record) or never ran
-    (no record) counts as not passed with score 0, and both counts are reported. ``apr_completed``
-    / ``ars_completed`` are the same over the completed (``ok``) episodes only.
+    (no record) counts as not passed with score 0, and both counts are reported. Tasks count as
+    tasks, each the mean of its samples, with the spread across samples (``stats.group_stats``);
+    ``apr_completed`` / ``ars_completed`` are the same over the completed (``ok``) episodes only.
     """
-    overall, completed = GroupStats(), GroupStats()
-    by_turncase_domain: dict[str, dict[str, GroupStats]] = defaultdict(lambda: defaultdict(GroupStats))
-    by_focus: dict[str, GroupStats] = defaultdict(GroupStats)
+    samples = run.samples
+    groups: dict[tuple[str, ...], list[Episode]] = defaultdict(list)
+    completed: list[Episode] = []
     by_turncase: dict[str, list[Mapping[str, Any]]] = {case: [] for case in TURNCASES}
     tools_by_name: Counter = Counter()
     outcomes, failures, operations, label_sources, error_types = [], Counter(), Counter(), Counter(), Counter()
-    kcoverage, kcoverage_furthest, effectiveness = [], [], []
     rewards: list[float] = []
     components: dict[str, list[float]] = defaultdict(list)
-    n_judge_incomplete = 0
-
-    def count(task_id: str, record: Mapping[str, Any] | None, passed: bool, score: float, complete: bool) -> None:
-        turncase, domain, focus = run.task_groups(task_id, record)
-        for group in (
-            overall,
-            by_turncase_domain[turncase][domain],
-            by_turncase_domain[turncase]["all"],
-            by_focus[focus],
-        ):
-            group.add_outcome(passed, score, complete)
-
-    for record in run.errors:
-        count(record.get("task_id", ""), record, False, 0.0, True)
-    for _, task_id in run.missing:
-        count(task_id, None, False, 0.0, True)
-    for record in run.records:
-        score = record["score"]
-        complete = judging_complete(record)
-        n_judge_incomplete += not complete
-        count(record["task_id"], record, score["passed"], score["score"], complete)
-        completed.add_outcome(score["passed"], score["score"], complete)
+    for episode, record in _episodes(run):
+        turncase, domain, focus = run.task_groups(episode.task_id, record)
+        for key in (("overall",), ("cell", turncase, domain), ("cell", turncase, "all"), ("focus", focus)):
+            groups[key].append(episode)
+        if record is None or record.get("status") != "ok":
+            continue
+        completed.append(episode)
         by_turncase.setdefault(record["task"]["turncase"], []).append(record)
         tools_by_name.update(call.get("name", "?") for call in episode_calls(record))
         label, source = episode_mode_label(record, labels)
         label_sources[source] += 1
         if label:
-            outcomes.append(mode_outcome(label, bool(episode_calls(record))))
+            outcomes.append(mode_outcome(label, used_tools(record, mcc_reading)))
         if record.get("reward") is not None:
             rewards.append(float(record["reward"]))
             for name, value in (record.get("reward_components") or {}).items():
@@ -266,46 +255,45 @@ def summarize_run(run: Run, labels: Mapping[str, str] | None = None) -> dict[str
         operations.update(image_operations(record))
         if record.get("error_type"):
             error_types[record["error_type"]] += 1
-        process = record.get("process") or {}
-        for values, name in (
-            (kcoverage, "kcoverage"),
-            (kcoverage_furthest, "kcoverage_furthest"),
-            (effectiveness, "tool_effectiveness"),
-        ):
-            if process.get(name) is not None:
-                values.append(float(process[name]))
+    overall = group_stats(groups[("overall",)], samples)
+    done = group_stats(completed, samples)
     matrix = ConfusionMatrix.from_outcomes(outcomes)
     scoring = run.config.get("scoring") or {}
+    cells: dict[str, dict[str, Any]] = defaultdict(dict)
+    for key, episodes in groups.items():
+        if key[0] == "cell":
+            cells[key[1]][key[2]] = group_stats(episodes, samples)
     return {
         "name": run.name,
-        "n": overall.n,
-        "n_completed": completed.n,
+        **overall,
+        "n_completed": done["n_episodes"],
         "n_errors": len(run.errors),
         "n_missing": len(run.missing),
-        "n_judge_incomplete": n_judge_incomplete,
-        "apr": overall.apr if overall.n else None,
-        "ars": overall.ars if overall.n else None,
-        "apr_completed": completed.apr if completed.n else None,
-        "ars_completed": completed.ars if completed.n else None,
-        "n_incomplete": overall.n_incomplete,
+        "n_judge_incomplete": overall["n_incomplete"],
+        "apr_completed": done["apr"],
+        "ars_completed": done["ars"],
         "scoring": {
             "critical_rule": scoring.get("critical_rule", "weight>=4"),
             "multi_turn": scoring.get("multi_turn", "pooled"),
         },
-        "by_turncase_domain": {
-            case: {domain: g.to_dict() for domain, g in groups.items()} for case, groups in by_turncase_domain.items()
+        "by_turncase_domain": dict(cells),
+        "by_eval_focus": {
+            key[1]: group_stats(eps, samples) for key, eps in sorted(groups.items()) if key[0] == "focus"
         },
-        "by_eval_focus": {focus: g.to_dict() for focus, g in sorted(by_focus.items())},
         "tool_use": {case: tool_use(records) for case, records in {**by_turncase, "overall": run.records}.items()},
         "tools_by_name": dict(tools_by_name.most_common()),
-        "mode_selection": {**matrix.to_dict(), "label_sources": dict(label_sources)} if matrix.n else None,
+        "mode_selection": {
+            **matrix.to_dict(),
+            "label_sources": dict(label_sources),
+            "reading": mcc_reading,
+            "label_rule": label_rule,
+        }
+        if matrix.n
+        else None,
         "reward": _mean(rewards),
         "reward_components": {name: _mean(components[name]) for name in REWARD_COMPONENTS if components[name]},
         "reward_n": len(rewards),
-        "kcoverage": _mean(kcoverage),
-        "kcoverage_furthest": _mean(kcoverage_furthest),
-        "tool_effectiveness": _mean(effectiveness),
-        "process_n": sum(1 for r in run.records if r.get("process")),
+        **_process_summary(run.records),
         "error_types": dict(error_types),
         "failures": dict(failures.most_common()),
         "image_operations": dict(operations.most_common()),
@@ -318,21 +306,6 @@ def summarize_run(run: Run, labels: Mapping[str, str] | None = None) -> dict[str
 
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
-
-
-def pick_labels(runs: Iterable[Run], store: ModeLabelStore | None = None) -> list[dict[str, str]]:
-    """Mode labels for each run (in order): the store's labels of the run's model when a store is
-    given, else those of a text-only (``no_tools``) run of the same model among ``runs``."""
-    runs = list(runs)
-    text_only = {
-        run_model(r.config): mode_labels_from_text_only(r) for r in runs if r.config.get("ablation") == "no_tools"
-    }
-    chosen = []
-    for run in runs:
-        model = run_model(run.config)
-        labels = store.labels(model) if store is not None and model else {}
-        chosen.append(labels or text_only.get(model) or {})
-    return chosen
 
 
 def task_index(tasks: Any) -> dict[str, list[str]]:

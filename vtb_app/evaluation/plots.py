@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
-from vtb_app.evaluation.metrics import IMAGE_OPERATIONS  # noqa: E402
+from vtb_app.evaluation.image_ops import CATEGORIES  # noqa: E402
 
 
 def _grouped_bars(ax: Any, categories: Sequence[str], series: dict[str, list[float]], label_fmt: str) -> None:
@@ -54,8 +54,8 @@ def plot_apr_vs_tool_use(summaries: Sequence[dict[str, Any]], path: Path) -> Pat
 
 
 def plot_image_operations(summaries: Sequence[dict[str, Any]], path: Path) -> Path:
-    """Figure 6: counts of image-manipulation operations in python_image_processing calls."""
-    operations = [*IMAGE_OPERATIONS, "others"]
+    """Figure 6: counts of the image operations python_image_processing code performs (``image_ops``)."""
+    operations = list(CATEGORIES)
     series = {s["name"]: [float(s["image_operations"].get(op, 0)) for op in operations] for s in summaries}
     fig, ax = plt.subplots(figsize=(8, 4))
     _grouped_bars(ax, operations, series, "{:.0f}")

@@ -158,6 +158,16 @@ def judging_complete(record: Mapping[str, Any]) -> bool:
     )
 
 
+def episode_calls(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every tool call of a stored episode, in order."""
+    return [
+        call
+        for turn in record.get("episode", {}).get("turns", [])
+        for step in turn.get("steps", [])
+        for call in step.get("tool_calls", [])
+    ]
+
+
 def ok_keys(path: str | Path) -> set[str]:
     """Keys with an ``ok`` record, judged completely or not (an import skips them: its verdicts are fixed)."""
     return {key for key, record in latest_records(path).items() if record.get("status") == "ok"}

@@ -1,36 +1,51 @@
-"""The report's tables, as rows (for text and HTML alike) from run summaries (``metrics.summarize_run``)."""
+"""The report's tables (for Markdown and HTML alike) from run summaries (``metrics.summarize_run``).
+
+APR and ARS count tasks, each the mean of its samples, shown as mean ± standard deviation across
+samples with n (tasks) per cell; the headline adds the 95% bootstrap interval over tasks, and a
+table of pass@k / pass^k. When several runs are compared, the best cell of each metric column is
+bold and the second best (3+ runs) italic, as the paper's red and blue; † marks a cell that counts
+unjudged rubrics as not Met (a lower bound), with the APR over fully judged tasks beside it.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Sequence
 
-from tabulate import tabulate
-
+from vtb_app.evaluation.cells import (
+    PARTIAL,
+    Cell,
+    Table,
+    ci_cell,
+    fmt,
+    mark_best,
+    metric_cell,
+    number_cell,
+    pct,
+    render_text,
+)
 from vtb_app.evaluation.metrics import (
     DOMAIN_COLUMNS,
     OTHER_DOMAIN,
+    PROCESS_METRICS,
     REWARD_COMPONENTS,
     TURNCASES,
     Run,
-    pick_labels,
     summarize_run,
 )
+from vtb_app.evaluation.modes import pick_labels
+from vtb_app.evaluation.stats import BOOTSTRAP_RESAMPLES
 from vtb_rewards.process import ERROR_TYPES
 
-Table = tuple[str, list[str], list[list[Any]]]  # title, header, rows
-
-
-def fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
+SHORT_DOMAINS = {
+    "STEM": "STEM",
+    "Medical": "Med",
+    "Finance": "Fin",
+    "Sports": "Sprt",
+    "Generalist": "Gen",
+    OTHER_DOMAIN: "Other",
+}
+PREFIXES = {"single-turn": "ST", "multi-turn": "MT"}
 
 
 def scoring_note(summaries: Sequence[dict[str, Any]]) -> str:
@@ -45,20 +60,64 @@ def scoring_note(summaries: Sequence[dict[str, Any]]) -> str:
     )
 
 
-def comparison_table(summaries: Sequence[dict[str, Any]]) -> Table:
+def _samples_note(summaries: Sequence[dict[str, Any]]) -> str:
+    counts = sorted({s["samples"] for s in summaries})
+    samples = " / ".join(str(k) for k in counts)
+    return (
+        f"Tasks count as tasks, each the mean of its {samples} sample(s); ± is the standard deviation across "
+        f"samples (none with one sample); 95% CI: percentile bootstrap over tasks ({BOOTSTRAP_RESAMPLES} resamples)."
+    )
+
+
+def _partial_note(summaries: Sequence[dict[str, Any]]) -> str | None:
+    partial = [f"{s['name']} {s['n_incomplete']}" for s in summaries if s["n_incomplete"]]
+    if not partial:
+        return None
+    return (
+        f"{PARTIAL} counts episodes with unjudged rubrics as not Met (a lower bound); episodes judged "
+        f"incompletely: {', '.join(partial)}. `vtb eval --resume` judges them again."
+    )
+
+
+def _ranking_note(summaries: Sequence[dict[str, Any]]) -> str | None:
+    if len(summaries) < 2:
+        return None
+    second = ", _italic_ the second best" if len(summaries) >= 3 else ""
+    return f"**Bold**: the best run in a column{second} (higher is better)."
+
+
+def _notes(summaries: Sequence[dict[str, Any]], *extra: str | None) -> tuple[str, ...]:
+    return tuple(n for n in (*extra, _partial_note(summaries), _ranking_note(summaries)) if n)
+
+
+def _ranked(rows: list[list[Any]], main: Sequence[bool] | None = None) -> list[list[Any]]:
+    return mark_best(rows, main if main is not None else [True] * len(rows))
+
+
+def comparison_table(summaries: Sequence[dict[str, Any]], per_trial: bool = False) -> Table:
     """The headline: APR and ARS over ALL tasks (failed and never-run episodes count as not
-    passed, score 0), the same over completed episodes only, MCC, tool use, and every count."""
+    passed, score 0) with spread and CI, the APR over fully judged tasks, the same over completed
+    episodes only, MCC, tool use, and every count; ``per_trial`` adds APR / ARS of each sample."""
+    samples = max(s["samples"] for s in summaries)
+    trials = range(samples) if per_trial else range(0)
     header = [
         "run",
         "tasks",
-        "APR",
+        "samples",
+        "APR (%)",
+        "APR 95% CI",
         "ARS",
-        "completed",
-        "APR (over completed episodes)",
+        "ARS 95% CI",
+        *(f"APR trial {t + 1}" for t in trials),
+        *(f"ARS trial {t + 1}" for t in trials),
+        "APR (%, fully judged tasks)",
+        "fully judged tasks",
+        "judging incomplete (episodes)",
+        "completed episodes",
+        "APR (%, over completed episodes)",
         "errors",
         "not run",
-        "judging incomplete",
-        "MCC",
+        f"MCC ({_mcc_reading(summaries)})",
         "proactivity",
         "call success",
         "calls/task",
@@ -72,21 +131,39 @@ def comparison_table(summaries: Sequence[dict[str, Any]]) -> Table:
             [
                 s["name"],
                 s["n"],
-                pct(s["apr"]),
-                fmt(s["ars"]),
+                s["samples"],
+                metric_cell(s, "apr"),
+                ci_cell(s, "apr"),
+                metric_cell(s, "ars"),
+                ci_cell(s, "ars"),
+                *(_trial_cell(s, "apr", t) for t in trials),
+                *(_trial_cell(s, "ars", t) for t in trials),
+                Cell(pct(s["apr_fully_judged"]), s["apr_fully_judged"]),
+                s["n_fully_judged"],
+                s["n_judge_incomplete"],
                 s["n_completed"],
-                pct(s["apr_completed"]),
+                Cell(pct(s["apr_completed"]), s["apr_completed"]),
                 s["n_errors"],
                 s["n_missing"],
-                s["n_judge_incomplete"],
-                fmt(mode["mcc"]) if mode else "n/a",
-                pct(tools["proactivity"]),
-                pct(tools["success_rate"]),
-                fmt(tools["volume"], 2),
-                fmt(s["reward"]),
+                number_cell(mode["mcc"]) if mode else "n/a",
+                number_cell(tools["proactivity"]),
+                number_cell(tools["success_rate"]),
+                number_cell(tools["volume"], 2),
+                number_cell(s["reward"]),
             ]
         )
-    return "Overall", header, rows
+    return Table("Overall", header, _ranked(rows), _notes(summaries, _samples_note(summaries)))
+
+
+def _trial_cell(summary: dict[str, Any], metric: str, trial: int) -> Cell:
+    value = summary[f"{metric}_by_sample"].get(str(trial))
+    return Cell(pct(value) if metric == "apr" else fmt(value))
+
+
+def _mcc_reading(summaries: Sequence[dict[str, Any]]) -> str:
+    readings = {s["mode_selection"]["reading"] for s in summaries if s["mode_selection"]}
+    names = {"any": "any tool", "vision": "vision tool"}
+    return " / ".join(names.get(r, r) for r in sorted(readings)) or "any tool"
 
 
 def _domains(summaries: Sequence[dict[str, Any]]) -> list[str]:
@@ -95,99 +172,151 @@ def _domains(summaries: Sequence[dict[str, Any]]) -> list[str]:
     return [*DOMAIN_COLUMNS, *([OTHER_DOMAIN] if extra else [])]
 
 
-def turncase_domain_table(summaries: Sequence[dict[str, Any]], metric: str) -> Table:
+def turncase_domain_table(summaries: Sequence[dict[str, Any]], metric: str, per_trial: bool = False) -> Table:
     """Tables 3 (APR) and 6 (ARS) in the paper's column order: overall, then single-turn and
-    multi-turn by domain (STEM, Med, Fin, Sprt, Gen); each turn case's total follows at the end."""
-    short = {
-        "STEM": "STEM",
-        "Medical": "Med",
-        "Finance": "Fin",
-        "Sports": "Sprt",
-        "Generalist": "Gen",
-        OTHER_DOMAIN: "Other",
-    }
+    multi-turn by domain (STEM, Med, Fin, Sprt, Gen); each turn case's total follows at the end.
+    Every cell is mean ± std across samples (n = tasks); ``per_trial`` adds a row per sample."""
     domains = _domains(summaries)
-    prefixes = {"single-turn": "ST", "multi-turn": "MT"}
     header = ["run", "Overall"]
     for case in TURNCASES:
-        header += [f"{prefixes[case]} {short[d]}" for d in domains]
-    header += [f"{prefixes[case]} all" for case in TURNCASES]
-    show = pct if metric == "apr" else fmt
+        header += [f"{PREFIXES[case]} {SHORT_DOMAINS[d]}" for d in domains]
+    header += [f"{PREFIXES[case]} all" for case in TURNCASES]
+    rows, main = [], []
+    for s in summaries:
+        groups = [s, *(s["by_turncase_domain"].get(c, {}).get(d) for c in TURNCASES for d in domains)]
+        groups += [s["by_turncase_domain"].get(case, {}).get("all") for case in TURNCASES]
+        rows.append([s["name"], *(metric_cell(g, metric, n=True) for g in groups)])
+        main.append(True)
+        for trial in range(s["samples"]) if per_trial and s["samples"] > 1 else ():
+            cells = [_trial_cell(g, metric, trial) if g else Cell("n/a") for g in groups]
+            rows.append([f"{s['name']} · trial {trial + 1}", *cells])
+            main.append(False)
+    what = "APR (%) by turn case and domain (table 3)" if metric == "apr" else "ARS by turn case and domain (table 6)"
+    note = "Cells: mean ± std across samples (n = tasks in the cell)."
+    return Table(f"{what}, over all tasks", header, _ranked(rows, main), _notes(summaries, note))
+
+
+def passk_table(summaries: Sequence[dict[str, Any]]) -> Table:
+    """pass@k (at least one of k samples passes) and pass^k (all k pass) over tasks, k = 1..samples."""
+    samples = max(s["samples"] for s in summaries)
+    ks = range(1, samples + 1)
+    header = ["run", "tasks", "samples", *(f"pass@{k} (%)" for k in ks), *(f"pass^{k} (%)" for k in ks)]
     rows = []
     for s in summaries:
-        row: list[Any] = [s["name"], show(s[metric])]
-        for case in TURNCASES:
-            groups = s["by_turncase_domain"].get(case, {})
-            row += [show(groups.get(d, {}).get(metric)) for d in domains]
-        row += [show(s["by_turncase_domain"].get(case, {}).get("all", {}).get(metric)) for case in TURNCASES]
-        rows.append(row)
-    what = "APR by turn case and domain (table 3)" if metric == "apr" else "ARS by turn case and domain (table 6)"
-    return f"{what}, over all tasks", header, rows
+        at = [s["pass_at_k"].get(str(k)) for k in ks]
+        hat = [s["pass_hat_k"].get(str(k)) for k in ks]
+        partial = bool(s["n_incomplete"])
+        rows.append([s["name"], s["n"], s["samples"], *(Cell(pct(v), v, partial) for v in (*at, *hat))])
+    note = (
+        "pass@k: unbiased estimator 1 - C(n-c,k)/C(n,k) per task (n samples, c passed), averaged over tasks; "
+        "pass^k: C(c,k)/C(n,k); pass@1 = pass^1 = APR."
+    )
+    return Table("Samples: pass@k and pass^k over tasks", header, _ranked(rows), _notes(summaries, note))
 
 
 def tool_use_table(summaries: Sequence[dict[str, Any]]) -> Table:
-    """Table 7: proactivity, success rate and volume, single-turn and multi-turn."""
+    """Table 7: proactivity, success rate and volume, single-turn and multi-turn (every tool counts)."""
     header = ["run", "total calls"]
     for case in TURNCASES:
-        prefix = "ST" if case == "single-turn" else "MT"
+        prefix = PREFIXES[case]
         header += [f"{prefix} proactivity", f"{prefix} success", f"{prefix} volume"]
     rows = []
     for s in summaries:
         row: list[Any] = [s["name"], s["tool_use"]["overall"]["calls"]]
         for case in TURNCASES:
             t = s["tool_use"].get(case, {})
-            row += [fmt(t.get("proactivity")), fmt(t.get("success_rate")), fmt(t.get("volume"), 2)]
+            row += [
+                number_cell(t.get("proactivity")),
+                number_cell(t.get("success_rate")),
+                number_cell(t.get("volume"), 2),
+            ]
         rows.append(row)
-    return "Tool use (table 7)", header, rows
+    note = "Over all episodes (every sample); every tool counts."
+    return Table("Tool use (table 7)", header, _ranked(rows), _notes(summaries, note))
 
 
 def mode_table(summaries: Sequence[dict[str, Any]]) -> Table:
-    header = ["run", "TP", "FN", "TN", "FP", "MCC", "labels from"]
+    header = ["run", "episodes", "TP", "FN", "TN", "FP", "MCC", "used tools means", "labels from"]
     rows = []
+    readings = {"any": "a call of any tool (the paper)", "vision": "the vision tool (image tasks) / a lookup tool"}
     for s in summaries:
         m = s["mode_selection"]
         if m:
             sources = ", ".join(f"{source} {n}" for source, n in sorted(m["label_sources"].items()))
-            rows.append([s["name"], *(m[k] for k in ("TP", "FN", "TN", "FP")), fmt(m["mcc"]), sources])
+            rows.append(
+                [
+                    s["name"],
+                    m["n"],
+                    *(m[k] for k in ("TP", "FN", "TN", "FP")),
+                    number_cell(m["mcc"]),
+                    readings.get(m["reading"], m["reading"]),
+                    sources,
+                ]
+            )
         else:
-            rows.append([s["name"], *["n/a"] * 6])
-    return "Mode selection (tool-required = positive)", header, rows
+            rows.append([s["name"], *["n/a"] * 8])
+    rules = {s["mode_selection"]["label_rule"] for s in summaries if s["mode_selection"]}
+    note = (
+        "Labels from a multi-sample text-only run: "
+        + (
+            "a task is Tool-Redundant when any sample passes (the seed: it *can be solved* without tools)"
+            if rules <= {"any"}
+            else "a task is Tool-Redundant when most samples pass (majority)"
+        )
+        + "; `vtb report --label-rule` picks the rule, `--mcc-tools` the reading."
+    )
+    return Table("Mode selection (tool-required = positive)", header, _ranked(rows), _notes(summaries, note))
 
 
 def reward_table(summaries: Sequence[dict[str, Any]]) -> Table:
     """Mean composed per-episode reward and mean of each component (over the episodes it applies to)."""
     names = [n for n in REWARD_COMPONENTS if any(n in s["reward_components"] for s in summaries)]
     rows = [
-        [s["name"], s["reward_n"], fmt(s["reward"]), *(fmt(s["reward_components"].get(n)) for n in names)]
+        [
+            s["name"],
+            s["reward_n"],
+            number_cell(s["reward"]),
+            *(number_cell(s["reward_components"].get(n)) for n in names),
+        ]
         for s in summaries
     ]
-    return (
+    return Table(
         "Reward (the env's composed per-episode reward, vtb_rewards.compose)",
         ["run", "episodes", "reward", *names],
-        rows,
+        _ranked(rows),
+        _notes(summaries),
     )
 
 
 def focus_table(summaries: Sequence[dict[str, Any]]) -> Table:
     focuses = sorted({f for s in summaries for f in s["by_eval_focus"]})
-    rows = [[s["name"], *(pct(s["by_eval_focus"].get(f, {}).get("apr")) for f in focuses)] for s in summaries]
-    return "APR by task category (figure 3)", ["run", *focuses], rows
+    rows = [[s["name"], *(metric_cell(s["by_eval_focus"].get(f), "apr", n=True) for f in focuses)] for s in summaries]
+    return Table("APR (%) by task category (figure 3)", ["run", *focuses], _ranked(rows), _notes(summaries))
 
 
 def process_table(summaries: Sequence[dict[str, Any]]) -> Table:
-    """KCoverage under both readings (vtb_rewards.process) and tool effectiveness, over the judged episodes."""
+    """KCoverage under both readings (vtb_rewards.process) and tool effectiveness, over the episodes
+    judged without a judge error; n/a when none was, with the judge errors counted."""
     rows = [
-        [s["name"], s["process_n"], fmt(s["kcoverage"]), fmt(s["kcoverage_furthest"]), fmt(s["tool_effectiveness"])]
+        [s["name"], s["process_n"], s["process_judge_errors"], *(_process_cell(s, name) for name in PROCESS_METRICS)]
         for s in summaries
     ]
     header = [
         "run",
         "episodes judged",
+        "judge errors (episodes left out)",
         "KCoverage (longest covered prefix: the formula)",
         "KCoverage (furthest key step reached: the text)",
         "tool effectiveness",
     ]
-    return "Process metrics (seed 000; `--process-metrics`)", header, rows
+    return Table("Process metrics (seed 000; `--process-metrics`)", header, _ranked(rows), _notes(summaries))
+
+
+def _process_cell(summary: dict[str, Any], name: str) -> Cell:
+    value = summary[name]
+    if value is None and summary["process_judge_errors"]:
+        return Cell(f"n/a ({summary['process_judge_errors']} judge errors)")
+    return number_cell(value)
 
 
 def error_type_table(summaries: Sequence[dict[str, Any]]) -> Table:
@@ -200,28 +329,32 @@ def error_type_table(summaries: Sequence[dict[str, Any]]) -> Table:
             [
                 s["name"],
                 total,
-                *(
-                    f"{s['error_types'].get(k, 0)} ({pct(s['error_types'].get(k, 0) / total) if total else 'n/a'})"
-                    for k in kinds
-                ),
+                *(_share(s["error_types"].get(k, 0), total) for k in kinds),
             ]
         )
-    return "Error types of failed tasks (table 4, appendix B.6; `--error-types`)", ["run", "classified", *kinds], rows
+    return Table(
+        "Error types of failed tasks (table 4, appendix B.6; `--error-types`)", ["run", "classified", *kinds], rows
+    )
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count} ({pct(count / total) + '%' if total else 'n/a'})"
 
 
 def failure_table(summaries: Sequence[dict[str, Any]]) -> Table:
     kinds = sorted({k for s in summaries for k in s["failures"]})
     rows = [[s["name"], *(s["failures"].get(k, 0) for k in kinds), s["n_errors"], s["n_missing"]] for s in summaries]
-    return "Outcomes and failure kinds (from the trajectory)", ["run", *kinds, "episode error", "not run"], rows
+    return Table("Outcomes and failure kinds (from the trajectory)", ["run", *kinds, "episode error", "not run"], rows)
 
 
-def all_tables(summaries: Sequence[dict[str, Any]]) -> list[Table]:
+def all_tables(summaries: Sequence[dict[str, Any]], per_trial: bool = False) -> list[Table]:
     """Every table, each titled with how it was computed (critical rule, multi-turn mode)."""
     note = scoring_note(summaries)
     tables = [
-        comparison_table(summaries),
-        turncase_domain_table(summaries, "apr"),
-        turncase_domain_table(summaries, "ars"),
+        comparison_table(summaries, per_trial),
+        turncase_domain_table(summaries, "apr", per_trial),
+        turncase_domain_table(summaries, "ars", per_trial),
+        passk_table(summaries),
         tool_use_table(summaries),
         mode_table(summaries),
         reward_table(summaries),
@@ -230,17 +363,7 @@ def all_tables(summaries: Sequence[dict[str, Any]]) -> list[Table]:
         error_type_table(summaries),
         failure_table(summaries),
     ]
-    return [with_note(table, note) for table in tables]
-
-
-def with_note(table: Table, note: str) -> Table:
-    title, header, rows = table
-    return f"{title} [{note}]", header, rows
-
-
-def render_text(table: Table) -> str:
-    title, header, rows = table
-    return f"{title}\n{tabulate(rows, headers=header, tablefmt='github', disable_numparse=True)}"
+    return [table.with_note(note) for table in tables]
 
 
 def print_comparison(paths: Sequence[Path]) -> list[dict[str, Any]]:
@@ -248,5 +371,5 @@ def print_comparison(paths: Sequence[Path]) -> list[dict[str, Any]]:
     summaries."""
     runs = [Run.load(path) for path in paths]
     summaries = [summarize_run(run, labels) for run, labels in zip(runs, pick_labels(runs), strict=True)]
-    print(render_text(with_note(comparison_table(summaries), scoring_note(summaries))))
+    print(render_text(comparison_table(summaries).with_note(scoring_note(summaries))))
     return summaries
