@@ -80,7 +80,7 @@ def test_eval_survives_a_kill_resumes_without_loss_or_duplicates_and_retries_err
     assert len(records) == len(ok_keys) + len(errors)
     by_key = latest_records(out / "records.jsonl")
     assert [by_key[f"menu-{i}#0"]["score"]["passed"] for i in range(6)] == [False, True, False, False, True, False]
-    assert "Overall" in stdout and "33.3%" in stdout  # 2 of 6 tasks ask for 13
+    assert "Overall" in stdout and "33.33" in stdout  # 2 of 6 tasks ask for 13
 
     report = vtb("report", str(out), "--out", str(tmp_path / "report"))
     stdout, stderr = report.communicate(timeout=120)

@@ -102,7 +102,7 @@ def test_apr_counts_every_task_and_the_report_says_how(tmp_path, capsys):
     assert code == 1  # some episodes failed
     assert agent.peak_in_flight >= 4  # the default keeps many requests in flight (8 tasks, no --concurrency)
     out = capsys.readouterr().out
-    assert "| run " in out and "62.5%" in out and "100.0%" in out  # APR over all 8 tasks, and over the 5 completed
+    assert "| run " in out and "62.50" in out and "100.00" in out  # APR over all 8 tasks, and over the 5 completed
 
     vtb("report", tmp_path / "run", "--out", tmp_path / "report")
     s = summary_of(tmp_path / "report")
@@ -376,9 +376,9 @@ def test_process_metrics_and_error_types_reach_the_report(tmp_path, capsys):
         "KCoverage (longest covered prefix: the formula)" in process[1]
         and "KCoverage (furthest key step reached: the text)" in process[1]
     )
-    assert [c.strip() for c in process[3].strip("|").split("|")] == ["run", "2", "0.000", "1.000", "1.000"]
+    assert [c.strip() for c in process[3].strip("|").split("|")] == ["run", "2", "0", "0.0000", "1.0000", "1.0000"]
     errors = next(t for t in tables.split("\n\n") if t.startswith("Error types")).splitlines()
-    assert "calculation" in errors[1] and "1 (100.0%)" in errors[3]
+    assert "calculation" in errors[1] and "1 (100.00%)" in errors[3]
 
 
 # -- 8: paper defaults ------------------------------------------------------------------------------------

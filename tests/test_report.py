@@ -54,7 +54,7 @@ def report(tmp_path_factory) -> Path:
         "--all-tables",
     )
     assert result.returncode == 0, result.stderr
-    assert "APR by turn case and domain (table 3)" in result.stdout and "HTML report:" in result.stdout
+    assert "APR (%) by turn case and domain (table 3)" in result.stdout and "HTML report:" in result.stdout
     return root / "report"
 
 
