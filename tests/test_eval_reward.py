@@ -52,7 +52,7 @@ def test_records_carry_the_env_reward_and_the_report_averages_it(tmp_path, capsy
         "passed"
     ] == pytest.approx(0.5)
     assert "tool_success" not in summary["reward_components"]  # no episode called a tool: the component applies to none
-    assert f"{mean:.3f}" in out.split("\n\n")[0]  # the overall table's reward column
+    assert f"{mean:.4f}" in out.split("\n\n")[0]  # the overall table's reward column
 
 
 class _Answers(BaseAgent):
