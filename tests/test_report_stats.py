@@ -16,7 +16,7 @@ from tests.support.chat_server import ChatServer
 from tests.support.cli import eval_args
 from tests.test_eval_publish import task_of, verdict, vtb, write_tasks
 from tests.test_report import FLAGS
-from vtb_app.evaluation.records import latest_records
+from vtb_app.evaluation.records import episode_calls, latest_records
 from vtb_app.evaluation.runner import sample_seed
 
 # Which (task, sample) passes in the "mixed" run: per-sample APR 3/4, 2/4, 1/4 (mean 0.5, std 0.25).
@@ -349,3 +349,29 @@ def test_image_operations_in_the_report_from_real_vision_calls(tmp_path):
     assert vtb("report", tmp_path / "run", "--out", tmp_path / "report") == 0
     s = json.loads((tmp_path / "report" / "summary.json").read_text())["runs"][0]
     assert s["image_operations"] == {"crop": 1}
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("tesseract")
+def test_ocr_baseline_samples_and_its_image_operations_through_the_cli(tmp_path):
+    """The OCR baseline on the menu tasks with 2 samples: tasks count as tasks, and figure 6 counts
+    the operations its vision code performs (per call: one crop, resize and autocontrast, four
+    rotations, four flips, a median filter and a gamma map), not every operation name in it."""
+    from tests.support.menu_tasks import write_menu_tasks
+    from vtb_env.toolsets import VISION_TOOL
+
+    data = write_menu_tasks(tmp_path / "data", n=2)  # menu-1 is tiny print: read after the vision tool
+    assert vtb("eval", "--data", data, "--out", tmp_path / "run", "--samples", 2, "--no-progress") == 0
+    assert vtb("report", tmp_path / "run", "--out", tmp_path / "report", "--all-tables") == 0
+    s = json.loads((tmp_path / "report" / "summary.json").read_text())["runs"][0]
+    assert (s["n"], s["samples"], s["n_episodes"], s["apr"]) == (2, 2, 4, 1.0)
+    assert s["apr_std"] == 0.0 and s["pass_at_k"] == s["pass_hat_k"] == {"1": 1.0, "2": 1.0}  # deterministic
+    calls = sum(
+        1
+        for r in latest_records(tmp_path / "run" / "records.jsonl").values()
+        for c in episode_calls(r)
+        if c["name"] == VISION_TOOL
+    )
+    assert calls >= 2
+    per_call = {"rotation": 4, "flipping": 4, "others": 2, "crop": 1, "resize": 1, "contrast": 1}
+    assert s["image_operations"] == {name: n * calls for name, n in per_call.items()}
