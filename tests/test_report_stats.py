@@ -74,6 +74,8 @@ def test_samples_give_spread_ci_passk_and_n_per_cell_in_json(three_runs):
     assert (finance["n"], finance["apr"], finance["apr_std"]) == (2, 0.5, 0.0)
     assert (medicine["n"], medicine["apr"], medicine["apr_std"]) == (2, 0.5, pytest.approx(0.5))
     assert summary["runs"][1]["apr_std"] == 0.0 and summary["runs"][1]["apr_ci"] == [1.0, 1.0]
+    overall = next(marks for title, marks in summary["marks"].items() if title.startswith("Overall"))
+    assert overall["APR (%)"] == {"best": ["good"], "second": ["mixed"]}  # the marks the tables show
 
 
 def test_markdown_shows_spread_decimals_n_trials_and_best_marks(three_runs):
@@ -129,6 +131,8 @@ def test_partial_judging_is_marked_and_process_judge_errors_are_na(tmp_path):
     s = json.loads((tmp_path / "report" / "summary.json").read_text())["runs"][0]
     assert (s["apr"], s["n_incomplete"]) == (0.5, 2)  # t0: rubric Met, key step unjudged; t1: rubric unjudged
     assert (s["kcoverage"], s["process_n"], s["process_judge_errors"]) == (None, 0, 2)
+    marks = json.loads((tmp_path / "report" / "summary.json").read_text())["marks"]
+    assert next(m for title, m in marks.items() if title.startswith("Overall"))["APR (%)"] == {"partial": ["run"]}
     tables = (tmp_path / "report" / "tables.md").read_text()
     header, rows = rows_of(table(tables, "Overall"))
     row = dict(zip(header, rows[0], strict=True))

@@ -110,6 +110,21 @@ def mark_best(rows: Sequence[Sequence[Any]], main: Sequence[bool]) -> list[list[
     return rows
 
 
+def table_marks(tables: Sequence[Table]) -> dict[str, dict[str, dict[str, list[str]]]]:
+    """What the rendered tables mark, for ``summary.json``: per table title and column, the rows
+    (run names) marked ``best`` / ``second`` and those counting unjudged rubrics (``partial``)."""
+    marks: dict[str, dict[str, dict[str, list[str]]]] = {}
+    for table in tables:
+        for row in table.rows:
+            for column, cell in zip(table.header, row, strict=False):
+                if not isinstance(cell, Cell):
+                    continue
+                kinds = [{BEST: "best", SECOND: "second"}.get(cell.rank), "partial" if cell.partial else None]
+                for kind in filter(None, kinds):
+                    marks.setdefault(table.title, {}).setdefault(column, {}).setdefault(kind, []).append(str(row[0]))
+    return marks
+
+
 def markdown(cell: Any) -> str:
     text = str(cell)
     if isinstance(cell, Cell) and cell.rank == BEST:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from vtb_app.evaluation.cells import render_text
+from vtb_app.evaluation.cells import render_text, table_marks
 from vtb_app.evaluation.html import write_html
 from vtb_app.evaluation.metrics import Run, summarize_run
 from vtb_app.evaluation.modes import pick_labels
@@ -48,7 +48,14 @@ def write_report(
     source = str(mode_labels.path) if mode_labels is not None else "text-only (no_tools) runs of the same model"
     summary.write_text(
         json.dumps(
-            {"mode_labels": source, "label_rule": label_rule, "mcc_reading": mcc_reading, "runs": summaries}, indent=2
+            {
+                "mode_labels": source,
+                "label_rule": label_rule,
+                "mcc_reading": mcc_reading,
+                "runs": summaries,
+                "marks": table_marks(tables),
+            },
+            indent=2,
         )
     )
     plots = write_plots(summaries, out_dir)
