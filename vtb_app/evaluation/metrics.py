@@ -22,7 +22,7 @@ from vtb_app.evaluation.records import (
     read_config,
     record_key,
 )
-from vtb_app.evaluation.stats import Episode, group_stats
+from vtb_app.evaluation.stats import Episode, group_stats, mean_or_none
 from vtb_env.toolsets import VISION_TOOL
 from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.compose import RewardConfig
@@ -179,7 +179,7 @@ def _process_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             if process.get(name) is not None:
                 values[name].append(float(process[name]))
     return {
-        **{name: _mean(values[name]) for name in PROCESS_METRICS},
+        **{name: mean_or_none(values[name]) for name in PROCESS_METRICS},
         "process_n": judged,
         "process_judge_errors": errored,
     }
@@ -290,8 +290,8 @@ def summarize_run(
         }
         if matrix.n
         else None,
-        "reward": _mean(rewards),
-        "reward_components": {name: _mean(components[name]) for name in REWARD_COMPONENTS if components[name]},
+        "reward": mean_or_none(rewards),
+        "reward_components": {name: mean_or_none(components[name]) for name in REWARD_COMPONENTS if components[name]},
         "reward_n": len(rewards),
         **_process_summary(run.records),
         "error_types": dict(error_types),
@@ -302,10 +302,6 @@ def summarize_run(
         else run.config.get("agent"),
         "judge": run.config.get("judge"),
     }
-
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 def task_index(tasks: Any) -> dict[str, list[str]]:

@@ -22,7 +22,7 @@ import math
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -43,7 +43,8 @@ class Episode:
     judged: bool = True
 
 
-def _mean(values: Sequence[float]) -> float | None:
+def mean_or_none(values: Sequence[float]) -> float | None:
+    """The mean; None for no values (shown as n/a, never 0)."""
     return sum(values) / len(values) if values else None
 
 
@@ -80,36 +81,52 @@ def group_stats(episodes: Iterable[Episode], samples: int) -> dict[str, Any]:
     by_task: dict[str, list[Episode]] = defaultdict(list)
     for episode in episodes:
         by_task[episode.task_id].append(episode)
-    task_passes = [_mean([float(e.passed) for e in eps]) or 0.0 for eps in by_task.values()]
-    task_scores = [_mean([e.score for e in eps]) or 0.0 for eps in by_task.values()]
-    sample_ids = sorted({e.sample for eps in by_task.values() for e in eps})
-    apr_by_sample = [
-        _mean([float(e.passed) for eps in by_task.values() for e in eps if e.sample == s]) for s in sample_ids
-    ]
-    ars_by_sample = [_mean([e.score for eps in by_task.values() for e in eps if e.sample == s]) for s in sample_ids]
-    counts = [(len(eps), sum(e.passed for e in eps)) for eps in by_task.values()]
-    judged = [[e for e in eps if e.judged] for eps in by_task.values()]
-    judged = [eps for eps in judged if eps]
+    tasks = list(by_task.values())
+    sample_ids = sorted({e.sample for eps in tasks for e in eps})
+    apr_by_sample = {str(s): _mean_over(tasks, _passed, s) for s in sample_ids}
+    ars_by_sample = {str(s): _mean_over(tasks, _score, s) for s in sample_ids}
+    counts = [(len(eps), sum(e.passed for e in eps)) for eps in tasks]
+    judged = [kept for eps in tasks if (kept := [e for e in eps if e.judged])]
+    task_passes = [_task_mean(eps, _passed) for eps in tasks]
+    task_scores = [_task_mean(eps, _score) for eps in tasks]
     return {
-        "n": len(by_task),
+        "n": len(tasks),
         "samples": samples,
-        "n_episodes": sum(len(eps) for eps in by_task.values()),
+        "n_episodes": sum(len(eps) for eps in tasks),
         "n_passed": sum(c for _, c in counts),
-        "apr": _mean(task_passes),
-        "ars": _mean(task_scores),
-        "apr_std": _std([v for v in apr_by_sample if v is not None]),
-        "ars_std": _std([v for v in ars_by_sample if v is not None]),
+        "apr": mean_or_none(task_passes),
+        "ars": mean_or_none(task_scores),
+        "apr_std": _std([v for v in apr_by_sample.values() if v is not None]),
+        "ars_std": _std([v for v in ars_by_sample.values() if v is not None]),
         "apr_ci": bootstrap_ci(task_passes),
         "ars_ci": bootstrap_ci(task_scores),
-        "apr_by_sample": {str(s): v for s, v in zip(sample_ids, apr_by_sample, strict=True)},
-        "ars_by_sample": {str(s): v for s, v in zip(sample_ids, ars_by_sample, strict=True)},
+        "apr_by_sample": apr_by_sample,
+        "ars_by_sample": ars_by_sample,
         "pass_at_k": _per_k(counts, samples, pass_at_k),
         "pass_hat_k": _per_k(counts, samples, pass_hat_k),
-        "n_incomplete": sum(not e.judged for eps in by_task.values() for e in eps),
+        "n_incomplete": sum(not e.judged for eps in tasks for e in eps),
         "n_fully_judged": len(judged),
-        "apr_fully_judged": _mean([_mean([float(e.passed) for e in eps]) or 0.0 for eps in judged]),
-        "ars_fully_judged": _mean([_mean([e.score for e in eps]) or 0.0 for eps in judged]),
+        "apr_fully_judged": mean_or_none([_task_mean(eps, _passed) for eps in judged]),
+        "ars_fully_judged": mean_or_none([_task_mean(eps, _score) for eps in judged]),
     }
+
+
+def _passed(episode: Episode) -> float:
+    return float(episode.passed)
+
+
+def _score(episode: Episode) -> float:
+    return episode.score
+
+
+def _task_mean(episodes: Sequence[Episode], value: Callable[[Episode], float]) -> float:
+    """A task's value: the mean over its samples."""
+    return sum(value(e) for e in episodes) / len(episodes)
+
+
+def _mean_over(tasks: Sequence[Sequence[Episode]], value: Callable[[Episode], float], sample: int) -> float | None:
+    """Sample ``sample``'s value over the tasks that have it (one trial's APR or ARS)."""
+    return mean_or_none([value(e) for eps in tasks for e in eps if e.sample == sample])
 
 
 def _per_k(counts: Sequence[tuple[int, int]], samples: int, estimator: Any) -> dict[str, float]:
