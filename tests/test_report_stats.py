@@ -274,22 +274,21 @@ def test_label_modes_with_samples_follows_the_stated_rule(tmp_path, capsys):
 
 
 def test_mcc_reading_any_tool_or_the_vision_tool(tmp_path):
-    data = write_tasks(tmp_path / "data", 2)
+    data = write_tasks(tmp_path / "data", 3)
     path = data / "tasks.jsonl"
     tasks = [json.loads(line) for line in path.read_text().splitlines()]
+    tasks[2]["turns"][0]["tool_trajectory"] = '[{"tool": "historical_weather", "purpose": "the weather that day"}]'
     path.write_text("".join(json.dumps({**t, "mode_label": "tool_required"}) + "\n" for t in tasks))
+    calls = {
+        "t0": ("calculator", {"expression": "4+5"}),  # not the vision tool, on an image task
+        "t1": ("python_image_processing", {"code": "from PIL import Image\nImage.open('img0.png').crop((0, 0, 9, 9))"}),
+        "t2": ("historical_weather", {"location": "Paris", "date": "2024-05-01"}),  # the lookup its reference uses
+    }
 
-    def respond(request):  # t0 calls the calculator on its image task, t1 the vision tool
+    def respond(request):
         if any(m["role"] == "tool" for m in request["messages"]):
             return {"content": "The total is 9."}
-        name, arguments = (
-            ("calculator", {"expression": "4+5"})
-            if task_of(request) == "t0"
-            else (
-                "python_image_processing",
-                {"code": "from PIL import Image\nImage.open('img0.png').crop((0, 0, 9, 9))"},
-            )
-        )
+        name, arguments = calls[task_of(request)]
         call = {"id": "c1", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
         return {"tool_calls": [call]}
 
@@ -303,7 +302,7 @@ def test_mcc_reading_any_tool_or_the_vision_tool(tmp_path):
         assert s["tool_use"]["overall"]["proactivity"] == 1.0  # table 7 counts every tool either way
         header, _ = rows_of(table((tmp_path / reading / "tables.md").read_text(), "Overall"))
         assert f"MCC ({'any tool' if reading == 'any' else 'vision tool'})" in header
-    assert matrices == {"any": (2, 0, "any"), "vision": (1, 1, "vision")}
+    assert matrices == {"any": (3, 0, "any"), "vision": (2, 1, "vision")}  # t0's calculator call is not tool use
 
 
 # -- image operations ---------------------------------------------------------------------------------------

@@ -11,13 +11,13 @@ Labels come from the evaluated model's own text-only pass. With several samples 
 
 "Used tools" for the confusion matrix (``MCC_READINGS``): ``any`` (the paper's reading, default)
 counts a call of any tool; ``vision`` counts the decision the seed defines: the vision tool on a
-task with images, or a lookup tool on a task whose reference trajectory uses one. Table 7's
+task with images, or a lookup tool on a task whose reference trajectory names one (the record's
+``task.reference_tools``; records written before it had that field count the vision tool only). Table 7's
 proactivity counts every tool under both readings.
 """
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from vtb_app.evaluation.records import episode_calls, judging_complete
@@ -33,21 +33,6 @@ MCC_READINGS = ("any", "vision")
 LOOKUP_TOOLS = frozenset({"web_search", "browser_get_page_text", "historical_weather"})
 
 
-def _reference_tools(task: Mapping[str, Any]) -> set[str]:
-    """The tool names of the task's reference trajectories (any turn)."""
-    names: set[str] = set()
-    for turn in task.get("turns", []):
-        raw = turn.get("tool_trajectory") or ""
-        try:
-            steps = json.loads(raw) if isinstance(raw, str) else raw
-        except ValueError:
-            continue
-        for step in steps if isinstance(steps, list) else []:
-            if isinstance(step, Mapping):
-                names.add(str(step.get("tool") or step.get("name") or step.get("function_name") or ""))
-    return names
-
-
 def used_tools(record: Mapping[str, Any], reading: str = "any") -> bool:
     """Did the episode take the tool-use decision that mode selection scores? (see the module doc)"""
     names = {str(call.get("name")) for call in episode_calls(record)}
@@ -57,7 +42,7 @@ def used_tools(record: Mapping[str, Any], reading: str = "any") -> bool:
         raise ValueError(f"unknown MCC reading {reading!r}; choose one of {MCC_READINGS}")
     task = record.get("task") or {}
     has_images = any(turn.get("images") for turn in task.get("turns", []))
-    needs_lookup = bool(_reference_tools(task) & LOOKUP_TOOLS)
+    needs_lookup = bool(set(task.get("reference_tools") or ()) & LOOKUP_TOOLS)  # runner.reference_tools
     return (has_images and VISION_TOOL in names) or (needs_lookup and bool(names & LOOKUP_TOOLS))
 
 

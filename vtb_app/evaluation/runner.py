@@ -37,6 +37,7 @@ from vtb_app.evaluation.records import (
 from vtb_env.image_names import turn_image_names
 from vtb_env.reward import score_episode
 from vtb_env.tasks import ModeLabel, Task
+from vtb_env.toolsets import ALL_TOOLS
 from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.compose import EpisodeReward, RewardConfig
 from vtb_rewards.judge.judge import Judge, judge_task
@@ -108,7 +109,15 @@ def task_summary(task: Task) -> dict[str, Any]:
             {"prompt": turn.prompt, "golden_answer": turn.golden_answer, "images": turn_image_names(task, i)}
             for i, turn in enumerate(task.turns)
         ],
+        "reference_tools": reference_tools(task),
     }
+
+
+def reference_tools(task: Task) -> list[str]:
+    """The tools the task's reference trajectories name (JSON or the dataset's free text; the
+    toolkit's ``google_search`` is ``web_search``): the report's vision reading of MCC reads it."""
+    text = " ".join(turn.tool_trajectory_raw for turn in task.turns).replace("google_search", "web_search")
+    return [name for name in ALL_TOOLS if name in text]
 
 
 class _ImageStore:
