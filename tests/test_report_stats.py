@@ -129,7 +129,8 @@ def test_partial_judging_is_marked_and_process_judge_errors_are_na(tmp_path):
         )
     assert vtb("report", tmp_path / "run", "--out", tmp_path / "report", "--all-tables") == 0
     s = json.loads((tmp_path / "report" / "summary.json").read_text())["runs"][0]
-    assert (s["apr"], s["n_incomplete"]) == (0.5, 2)  # t0: rubric Met, key step unjudged; t1: rubric unjudged
+    # t0: rubric Met, key step unjudged; t1: rubric unjudged. Only t1 counts an unjudged rubric; both are redone.
+    assert (s["apr"], s["n_incomplete"], s["n_judge_incomplete"]) == (0.5, 1, 2)
     assert (s["kcoverage"], s["process_n"], s["process_judge_errors"]) == (None, 0, 2)
     marks = json.loads((tmp_path / "report" / "summary.json").read_text())["marks"]
     assert next(m for title, m in marks.items() if title.startswith("Overall"))["APR (%)"] == {"partial": ["run"]}

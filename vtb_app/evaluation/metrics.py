@@ -199,7 +199,7 @@ def _episodes(run: Run) -> list[tuple[Episode, Mapping[str, Any] | None]]:
             _sample_of(record),
             bool(score["passed"]),
             float(score["score"]),
-            judging_complete(record),
+            bool(score.get("complete", True)),  # every rubric judged (the passes' judge errors do not touch APR)
         )
         episodes.append((episode, record))
     return episodes
@@ -269,7 +269,7 @@ def summarize_run(
         "n_completed": done["n_episodes"],
         "n_errors": len(run.errors),
         "n_missing": len(run.missing),
-        "n_judge_incomplete": overall["n_incomplete"],
+        "n_judge_incomplete": sum(not judging_complete(r) for r in run.records),  # rubrics or passes: resume redoes
         "apr_completed": done["apr"],
         "ars_completed": done["ars"],
         "scoring": {

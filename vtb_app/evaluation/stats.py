@@ -105,6 +105,9 @@ def group_stats(episodes: Iterable[Episode], samples: int) -> dict[str, Any]:
         "pass_at_k": _per_k(counts, samples, pass_at_k),
         "pass_hat_k": _per_k(counts, samples, pass_hat_k),
         "n_incomplete": sum(not e.judged for eps in tasks for e in eps),
+        "incomplete_by_sample": {
+            str(s): sum(not e.judged for eps in tasks for e in eps if e.sample == s) for s in sample_ids
+        },
         "n_fully_judged": len(judged),
         "apr_fully_judged": mean_or_none([_task_mean(eps, _passed) for eps in judged]),
         "ars_fully_judged": mean_or_none([_task_mean(eps, _score) for eps in judged]),

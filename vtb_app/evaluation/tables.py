@@ -46,6 +46,7 @@ SHORT_DOMAINS = {
     OTHER_DOMAIN: "Other",
 }
 PREFIXES = {"single-turn": "ST", "multi-turn": "MT"}
+JUDGED_COMPONENTS = ("rubric_score", "passed")  # reward components that read the rubric verdicts
 
 
 def scoring_note(summaries: Sequence[dict[str, Any]]) -> str:
@@ -74,8 +75,8 @@ def _partial_note(summaries: Sequence[dict[str, Any]]) -> str | None:
     if not partial:
         return None
     return (
-        f"{PARTIAL} counts episodes with unjudged rubrics as not Met (a lower bound); episodes judged "
-        f"incompletely: {', '.join(partial)}. `vtb eval --resume` judges them again."
+        f"{PARTIAL} counts episodes with unjudged rubrics as not Met (a lower bound); episodes with unjudged "
+        f"rubrics: {', '.join(partial)}. `vtb eval --resume` judges them again."
     )
 
 
@@ -149,15 +150,17 @@ def comparison_table(summaries: Sequence[dict[str, Any]], per_trial: bool = Fals
                 number_cell(tools["proactivity"]),
                 number_cell(tools["success_rate"]),
                 number_cell(tools["volume"], 2),
-                number_cell(s["reward"]),
+                _reward_cell(s, s["reward"]),
             ]
         )
     return Table("Overall", header, _ranked(rows), _notes(summaries, _samples_note(summaries)))
 
 
 def _trial_cell(summary: dict[str, Any], metric: str, trial: int) -> Cell:
+    """One sample's APR / ARS of a group; † when that sample has episodes judged incompletely."""
     value = summary[f"{metric}_by_sample"].get(str(trial))
-    return Cell(pct(value) if metric == "apr" else fmt(value))
+    partial = bool(summary["incomplete_by_sample"].get(str(trial)))
+    return Cell(pct(value) if metric == "apr" else fmt(value), partial=partial)
 
 
 def _mcc_reading(summaries: Sequence[dict[str, Any]]) -> str:
@@ -275,8 +278,13 @@ def reward_table(summaries: Sequence[dict[str, Any]]) -> Table:
         [
             s["name"],
             s["reward_n"],
-            number_cell(s["reward"]),
-            *(number_cell(s["reward_components"].get(n)) for n in names),
+            _reward_cell(s, s["reward"]),
+            *(
+                _reward_cell(s, s["reward_components"].get(n))
+                if n in JUDGED_COMPONENTS
+                else number_cell(s["reward_components"].get(n))
+                for n in names
+            ),
         ]
         for s in summaries
     ]
@@ -286,6 +294,11 @@ def reward_table(summaries: Sequence[dict[str, Any]]) -> Table:
         _ranked(rows),
         _notes(summaries),
     )
+
+
+def _reward_cell(summary: dict[str, Any], value: float | None) -> Cell:
+    """A reward mean; † when it counts episodes with unjudged rubrics (they score as not Met)."""
+    return Cell(fmt(value), value, partial=value is not None and bool(summary["n_incomplete"]))
 
 
 def focus_table(summaries: Sequence[dict[str, Any]]) -> Table:
