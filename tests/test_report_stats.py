@@ -144,6 +144,8 @@ def test_partial_judging_is_marked_and_process_judge_errors_are_na(tmp_path):
     header, rows = rows_of(table(tables, "Process metrics"))
     row = dict(zip(header, rows[0], strict=True))
     assert row["episodes judged"] == "0" and row["tool effectiveness"] == "n/a (2 judge errors)"
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert '<td class="partial">50.00†</td>' in html and "n/a (2 judge errors)" in html
 
     # Once the judge answers the rubrics, the fully judged APR stands beside the lower bound.
     record = latest_records(tmp_path / "run" / "records.jsonl")["t0#0"]
