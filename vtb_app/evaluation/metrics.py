@@ -186,8 +186,8 @@ def _process_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def _episodes(run: Run) -> list[tuple[Episode, Mapping[str, Any] | None]]:
-    """Every (task, sample) the run was meant to produce, with its ``ok`` record (None otherwise):
-    failed and never-run episodes are not passed, score 0."""
+    """Every (task, sample) the run was meant to produce, with its record (None when it never ran):
+    failed (``error`` record) and never-run episodes are not passed, score 0."""
     episodes: list[tuple[Episode, Mapping[str, Any] | None]] = [
         (Episode(str(r.get("task_id", "")), _sample_of(r), False, 0.0), r) for r in run.errors
     ]
