@@ -135,8 +135,9 @@ def markdown(cell: Any) -> str:
 
 
 def render_text(table: Table) -> str:
-    """The table as GitHub Markdown: title line, table, then its notes (no blank line inside)."""
+    """The table as GitHub Markdown: title line, table, then its notes as quoted lines (a quote ends
+    the table in GitHub's renderer; no blank line inside, so tables are split on blank lines)."""
     rows = [[markdown(cell) for cell in row] for row in table.rows]
     body = tabulate(rows, headers=table.header, tablefmt="github", disable_numparse=True)
-    notes = "".join(f"\n{note}" for note in table.notes)
+    notes = "".join(f"\n> {note}" for note in table.notes)
     return f"{table.title}\n{body}{notes}"
