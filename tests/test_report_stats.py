@@ -86,7 +86,8 @@ def test_markdown_shows_spread_decimals_n_trials_and_best_marks(three_runs):
     assert mixed["APR (%)"] == "_50.00 ± 25.00_" and good["APR (%)"] == "**100.00 ± 0.00**"  # second, best
     assert bad["APR (%)"] == "0.00 ± 0.00" and mixed["ARS"] == "_0.5000 ± 0.2500_"  # ARS: the paper's 4 decimals
     assert (mixed["APR trial 1"], mixed["APR trial 2"], mixed["APR trial 3"]) == ("75.00", "50.00", "25.00")
-    assert good["APR 95% CI"] == "[100.00, 100.00]" and "**Bold**: the best run" in tables
+    assert good["APR 95% CI"] == "[100.00, 100.00]"
+    assert "The best run in a column (higher is better): bold in Markdown" in tables
     header, rows = rows_of(table(tables, "APR (%) by turn case and domain (table 3)"))
     cells = dict(zip(header, rows[0], strict=True))
     assert rows[0][0] == "mixed" and rows[1][0] == "mixed · trial 1"  # per-trial rows

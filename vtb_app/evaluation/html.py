@@ -36,6 +36,7 @@ details.trajectory>summary{cursor:pointer;font-weight:600}
 pre{white-space:pre-wrap;word-break:break-word;background:#fafafa;padding:.4em;margin:.2em 0;font-size:12px}
 img{max-width:360px;max-height:360px;border:1px solid #ccc;margin:2px}
 .plots img{max-width:560px;max-height:none}
+table.summary td{white-space:nowrap}
 td.best{background:#f8c9c4}td.second{background:#c9dcf8}td.partial{text-decoration:underline dotted}
 p.note{font-size:12px;color:#555;margin:-1em 0 1.2em}
 """

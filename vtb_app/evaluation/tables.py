@@ -83,8 +83,8 @@ def _partial_note(summaries: Sequence[dict[str, Any]]) -> str | None:
 def _ranking_note(summaries: Sequence[dict[str, Any]]) -> str | None:
     if len(summaries) < 2:
         return None
-    second = ", _italic_ the second best" if len(summaries) >= 3 else ""
-    return f"**Bold**: the best run in a column{second} (higher is better)."
+    second = "; the second best: italic in Markdown, blue in HTML" if len(summaries) >= 3 else ""
+    return f"The best run in a column (higher is better): bold in Markdown, red in HTML{second}."
 
 
 def _notes(summaries: Sequence[dict[str, Any]], *extra: str | None) -> tuple[str, ...]:
