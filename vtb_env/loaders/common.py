@@ -30,6 +30,15 @@ class DatasetError(Exception):
         self.reason = reason
 
 
+class DatasetNotFoundError(DatasetError, FileNotFoundError):
+    """The source names no file or directory (a DatasetError, and a FileNotFoundError for callers that
+    sort errors by kind, like the ``vtb`` command's exit codes)."""
+
+
+class DatasetSpecError(DatasetError, ValueError):
+    """A source spec string (``synth:N:SEED``) that cannot be understood; the message says what is accepted."""
+
+
 class BadRow(ValueError):
     """One row cannot become a Task; the message is the reason shown in the report, ``kind`` its
     category in the summary (``invalid row``, ``duplicate id``, ``unreadable file``, ...)."""
