@@ -9,9 +9,10 @@ serialises (``to_dict``, JSON, pickle, Ray): tool arguments nested deeper than
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from vtb_env.parsers.base import ParsedCall
+if TYPE_CHECKING:
+    from vtb_env.parsers.base import ParsedCall
 
 # No tool schema nests this deep; JSON encoders, deepcopy and pickle give up between 500 and 1,000 levels.
 MAX_ARGUMENT_DEPTH = 64
