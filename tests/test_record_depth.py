@@ -106,6 +106,19 @@ def test_completions_read_for_rewards_serialise(depth):
     serialises(record_from_completion("a", messages))
 
 
+@pytest.mark.parametrize("depth", DEPTHS)
+def test_trl_tool_calls_of_any_depth_step_and_serialise(depth):
+    """TRL's environment_factory hands the env the arguments TRL parsed (GRPO training)."""
+    from vtb_app.integrations.trl import VTBEnvironment
+
+    env = VisualToolBenchEnv(tasks=[make_task("a")], tools=small_tools(), reward=exact_reward())
+    rollout = VTBEnvironment(env, show_images=False)
+    rollout.reset("a")
+    reply = rollout._call_tool("calculator", {"expression": nested_object(depth)})
+    assert '"error"' in reply
+    serialises(env._episode.record)
+
+
 def test_vtb_eval_writes_ok_records_at_every_depth(tmp_path, capsys):
     data = write_menu_tasks(tmp_path / "data", n=3)
     depth_of_task: dict[str, int] = {}
