@@ -44,26 +44,39 @@ def shown_image(image: Image.Image) -> tuple[Image.Image, list[str]]:
 
 def _scaled_to_gray(image: Image.Image) -> tuple[Image.Image, str | None]:
     """One wide channel (I;16*, I, F) as 8-bit L: 16-bit data by its full range, other values as they are
-    when they fit 0..255, else stretched from their own range (said in the note)."""
-    values = np.asarray(image, dtype=np.float64)
-    finite = values[np.isfinite(values)]
-    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+    when they fit 0..255, else stretched from their own range (said in the note). In float32, in place:
+    a 64-Mpx float image costs one extra copy, not several."""
+    values = np.array(image, dtype=np.float32)  # a writable copy
+    finite = np.isfinite(values)
+    low, high = (float(values[finite].min()), float(values[finite].max())) if finite.any() else (0.0, 0.0)
+    values[~finite] = 0.0
+    del finite
     note = None
     if image.mode.startswith("I;16") or (image.mode == "I" and low >= 0 and 255 < high <= 65535):
-        values = values / 257
+        values *= 1 / 257
         note = "its 16-bit values are shown at 8 bits"
     elif low < 0 or high > 255:
-        values = (values - low) * (255 / (high - low))
+        values -= low
+        values *= 255 / (high - low)
         note = f"its values from {low:g} to {high:g} are shown scaled to 0..255"
-    gray = np.nan_to_num(values, nan=0.0, posinf=255.0, neginf=0.0).clip(0, 255).round().astype(np.uint8)
-    return Image.fromarray(gray, "L"), note
+    np.clip(values, 0, 255, out=values)
+    return Image.fromarray(np.rint(values, out=values).astype(np.uint8), "L"), note
+
+
+def _bytes_per_pixel(mode: str) -> int:
+    """Bytes of one pixel, uncompressed (an upper bound for sub-byte modes such as 1)."""
+    if mode in ("I", "F") or mode.startswith(("I;32", "F;")):
+        return 4
+    if mode.startswith("I;16"):
+        return 2
+    return Image.getmodebands(mode)
 
 
 def for_observation(image: Image.Image, data: bytes) -> tuple[bytes, list[str]]:
     """The bytes to show for ``data`` (decoded as ``image``): ``data`` itself when it already is a compact
     PNG/JPEG/WebP of one upright frame in a SHOWN_MODE, else a PNG of ``shown_image``; and the notes."""
     shown, notes = shown_image(image)
-    raw_bytes = image.width * image.height * len(image.getbands())
+    raw_bytes = image.width * image.height * _bytes_per_pixel(image.mode)
     single = getattr(image, "n_frames", 1) == 1
     if shown is image and single and image.format in PASS_THROUGH_FORMATS and len(data) <= raw_bytes + MAX_EXTRA_BYTES:
         return data, notes
