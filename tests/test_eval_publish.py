@@ -161,7 +161,8 @@ def test_judge_outages_are_visible_and_retried_by_resume_and_vtb_judge(tmp_path,
             data, f"openai:m@{agent.base_url}", tmp_path / "run", "--judge", f"openai:j@{judge_server.base_url}"
         )
         vtb(*run)
-        out = capsys.readouterr().out
+        out, err = capsys.readouterr()
+        assert "judge errors: 3 x BadRequestError, first: BadRequestError: Error code: 400 - judge overloaded" in err
         records = latest_records(tmp_path / "run" / "records.jsonl").values()
         assert all(r["status"] == "ok" and not r["score"]["complete"] for r in records)
         assert all(r["reward_components"]["judge_incomplete"] == 1.0 for r in records)  # the env's info says so

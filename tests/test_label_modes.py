@@ -122,5 +122,5 @@ def test_label_modes_then_eval_and_report_use_the_labels(tmp_path, capsys):
                 str(tmp_path / "nope.json"),
             ]
         )
-        == 2
+        == 4  # vtb_app.errors.ExitCode.NOT_FOUND
     )

@@ -128,14 +128,15 @@ def test_ocr_baseline_gives_the_same_records_on_ray_and_threads(cluster, tmp_pat
     assert "rejudged_at" in rejudged and comparable(rejudged) == comparable(threads[key])
 
 
-def test_an_http_agent_gets_the_same_seeds_and_records_on_ray_even_with_470_level_tool_arguments(cluster, tmp_path):
+def test_an_http_agent_gets_the_same_seeds_and_records_on_ray_even_with_deep_tool_arguments(cluster, tmp_path):
     """Per-sample request seeds and crash-proof records on Ray as in threads: every episode opens with
-    a tool call nested 470 levels deep, near the deepest record a work item still writes as ``ok``."""
-    nested = "[" * 470 + "]" * 470
+    a tool call nested 600, 5,000 or 100,000 levels deep (by its seed); the records keep such arguments
+    as the policy's text, so each is an ``ok`` record with one failed call."""
 
     def deep_then_answer(request: dict) -> dict:
         if not any(m["role"] == "tool" for m in request["messages"]):
-            arguments = '{"expression": ' + nested + "}"
+            depth = (600, 5_000, 100_000)[request["seed"] % 3]
+            arguments = '{"expression": ' + "[" * depth + "]" * depth + "}"
             return {
                 "tool_calls": [
                     {"id": "c1", "type": "function", "function": {"name": "calculator", "arguments": arguments}}

@@ -10,24 +10,20 @@ from __future__ import annotations
 
 import ctypes
 import os
-import re
-import shutil
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
+from tests.support import unprivileged
 from vtb_env.sandbox import Limits, Sandbox, SandboxError, identity
 from vtb_env.sandbox.pool import default_slot_count
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ROOT = os.geteuid() == 0
-SETPRIV = shutil.which("setpriv")  # util-linux: starts processes of other uids without privileges
-UNPRIVILEGED_RUN = "VTB_ATTACKS_UNPRIVILEGED" in os.environ
+ROOT = unprivileged.ROOT
+SETPRIV = unprivileged.SETPRIV
 LIMITS = Limits(timeout_s=3.0, memory_mb=1024, file_size_mb=8, disk_mb=64, processes=32)
 IPC_KEY = 0x56544231  # "VTB1"
 
@@ -406,37 +402,11 @@ def test_default_pool_uses_every_usable_core(monkeypatch):
 
 # -- the whole suite once more, unprivileged ------------------------------------------------------------
 
-UNPRIVILEGED_LAUNCHER = """
-import os, sys
-from vtb_env.sandbox import _libc, namespaces
-_libc.unshare(_libc.CLONE_NEWNS)  # only to make a 0700 /root (the interpreter's home) passable for nobody
-_libc.mount(None, "/", None, _libc.MS_REC | _libc.MS_PRIVATE)
-namespaces.reveal(sorted({sys.base_prefix, sys.prefix}))
-os.execv(SETPRIV, ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
-         "--bounding-set=-all", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
-         "-k", "not unprivileged_user", __file__.replace(".launcher", "")])
-"""
-
 
 @pytest.mark.slow
-@pytest.mark.skipif(not ROOT or not SETPRIV or UNPRIVILEGED_RUN, reason="needs root and setpriv to drop to nobody")
+@pytest.mark.skipif(not unprivileged.can_run(), reason="needs root and setpriv to drop to nobody")
 def test_attack_suite_as_unprivileged_user():
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": REPO,
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "HOME": "/tmp",
-        "VTB_ATTACKS_UNPRIVILEGED": "1",
-        "LANG": "C.UTF-8",
-    }
-    code = UNPRIVILEGED_LAUNCHER.replace("__file__", repr(os.path.abspath(__file__) + ".launcher")).replace(
-        "SETPRIV", repr(SETPRIV)
-    )
-    run = subprocess.run([sys.executable, "-c", code], cwd="/tmp", env=env, capture_output=True, text=True, timeout=300)
-    tail = (run.stdout + run.stderr)[-3000:]
-    assert run.returncode == 0, tail
-    passed = re.search(r"(\d+) passed", tail)
-    assert passed and int(passed.group(1)) >= 12 and "failed" not in tail, tail  # the layer report test included
+    unprivileged.run_module_as_nobody(__file__, min_passed=12)  # the layer report test included
 
 
 def test_pixels_one_call_returns_are_capped_by_the_env(sandbox, monkeypatch):

@@ -1,14 +1,19 @@
 """The ``vtb`` command. Each subcommand module registers here (all of them live in ``vtb_app``).
 
 A subcommand module exposes ``register(subparsers)``, which adds its parser and sets
-``func=<callable(args) -> int>`` as the default.
+``func=<callable(args) -> int>`` as the default. Whatever a subcommand raises ends here as one
+line on stderr and an exit code per kind (``vtb_app.errors``); ``--debug`` (before or after the
+subcommand) or ``VTB_DEBUG=1`` shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+from vtb_app.errors import ExitCode, describe, one_line
 
 # One line per subcommand module, in the order ``vtb --help`` lists them.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
@@ -16,23 +21,43 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "vtb_app.evaluation.commands",
     "vtb_app.commands.synth",
 )
+DEBUG_VARIABLE = "VTB_DEBUG"
+DEBUG_HELP = f"show the traceback of an error (also: {DEBUG_VARIABLE}=1)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vtb", description="VisualToolBench as a gymnasium environment.")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in SUBCOMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
+    for subparser in subparsers.choices.values():  # `vtb eval ... --debug` works too
+        subparser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
-    return int(args.func(args) or 0)
+    debug = os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
+    command = "?"
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        debug, command = debug or args.debug, args.command or ""
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 0
+        return int(args.func(args) or 0)
+    except SystemExit as exc:
+        if not isinstance(exc.code, str):  # argparse's usage errors (2) and --help (0) have said their piece
+            raise
+        print(f"error: {one_line(exc.code)}", file=sys.stderr)
+        return ExitCode.USAGE
+    except BaseException as exc:
+        if debug:
+            raise
+        code, message = describe(exc, command)
+        print(f"error: {message}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

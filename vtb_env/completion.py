@@ -29,14 +29,7 @@ def record_from_completion(task_id: str, completion: str | Sequence[Mapping[str,
         if role == "assistant":
             parsed = parse_action(message if message.get("tool_calls") else str(message.get("content") or ""))
             calls = [
-                ToolCallRecord(
-                    call_id=c.call_id or f"call_{len(steps)}_{i}",
-                    name=c.name,
-                    arguments=c.arguments,
-                    error=c.error,
-                    error_kind="parse_error" if c.error else None,
-                )
-                for i, c in enumerate(parsed.calls)
+                ToolCallRecord.from_call(c, c.call_id or f"call_{len(steps)}_{i}") for i, c in enumerate(parsed.calls)
             ]
             calls_by_id.update((c.call_id, c) for c in calls)
             steps.append(

@@ -23,6 +23,7 @@ from vtb_env.render import render_ansi, render_html
 from vtb_env.reward import RewardFn, default_reward, score_episode
 from vtb_env.safe_text import clean_action, clean_parsed_action, clean_tool_result
 from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
+from vtb_env.stepping import StepGuard, gives, holds, takes
 from vtb_env.tasks import Task
 from vtb_env.tool_images import ToolImages
 from vtb_env.tools import default_tools
@@ -111,9 +112,11 @@ class VisualToolBenchEnv(gym.Env):
         self.observation_space = DialogueObservationSpace()
         self._task_assets: OrderedDict[tuple[str, int], ImageAsset] = OrderedDict()
         self._episode: _Episode | None = None
+        self._guard = StepGuard()  # one stepping thread: a concurrent step()/reset() raises ConcurrentStepError
 
     # ---- gymnasium API -------------------------------------------------------------------
 
+    @holds("reset")
     def reset(
         self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -157,6 +160,7 @@ class VisualToolBenchEnv(gym.Env):
     # ---- a step in three parts (begin_step, execute, end_step), so that a batch can run the tool
     # calls of many envs at once ---
 
+    @takes
     def begin_step(self, action: str | Mapping[str, Any]) -> "PendingStep":
         """Parse the action and plan its tool calls (fast, no tool runs)."""
         episode = self._require_episode()
@@ -180,23 +184,16 @@ class VisualToolBenchEnv(gym.Env):
         pending = PendingStep(parsed=parsed, record=step)
         for call in parsed.calls:
             call_id = self._call_id(episode, call.call_id)
-            record = ToolCallRecord(
-                call_id=call_id,
-                name=call.name,
-                arguments=call.arguments,
-                round_index=episode.rounds_in_turn,
-                repaired=call.repaired,
-            )
+            record = ToolCallRecord.from_call(call, call_id, round_index=episode.rounds_in_turn)
             blocked = self._blocked_reason(episode, len(pending.calls))
-            if call.error is not None:
-                record.error, record.error_kind = call.error, "parse_error"
-            elif blocked is not None:
+            if record.error is None and blocked is not None:
                 record.error, record.error_kind = blocked
             pending.calls.append(record)
             step.tool_calls.append(record)
         pending.overhead_s = time.perf_counter() - start
         return pending
 
+    @gives()
     def end_step(self, pending: "PendingStep") -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """Apply the results of ``pending`` and return gymnasium's step tuple."""
         episode = self._require_episode()
@@ -217,6 +214,7 @@ class VisualToolBenchEnv(gym.Env):
         step.env_overhead_s = pending.overhead_s + time.perf_counter() - start
         return result
 
+    @holds("truncate")
     def truncate(self, reason: str) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """End the running episode now and score it as it stands through the env's reward.
 
@@ -369,6 +367,7 @@ class VisualToolBenchEnv(gym.Env):
             turn_index=episode.turn_index,
         )
 
+    @gives(on_error_only=True)
     def execute(self, pending: "PendingStep") -> "PendingStep":
         """Run the tool calls of ``pending`` (the slow part; safe in a worker thread, one step per env at a time).
 

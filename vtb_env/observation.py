@@ -21,7 +21,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from PIL import Image
 
-from vtb_env.tasks import MAX_IMAGE_PIXELS, ImageDecodeError, decode_image
+from vtb_env.image_modes import shown_image
+from vtb_env.tasks import MAX_IMAGE_PIXELS, ImageDecodeError
 from vtb_env.tools.base import NamedImage
 
 _PASS_THROUGH = (
@@ -40,13 +41,6 @@ class ImageAsset:
         self._source = source
         self._urls: dict[tuple[str, int], str] = {}
         self._lock = threading.Lock()
-
-    @classmethod
-    def validated(cls, name: str, data: bytes) -> "ImageAsset":
-        """An asset from untrusted bytes (a tool's output): fully decoded once now to prove it decodes (raises
-        ImageDecodeError), then kept as bytes only; ``pil`` reopens them lazily when an observation needs pixels."""
-        decode_image(data).close()
-        return cls(name, data)
 
     @cached_property
     def data(self) -> bytes:
@@ -94,7 +88,8 @@ class ImageAsset:
 
 
 def _encode_pil(image: Image.Image, fmt: str, **options: Any) -> bytes:
-    if fmt == "JPEG" and image.mode not in ("RGB", "L"):
+    image = shown_image(image)[0]  # tool images already are; a dataset's may be CMYK, 16-bit, LAB...
+    if fmt == "JPEG" and image.mode == "RGBA":
         image = image.convert("RGB")
     buffer = io.BytesIO()
     image.save(buffer, format=fmt, **options)

@@ -1,13 +1,21 @@
 """The record of an episode: what the policy did, turn by turn. Rewards and reports read this.
 
 The environment fills it while stepping; ``to_dict`` gives the JSON form stored by ``vtb eval``
-(images as names and sha256 hashes, never pixels).
+(images as names and sha256 hashes, never pixels). Every record of an accepted action
+serialises (``to_dict``, JSON, pickle, Ray): tool arguments nested deeper than
+``MAX_ARGUMENT_DEPTH`` are kept as the text the policy wrote, and the call is invalid.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from vtb_env.parsers.base import ParsedCall
+
+# No tool schema nests this deep; JSON encoders, deepcopy and pickle give up between 500 and 1,000 levels.
+MAX_ARGUMENT_DEPTH = 64
 
 
 @dataclass
@@ -28,6 +36,35 @@ class ToolCallRecord:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @classmethod
+    def from_call(cls, call: ParsedCall, call_id: str, **fields: Any) -> "ToolCallRecord":
+        """The record of a parsed call: a parse error is the call's error; arguments nested deeper than
+        MAX_ARGUMENT_DEPTH are kept as the policy's text and make the call invalid (no tool runs)."""
+        record = cls(call_id=call_id, name=call.name, arguments=call.arguments, repaired=call.repaired, **fields)
+        if call.error is not None:
+            record.error, record.error_kind = call.error, "parse_error"
+        if nesting_depth(call.arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+            record.arguments = call.raw
+            if record.error is None:
+                record.error = f"arguments of {call.name} are nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+                record.error_kind = "invalid_call"
+        return record
+
+
+def nesting_depth(value: Any, limit: int) -> int:
+    """Levels of nested objects and arrays in ``value``, counted without recursion up to ``limit + 1``
+    (each distinct object visited once per level, so shared references and cycles cost nothing extra)."""
+    depth, level = 0, [value]
+    while depth <= limit:
+        containers = {id(item): item for item in level if isinstance(item, (Mapping, list, tuple))}
+        if not containers:
+            return depth
+        depth += 1
+        level = [
+            child for item in containers.values() for child in (item.values() if isinstance(item, Mapping) else item)
+        ]
+    return depth
 
 
 @dataclass

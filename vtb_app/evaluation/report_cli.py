@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +47,11 @@ def add_label_rule(parser: argparse.ArgumentParser) -> None:
 
 
 def label_store(path: str | Path, must_exist: bool = True) -> Any:
-    """The label file at ``path``; None (with a one-line error) when it must exist and does not."""
+    """The label file at ``path``; a missing one that must exist is a user error (``FileNotFoundError``)."""
     from vtb_rewards.mode import ModeLabelStore
 
     if must_exist and not Path(path).exists():
-        print(f"error: no mode-label file {path} (make one with `vtb label-modes`)", file=sys.stderr)
-        return None
+        raise FileNotFoundError(f"no mode-label file {path} (make one with `vtb label-modes`)")
     return ModeLabelStore(path)
 
 
@@ -68,8 +66,6 @@ def run_report(args: argparse.Namespace) -> int:
     from vtb_app.evaluation.report import write_report
 
     store = label_store(args.mode_labels) if args.mode_labels else None
-    if args.mode_labels and store is None:
-        return 2
     runs = [_parse_run_arg(value) for value in args.runs]
     paths = write_report(
         runs,

@@ -315,14 +315,8 @@ def run_import(args: argparse.Namespace) -> int:
         )
         return 2
     out = Path(args.out)
-    try:
-        responses = load_rows(args.responses, "model-response")
-        judge_rows = (
-            {_row_id(r): r for r in load_rows(args.judge_results, "judge-results")} if args.judge_results else None
-        )
-    except ToolkitFormatError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    responses = load_rows(args.responses, "model-response")  # ToolkitFormatError: one line (vtb_app.cli)
+    judge_rows = {_row_id(r): r for r in load_rows(args.judge_results, "judge-results")} if args.judge_results else None
     tasks = {task.id: task for task in load_tasks(args.data)}
     missing = sorted({_row_id(r) for r in responses} - set(tasks))
     if missing:

@@ -120,10 +120,14 @@ class VTBEnvironment:
     def _call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         if self._done:
             return "The episode is over: tools are no longer available."
+        try:
+            encoded: Any = json.dumps(arguments)
+        except (ValueError, TypeError, RecursionError):  # nested past what JSON encodes: the env records it as text
+            encoded = arguments
         action = {
             "role": "assistant",
             "content": "",
-            "tool_calls": [{"type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}],
+            "tool_calls": [{"type": "function", "function": {"name": name, "arguments": encoded}}],
         }
         observation, reward, terminated, truncated, info = self.env.step(action)
         if terminated or truncated:

@@ -20,7 +20,16 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, TypedDict
 
-from vtb_env.loaders.common import BadRow, Candidate, DatasetError, LoadReport, TaskFilter, logger, run_pipeline
+from vtb_env.loaders.common import (
+    BadRow,
+    Candidate,
+    DatasetError,
+    DatasetNotFoundError,
+    LoadReport,
+    TaskFilter,
+    logger,
+    run_pipeline,
+)
 from vtb_env.loaders.hf_dataset import dataset_candidates, is_dataset_like
 from vtb_env.loaders.parquet import parquet_candidates
 from vtb_env.loaders.project import TASKS_FILE, project_candidates, save_tasks
@@ -63,7 +72,7 @@ def _candidates(source: Any, task_filter: TaskFilter, report: LoadReport) -> Ite
         return parquet_candidates(path, task_filter, report)
     if any(char in str(source) for char in "*?["):
         return parquet_candidates(source, task_filter, report)
-    raise DatasetError(f"no such file or directory: {source} (or pass 'demo' or 'synth:N:SEED')")
+    raise DatasetNotFoundError(f"no such file or directory: {source} (or pass 'demo' or 'synth:N:SEED')")
 
 
 def iter_tasks(

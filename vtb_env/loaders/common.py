@@ -9,9 +9,11 @@ once for all sources.
 from __future__ import annotations
 
 import logging
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path, PurePath
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from vtb_env.tasks import ImageDecodeError, Task, decode_image, normalize_domain
@@ -26,6 +28,15 @@ class DatasetError(Exception):
         super().__init__(message)
         self.task_id = task_id
         self.reason = reason
+
+
+class DatasetNotFoundError(DatasetError, FileNotFoundError):
+    """The source names no file or directory (a DatasetError, and a FileNotFoundError for callers that
+    sort errors by kind, like the ``vtb`` command's exit codes)."""
+
+
+class DatasetSpecError(DatasetError, ValueError):
+    """A source spec string (``synth:N:SEED``) that cannot be understood; the message says what is accepted."""
 
 
 class BadRow(ValueError):
@@ -149,6 +160,31 @@ class Candidate:
 
 def _raise_bad_row(reason: str, kind: str) -> Task:
     raise BadRow(reason, kind)
+
+
+OUTSIDE = "image path outside the dataset"  # the report's kind for a path that leaves the dataset's folder
+
+
+def dataset_file(value: str | os.PathLike[str], root: Path) -> Path:
+    """The image file a row names, relative to the dataset's folder ``root`` and inside it.
+
+    Rows are data, possibly crafted: an absolute path, a ``..`` part, or a path whose symlinks lead
+    out of ``root`` is a bad row (kind OUTSIDE), so a dataset can never show the policy a host
+    file. Raises BadRow; returns the resolved path of an existing regular file.
+    """
+    text = os.fspath(value)
+    written = PurePath(text)
+    if "\x00" in text or written.is_absolute() or text.startswith(("/", "\\")):
+        raise BadRow(f"image path {text[:200]!r} is absolute: images must lie inside {root}", OUTSIDE)
+    if ".." in written.parts or ".." in text.replace("\\", "/").split("/"):
+        raise BadRow(f"image path {text[:200]!r} climbs out with '..': images must lie inside {root}", OUTSIDE)
+    real_root = root.resolve()
+    path = (root / written).resolve()
+    if not path.is_relative_to(real_root):
+        raise BadRow(f"image path {text[:200]!r} leads out of {root} through a symlink", OUTSIDE)
+    if not path.is_file():
+        raise BadRow(f"image file not found: {root / written}")
+    return path
 
 
 def validate_images(task: Task) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from vtb_env.image_names import task_image_name
-from vtb_env.loaders.common import BadRow, DatasetError
+from vtb_env.loaders.common import BadRow, DatasetError, dataset_file
 from vtb_env.tasks import ImageRef, Task, Turn, parse_rubrics_json
 
 
@@ -150,12 +150,14 @@ def _image_ref(value: Any, name: str, base_dir: Path | None) -> ImageRef:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return ImageRef(name=name, data=bytes(value))
     if isinstance(value, (str, os.PathLike)) and str(value):
-        path = Path(value)
-        if not path.is_absolute() and base_dir is not None:
-            path = base_dir / path
-        if not path.is_file():
-            raise BadRow(f"{name}: image file not found: {path}")
-        return ImageRef(name=name, path=str(path))
+        if base_dir is None:  # a datasets.Dataset built by the caller's code: its paths are the caller's
+            if not Path(value).is_file():
+                raise BadRow(f"{name}: image file not found: {value}")
+            return ImageRef(name=name, path=str(value))
+        try:
+            return ImageRef(name=name, path=str(dataset_file(value, base_dir)))
+        except BadRow as exc:
+            raise BadRow(f"{name}: {exc}", exc.kind) from None
     if hasattr(value, "save"):  # a PIL image (a decoded ``datasets`` row)
         buffer = io.BytesIO()
         value.save(buffer, format="PNG")

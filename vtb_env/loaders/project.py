@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from vtb_env.loaders.common import Candidate, DatasetError, LoadReport
+from vtb_env.loaders.common import Candidate, DatasetError, LoadReport, dataset_file
 from vtb_env.safe_text import clean_value
 from vtb_env.tasks import ImageRef, Task, decode_image
 
@@ -56,7 +56,16 @@ def project_candidates(path: Path, report: LoadReport) -> Iterator[Candidate]:
                 )
                 continue
             data = clean_value(data)  # "\\ud83d" escapes would reach every observation of the task
-            yield Candidate(str(data.get("id") or label), data, partial(Task.from_dict, data, image_dir))
+            yield Candidate(str(data.get("id") or label), data, partial(_confined_task, data, image_dir))
+
+
+def _confined_task(data: dict[str, Any], image_dir: Path) -> Task:
+    """``Task.from_dict`` once every image the row names is known to lie inside ``images/`` (BadRow if not)."""
+    for turn in data.get("turns") or ():
+        for name in (turn.get("images") or ()) if isinstance(turn, dict) else ():
+            if isinstance(name, str):
+                dataset_file(name, image_dir)
+    return Task.from_dict(data, image_dir)
 
 
 def _png_bytes(image: ImageRef) -> bytes:

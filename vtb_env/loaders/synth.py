@@ -13,7 +13,7 @@ from functools import partial
 from itertools import islice
 from typing import Iterator
 
-from vtb_env.loaders.common import Candidate, DatasetError, LoadReport
+from vtb_env.loaders.common import Candidate, DatasetSpecError, LoadReport
 from vtb_env.synth.stream import DEFAULT_GENERATOR, stream
 from vtb_env.tasks import Task
 
@@ -26,10 +26,10 @@ def is_synth_spec(source: object) -> bool:
 
 
 def parse_synth_spec(spec: str) -> tuple[int, int, str]:
-    """``(n, seed, generator)`` of ``synth[-vK]:N:SEED``; DatasetError for anything else."""
+    """``(n, seed, generator)`` of ``synth[-vK]:N:SEED``; DatasetSpecError for anything else."""
     match = _SPEC.fullmatch(spec.strip())
     if match is None:
-        raise DatasetError(
+        raise DatasetSpecError(
             f"{spec!r}: expected synth:N:SEED (or synth-v1:N:SEED for the first generator) "
             "with N >= 0 and an integer SEED, e.g. synth:50:0"
         )

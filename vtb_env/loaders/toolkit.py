@@ -9,6 +9,7 @@ lazily by path.
 from __future__ import annotations
 
 import json
+import os
 from functools import partial
 from pathlib import Path
 from typing import Any, Iterator
@@ -27,11 +28,14 @@ def toolkit_files(root: Path) -> list[Path]:
 
 
 def _resolve(relative: str, json_path: Path) -> str:
-    """Paths are relative to the toolkit root (``data/...``); fall back to the split's images dir."""
+    """Paths are relative to the toolkit root (``data/...``); fall back to the split's images dir.
+    Returned relative to the split's folder, the dataset's own: ``row_to_task`` confines it there."""
+    if os.path.isabs(relative):
+        return relative  # refused as such by row_to_task
     candidates = [json_path.parent.parent.parent / relative, json_path.parent.parent / relative]
     if "images/" in relative:
         candidates.append(json_path.parent / "images" / relative.split("images/", 1)[1])
-    return str(next((c for c in candidates if c.is_file()), candidates[0]))
+    return os.path.relpath(next((c for c in candidates if c.is_file()), candidates[0]), json_path.parent)
 
 
 def _row_with_images(entry: dict[str, Any], json_path: Path) -> dict[str, Any]:

@@ -78,7 +78,10 @@ def _content_text(message: Mapping[str, Any]) -> tuple[str, str | None]:
 
 
 def _call(item: Any) -> ParsedCall:
-    raw = json.dumps(item, ensure_ascii=False, default=str)
+    try:
+        raw = json.dumps(item, ensure_ascii=False, default=str)
+    except (ValueError, RecursionError):  # a cycle, or nesting too deep to encode: a bounded text instead
+        raw = reprlib.repr(item)
     if not isinstance(item, Mapping) or not isinstance(item.get("function"), Mapping):
         return ParsedCall(
             name="", arguments=raw, raw=raw, error=f"a tool_calls entry needs a 'function' object: {raw[:200]}"

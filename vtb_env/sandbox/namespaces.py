@@ -1,6 +1,9 @@
 """Namespaces the fork server enters once at start; every child inherits them for free.
 
 - an empty network namespace (no interfaces: neither 127.0.0.1 nor the outside is reachable);
+- a PID namespace for the processes the server forks next: the zygote becomes its init, so a
+  call sees only its own slot's processes (``getpgid``/``kill`` on a host pid find nothing) and
+  the zygote's ``kill(-1)`` sweeps every process a call left behind;
 - a private mount namespace holding the size-capped tmpfs work dir (invisible to the host and
   to other slots, so all slots can use the same path) and, when the interpreter lives under a
   directory other users cannot enter (e.g. ``/root`` with mode 0700), a 0755 tmpfs over that
@@ -19,6 +22,11 @@ from vtb_env.sandbox import _libc as c
 
 def enter_empty_network() -> None:
     c.unshare(c.CLONE_NEWNET)
+
+
+def enter_private_pids() -> None:
+    """Put the server's next child (the zygote) at pid 1 of a new PID namespace; the server stays where it is."""
+    c.unshare(c.CLONE_NEWPID)
 
 
 def enter_private_mounts() -> None:

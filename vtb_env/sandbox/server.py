@@ -42,7 +42,7 @@ SHARED_WORK_DIR = "/tmp/vtb-sandbox-work"  # same path in every slot: each mount
 # may not. Only the relative path is true on every host and in every slot, and it is known without
 # starting a server.
 CODE_WORK_DIR = "."
-OPTIONAL_LAYERS = ("netns", "ipcns", "tmpfs", "uid", "landlock", "seccomp")
+OPTIONAL_LAYERS = ("netns", "ipcns", "pidns", "tmpfs", "uid", "landlock", "seccomp")
 SETUP_FAILED = 125  # child exit code when an isolation layer could not be applied: the code never ran
 
 
@@ -55,6 +55,7 @@ class Isolation:
     ruleset_fd: int | None = None
     seccomp: Any = None
     ipc_per_call: bool = False  # each child unshares its own IPC namespace before dropping root
+    pid_namespace: bool = False  # the zygote is init of a PID namespace holding only the calls
     layers: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -161,7 +162,19 @@ def setup(slot_uid: int | None, lim: Limits, disable: frozenset[str] = frozenset
         except (ImportError, OSError, RuntimeError) as exc:
             iso.notes.append(f"seccomp unavailable: {exc}")
     _memory_layer(iso, lim)
+    _pid_layer(iso, disable)  # last: the next process this server forks must be the zygote (pyseccomp forks)
     return iso
+
+
+def _pid_layer(iso: Isolation, disable: frozenset[str]) -> None:
+    try:
+        if "pidns" in disable:
+            raise OSError(errno.EPERM, "disabled")
+        namespaces.enter_private_pids()
+        iso.pid_namespace = True
+        iso.layers.append("pidns")
+    except OSError as exc:
+        iso.notes.append(f"PID namespace unavailable: {exc}; a call can probe host pids (getpgid, kill)")
 
 
 def _memory_layer(iso: Isolation, lim: Limits) -> None:
@@ -328,7 +341,8 @@ class Zygote:
                 for fd in close_in_zygote:
                     os.close(fd)
                 _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
-                if os.getppid() == server_pid:
+                # in a PID namespace the parent lies outside it (pid 0); a dead server also closes the socket
+                if os.getppid() == (0 if iso.pid_namespace else server_pid):
                     _ZygoteLoop(iso, lim, capture_fds, code_fd).serve(zygote_end)
             finally:
                 os._exit(0)
@@ -369,7 +383,7 @@ class _ZygoteLoop:
             timed_out = _wait(pid, timeout)
             _kill_group(pid)  # before reaping the child, so its pid (the group id) cannot be reused yet
             status = os.waitpid(pid, 0)[1]
-            leftovers = _reap_leftovers(self.iso.uid)
+            leftovers = _reap_namespace() if self.iso.pid_namespace else _reap_leftovers(self.iso.uid)
             sock.sendall(
                 _DONE.pack(os.waitstatus_to_exitcode(status), timed_out, time.perf_counter() - start, leftovers)
             )
@@ -441,6 +455,22 @@ def _reap_leftovers(uid: int | None) -> int:
         _reap_exited(block_for=children)
     _reap_exited()
     return killed
+
+
+def _reap_namespace() -> int:
+    """As init of the PID namespace: ``kill(-1)`` reaches every other process in it at once (atomic against
+    fork), and every orphan is re-parented to us; reap them all. Returns how many were left."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # none alive; zombies may still wait
+    reaped = 0
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return reaped
+        reaped += 1
 
 
 def _run_code(code: str) -> int:
