@@ -27,7 +27,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   if ! command -v nvidia-smi >/dev/null 2>&1; then
     .venv/bin/python -m pip install -q "torch==2.13.0"
   fi
-  .venv/bin/python -m pip install -q -e ".[hf,dev,eval,train,ray]"
+  .venv/bin/python -m pip install -q -e ".[hf,dev,eval,train,ray,serve]"
   # verl without its GPU stack (its deps pin torch/transformers): the package alone, then the
   # pure-Python modules its agent loop, tool registry and dataset import (docs/training.md).
   .venv/bin/python -m pip install -q --no-deps "verl==0.9.1"

@@ -15,6 +15,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "vtb_app.commands.info",
     "vtb_app.evaluation.commands",
     "vtb_app.commands.synth",
+    "vtb_app.commands.serve",
 )
 
 
