@@ -25,11 +25,9 @@ from typing import Any, Iterator
 
 import verifiers.v1 as vf
 
+from vtb_app.integrations.shared import shared_tasks, shared_tools
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
-from vtb_env.loaders import load_tasks
-from vtb_env.tasks import Task
-from vtb_env.tools.base import ToolRegistry
 
 COMPONENTS = ("rubric_score", "passed", "mode", "format", "tool_success")  # recorded as trace metrics
 
@@ -70,7 +68,7 @@ class VTBTaskset(vf.Taskset[VTBTask, VTBTasksetConfig]):
     """One verifiers task per VisualToolBench task (``VTBEnv`` builds its dialogue)."""
 
     def load(self) -> Iterator[VTBTask]:
-        for task in _tasks(self.config.tasks):
+        for task in shared_tasks(self.config.tasks):
             yield VTBTask(VTBTaskData(id=task.id, name=task.id, task_id=task.id, prompt=None), self.config.task)
 
 
@@ -85,8 +83,8 @@ class VTBEnv(vf.Env[VTBEnvConfig]):
     async def run(self, task: VTBTask, agents: Any) -> None:
         config: VTBTasksetConfig = self.taskset.config
         env = VisualToolBenchEnv(
-            tasks=_tasks(config.tasks),
-            tools=_tools(config.tools),
+            tasks=shared_tasks(config.tasks),
+            tools=shared_tools(config.tools),
             config=_env_config(config),
         )
         try:
@@ -128,28 +126,6 @@ def _as_user(message: dict[str, Any]) -> dict[str, Any]:
     if message["role"] != "tool":
         return message
     return {"role": "user", "content": f"[tool result {message.get('name', '')}]\n{message['content']}"}
-
-
-_TASKS: dict[str, tuple[Task, ...]] = {}
-
-
-def _tasks(source: str) -> tuple[Task, ...]:
-    """Each source is loaded once per process (every rollout's env shares the list)."""
-    if source not in _TASKS:
-        _TASKS[source] = tuple(load_tasks(source))
-    return _TASKS[source]
-
-
-_TOOLS: dict[str | None, ToolRegistry] = {}
-
-
-def _tools(names: str | None) -> ToolRegistry:
-    """One registry (one sandbox pool) per tool selection, shared by every rollout of the process."""
-    if names not in _TOOLS:
-        from vtb_env.tools import default_tools
-
-        _TOOLS[names] = default_tools().select(names)
-    return _TOOLS[names]
 
 
 def _env_config(config: VTBTasksetConfig) -> EnvConfig:
