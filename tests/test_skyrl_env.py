@@ -9,6 +9,7 @@ conversation; ``get_metrics()`` and ``close()`` at the end. Real sandboxed crops
 from __future__ import annotations
 
 import base64
+import os
 import io
 
 import pytest
@@ -22,6 +23,13 @@ from vtb_app.integrations import skyrl  # noqa: E402,F401 -- registers vtb-gym
 from vtb_env.loaders import save_tasks  # noqa: E402
 
 CROP = "from PIL import Image\nImage.open('image_1.png').crop((0, 0, 20, 10)).save('transformed_image_{i}.png')"
+
+
+@pytest.fixture(autouse=True)
+def _exact_rubric_checks_only(monkeypatch):
+    """The env's default reward judges with VTB_JUDGE_* when set: these tests use exact checks only."""
+    for name in [n for n in os.environ if n.startswith("VTB_JUDGE")]:
+        monkeypatch.delenv(name)
 
 
 @pytest.fixture(scope="module")

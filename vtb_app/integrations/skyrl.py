@@ -79,7 +79,11 @@ class VTBSkyRLEnv(BaseTextEnv):
             observations=[] if done else new,
             reward=float(reward) if done else 0.0,
             done=done,
-            metadata={"turn": info["turn"], "parse_errors": info["parse_errors"], "reward_error": info.get("reward_error")},
+            metadata={
+                "turn": info["turn"],
+                "parse_errors": info["parse_errors"],
+                "reward_error": info.get("reward_error"),
+            },
         )
 
     def get_metrics(self) -> dict[str, Any]:
