@@ -9,8 +9,8 @@ conversation; ``get_metrics()`` and ``close()`` at the end. Real sandboxed crops
 from __future__ import annotations
 
 import base64
-import os
 import io
+import os
 
 import pytest
 
