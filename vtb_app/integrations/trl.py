@@ -214,8 +214,10 @@ class VTBEnvironmentFactory:
                 ]
             else:
                 content = turn.prompt + names
+            # with images every content is a list of parts (Arrow cannot mix strings and lists in one column)
+            system_content: Any = [{"type": "text", "text": system}] if self.show_images else system
             row = {
-                "prompt": ([{"role": "system", "content": system}] if system else [])
+                "prompt": ([{"role": "system", "content": system_content}] if system else [])
                 + [{"role": "user", "content": content}],
                 "task_id": task.id,
             }
