@@ -28,9 +28,5 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     .venv/bin/python -m pip install -q "torch==2.13.0"
   fi
   .venv/bin/python -m pip install -q -e ".[hf,dev,eval,train,ray,serve,verifiers,skyrl]"
-  # verl without its GPU stack (its deps pin torch/transformers): the package alone, then the
-  # pure-Python modules its agent loop, tool registry and dataset import (docs/training.md).
-  .venv/bin/python -m pip install -q --no-deps "verl==0.9.1"
-  .venv/bin/python -m pip install -q hydra-core omegaconf codetiming dill pylatexenc "tensordict>=0.10" orjson cachetools fastapi uvicorn
   echo "$want" > "$stamp"
 fi

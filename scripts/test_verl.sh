@@ -15,7 +15,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$venv/bin/python" -m pip install -q --upgrade pip
   torch="torch"  # the pin that keeps pip from pulling a CUDA build (several GB) on a machine without a GPU
   command -v nvidia-smi >/dev/null 2>&1 || torch="torch==2.13.0"
-  "$venv/bin/python" -m pip install -q "verl==0.9.1" -e ".[hf,dev]" "$torch"
+  # cachetools, fastapi, uvicorn: verl 0.9.1's agent loop imports them without declaring them (they arrive
+  # with its vllm/sglang extras, which need a GPU)
+  "$venv/bin/python" -m pip install -q "verl==0.9.1" -e ".[hf,dev]" "$torch" cachetools fastapi uvicorn
   "$venv/bin/python" -m pip check
   echo "$want" > "$stamp"
 fi

@@ -62,7 +62,7 @@ class VTBAction(Action):
 
     def env_action(self) -> str | dict[str, Any]:
         """What ``VisualToolBenchEnv.step`` takes."""
-        return self.text if self.text is not None else {"role": "assistant", **(self.message or {})}
+        return self.text if self.text is not None else {**(self.message or {}), "role": "assistant"}
 
 
 class VTBObservation(Observation):

@@ -94,14 +94,10 @@ class VTBEnv(vf.Env[VTBEnvConfig]):
 
     async def _play(self, env: VisualToolBenchEnv, task: VTBTask, agents: Any) -> None:
         observation, _ = await asyncio.to_thread(env.reset, options={"task_id": task.data.task_id})
-        messages = observation["messages"]
-        system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
-        system += TOOL_PROTOCOL.format(schemas=json.dumps([s["function"] for s in observation["tools"]], indent=1))
-        seen = len(messages)
-        opening = [{"role": "system", "content": system}, *messages[1 if messages[0]["role"] == "system" else 0 :]]
+        seen = len(observation["messages"])
         reward, info = 0.0, {}
         async with agents.player.interaction(task) as interaction:
-            segment = await interaction.turn(opening)
+            segment = await interaction.turn(_opening(observation))
             while True:
                 if segment.terminated:  # verifiers ended the run (a turn or token limit): score it as it stands
                     _, reward, _, _, info = await asyncio.to_thread(env.truncate, "stopped by verifiers")
@@ -109,9 +105,9 @@ class VTBEnv(vf.Env[VTBEnvConfig]):
                 observation, reward, terminated, truncated, info = await asyncio.to_thread(env.step, segment.last_reply)
                 if terminated or truncated:
                     break
-                new = observation["messages"][seen + 1 :]  # after the env's copy of the reply
+                reply, new = observation["messages"][seen], observation["messages"][seen + 1 :]
                 seen = len(observation["messages"])
-                segment = await interaction.turn([_as_user(m) for m in new])
+                segment = await interaction.turn(_as_user_turn(reply, new))
             trace = interaction.trace
             trace.record_reward("vtb_reward", float(reward))
             components = info.get("reward_components") or {}
@@ -121,11 +117,25 @@ class VTBEnv(vf.Env[VTBEnvConfig]):
                 trace.info["vtb_reward_error"] = info["reward_error"]
 
 
-def _as_user(message: dict[str, Any]) -> dict[str, Any]:
-    """The env's tool results as user messages: the player's harness ran no tool, so it has no call ids."""
-    if message["role"] != "tool":
-        return message
-    return {"role": "user", "content": f"[tool result {message.get('name', '')}]\n{message['content']}"}
+def _opening(observation: dict[str, Any]) -> list[dict[str, Any]]:
+    """The env's first messages, the tools described in the system message (the harness offers none)."""
+    messages = list(observation["messages"])
+    system = messages.pop(0)["content"] if messages and messages[0]["role"] == "system" else ""
+    if observation["tools"]:
+        system += TOOL_PROTOCOL.format(schemas=json.dumps([s["function"] for s in observation["tools"]], indent=1))
+    return ([{"role": "system", "content": system}] if system else []) + messages
+
+
+def _as_user_turn(reply: dict[str, Any], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The env's answer to ``reply`` as user messages: the player's harness ran no tool, so its transcript has no
+    call ids for tool messages; each result is named after the call the env parsed from the reply."""
+    names = {call["id"]: call["function"]["name"] for call in reply.get("tool_calls") or []}
+    return [
+        m
+        if m["role"] != "tool"
+        else {"role": "user", "content": f"[tool result {names.get(m.get('tool_call_id'), '')}]\n{m['content']}"}
+        for m in new
+    ]
 
 
 def _env_config(config: VTBTasksetConfig) -> EnvConfig:
