@@ -27,15 +27,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   if ! command -v nvidia-smi >/dev/null 2>&1; then
     .venv/bin/python -m pip install -q "torch==2.13.0"
   fi
-  .venv/bin/python -m pip install -q -e ".[hf,dev,eval,train,ray]"
-  # verl without its GPU stack (its deps pin torch/transformers): the package alone, then the
-  # pure-Python modules its agent loop, tool registry and dataset import (docs/training.md).
-  .venv/bin/python -m pip install -q --no-deps "verl==0.9.1"
-  .venv/bin/python -m pip install -q hydra-core omegaconf codetiming dill pylatexenc "tensordict>=0.10" orjson cachetools fastapi uvicorn
-  # verifiers' legacy multi-turn API (0.3.x) without openai-agents, which verifiers.legacy's
-  # MultiTurnEnv does not import (our packages install as vtb_agents/vtb_rewards: no clash either way).
-  .venv/bin/python -m pip install -q --no-deps "verifiers>=0.3.0,<0.4"
-  .venv/bin/python -m pip install -q aiohttp aiolimiter "anthropic>=0.78" gepa loguru math-verify "mcp>=1.24,<2" msgpack \
-    "prime-pydantic-config[toml]>=0.4.3" prime-sandboxes prime-tunnel pyzmq "renderers>=0.1.10" requests rich setproctitle tenacity tomli-w uvloop
+  .venv/bin/python -m pip install -q -e ".[hf,dev,eval,train,ray,serve,verifiers,skyrl]"
   echo "$want" > "$stamp"
 fi

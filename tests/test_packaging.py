@@ -16,7 +16,13 @@ from vtb_rewards.compose import EpisodeReward
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 ROOT = Path(__file__).resolve().parents[1]
-IMPORT_NAMES = {"vtb_env": "vtb_env", "vtb_app": "vtb_app", "agents": "vtb_agents", "rewards": "vtb_rewards"}
+IMPORT_NAMES = {
+    "vtb_env": "vtb_env",
+    "vtb_app": "vtb_app",
+    "agents": "vtb_agents",
+    "rewards": "vtb_rewards",
+    "vtb_gym": "vtb_gym",
+}
 
 
 def _package_folders() -> set[str]:
@@ -59,7 +65,9 @@ def test_the_wheel_installs_only_the_projects_own_top_level_names(tmp_path):
     (wheel,) = tmp_path.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
-    assert top_level == {"vtb_env", "vtb_app", "vtb_agents", "vtb_rewards"}
+    # vtb_gym is deliberate: verifiers 0.4 imports the taskset id `vtb-gym` as this module (one file, re-exports)
+    assert top_level == {"vtb_env", "vtb_app", "vtb_agents", "vtb_rewards", "vtb_gym"}
+    assert [n for n in names if n.startswith("vtb_gym/")] == ["vtb_gym/__init__.py"]
     assert "vtb_rewards/judge/judge.py" in names and "vtb_agents/rollout.py" in names
     assert "vtb_env/data/demo/tasks.jsonl" in names
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))

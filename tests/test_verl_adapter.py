@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-pytest.importorskip("verl", reason="verl is installed by scripts/setup.sh (--no-deps; see docs/training.md)")
+pytest.importorskip("verl", reason="verl runs in its own venv with its own pins: scripts/test_verl.sh (CI stage 3)")
 
 import pandas as pd  # noqa: E402
 import verl  # noqa: E402

@@ -20,6 +20,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "vtb_app.commands.info",
     "vtb_app.evaluation.commands",
     "vtb_app.commands.synth",
+    "vtb_app.commands.serve",
 )
 DEBUG_VARIABLE = "VTB_DEBUG"
 DEBUG_HELP = f"show the traceback of an error (also: {DEBUG_VARIABLE}=1)"

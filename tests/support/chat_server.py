@@ -1,7 +1,8 @@
 """A real HTTP server on 127.0.0.1 speaking the OpenAI chat-completions API, for tests.
 
 Clients talk to it over real sockets exactly as to vLLM or a hosted API. What it answers is
-decided by ``respond(request_json) -> dict`` supplied by the test: return an assistant message
+decided by ``respond(request_json) -> dict`` supplied by the test (sent as server-sent events when the
+request asks for ``stream``): return an assistant message
 (``{"content": ...}`` or ``{"tool_calls": [...]}``), or ``{"status": 500, "body": ...}`` to
 simulate a server error. ``latency_s`` adds a realistic delay per request; ``peak_in_flight``
 is the most requests the server held at once (how busy a client keeps it).
@@ -116,6 +117,30 @@ class ChatServer:
                 finally:
                     with server._lock:
                         server.in_flight -= 1
-                self._send(*reply)
+                if request.get("stream") and reply[0] == 200:
+                    self._stream(reply[1])
+                else:
+                    self._send(*reply)
+
+            def _stream(self, completion: dict[str, Any]) -> None:
+                """The completion as server-sent events: one delta chunk, the finish chunk, usage, [DONE]."""
+                choice = completion["choices"][0]
+                delta = {"role": "assistant", "content": choice["message"]["content"]}
+                if choice["message"].get("tool_calls"):
+                    delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(choice["message"]["tool_calls"])]
+                head = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+                chunks = [
+                    head | {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+                    head | {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+                    head | {"choices": [], "usage": completion["usage"]},
+                ]
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for chunk in chunks:
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
 
         return Handler

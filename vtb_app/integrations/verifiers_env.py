@@ -1,170 +1,148 @@
-"""VisualToolBench as a verifiers environment (verifiers >= 0.3.0, < 0.4: its legacy multi-turn API).
+"""VisualToolBench as a verifiers 0.4 (``verifiers.v1``) taskset and env: ``vf-eval vtb-gym``.
 
-    from vtb_app.integrations.verifiers_env import load_environment
-    env = load_environment(tasks="synth:64:0")                  # any vtb_env.loaders / eval source
-    results = env.evaluate_sync(client=AsyncOpenAI(base_url=...), model="...", num_examples=8)
+    vf-eval vtb-gym -m MODEL --client.base-url http://127.0.0.1:8000/v1 --client.api-key-var OPENAI_API_KEY \
+        --env.taskset.tasks synth:64:0 -n 64 -r 4
 
-Why the legacy API: verifiers 0.4 keeps only its new ``v1`` stack (tasksets, harnesses, MCP
-toolsets, sandboxed programs); the legacy ``MultiTurnEnv`` (``verifiers.legacy`` in 0.3.x) is
-the API whose ``env_response`` hook lets the environment own the dialogue, which this benchmark
-needs: it adds a task's later user turns with their images, shows the images a tool made, and
-applies the tool cap. Each rollout is one ``VisualToolBenchEnv`` episode: the model's OpenAI
-tool calls go to ``env.step``; the env's new messages (tool results, the image message, the next
-turn) come back in OpenAI format with images as data URLs; the env's composed reward is the
-rubric's reward (components as metrics). The six tools are offered as ``tool_defs`` from the
-registry's schemas.
+verifiers finds the taskset by its id: ``vtb-gym`` imports the top-level module ``vtb_gym``,
+whose ``__all__`` exports ``VTBTaskset`` and ``VTBEnv`` (defined here).
+
+Each episode is one ``VisualToolBenchEnv`` episode played host-side by ``VTBEnv.run``, the
+pattern of verifiers' own TextArena and OpenEnv tasksets: the env plays the user of the
+player's interaction. The first user turn carries the task's images (data-URL image parts);
+each model reply goes to ``env.step`` as raw text (the env parses the tool calls in any
+format it knows, runs them sandboxed and applies the cap); the env's answer (tool results,
+the tool images, the task's next turn and its images) comes back as the next user turn. The
+tools are described in the system prompt (``<tool_call>`` JSON blocks), since the policy's
+harness runs no tools of its own (``null``: a plain chat loop). The env's composed reward is
+the trace's ``vtb_reward``; its components are metrics.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Sequence
+import json
+from typing import Any, Iterator
 
-try:
-    import verifiers.legacy as vf
-except ImportError as exc:  # pragma: no cover - depends on the installation
-    raise ImportError(f"vtb_app.integrations.verifiers_env needs verifiers>=0.3,<0.4 (its legacy API): {exc}") from exc
+import verifiers.v1 as vf
 
+from vtb_app.integrations.shared import shared_tasks, shared_tools
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
-from vtb_env.loaders import load_tasks
-from vtb_env.tasks import Task
-from vtb_env.tools.base import ToolContext, ToolRegistry
 
-METRICS = ("rubric_score", "passed", "mode", "format", "tool_success")  # reward components logged as verifiers metrics
+COMPONENTS = ("rubric_score", "passed", "mode", "format", "tool_success")  # recorded as trace metrics
 
+TOOL_PROTOCOL = """
 
-def _openai(message: Any) -> dict[str, Any]:
-    """A verifiers message (pydantic) as the OpenAI dict the env reads."""
-    data = message.model_dump(exclude_none=True) if hasattr(message, "model_dump") else dict(message)
-    calls = data.pop("tool_calls", None)
-    if calls:
-        data["tool_calls"] = [
-            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-            for c in calls
-        ]
-    return data
+# Tools
+You may call these functions (JSON schemas):
+{schemas}
+
+To call one, reply with a block per call:
+<tool_call>{{"name": "<function name>", "arguments": {{...}}}}</tool_call>
+The results come back in the next message. Reply without a tool call to give your final answer."""
 
 
-class VisualToolBenchVFEnv(vf.MultiTurnEnv):
-    """A verifiers ``MultiTurnEnv`` whose every rollout is a ``VisualToolBenchEnv`` episode."""
+class VTBTasksetConfig(vf.TasksetConfig):
+    tasks: str = "demo"
+    """Task source: demo, synth:N:SEED, a parquet file or a project-format directory."""
+    tools: str | None = None
+    """Comma-separated tool names to offer (None: the six defaults)."""
+    max_tool_calls: int = 5
+    """The env's tool-call cap per task."""
+    system_prompt_name: str = "strong"
+    """strong, weak, none, or the text itself."""
 
-    def __init__(
-        self,
-        tasks: Sequence[Task],
-        tools: ToolRegistry,
-        config: EnvConfig | None = None,
-        reward: Any = None,
-        **kwargs: Any,
-    ):
-        from datasets import Dataset
 
-        self.vtb_tasks, self.vtb_tools, self.vtb_reward_fn = list(tasks), tools, reward
-        self.vtb_config = config or EnvConfig.preset("default")
-        if self.vtb_config.image_parts != "data_url":
-            raise ValueError("a chat-completions model needs the images inline: EnvConfig(image_parts='data_url')")
-        rows = [
-            {
-                "prompt": [{"role": "user", "content": t.turns[0].prompt}],
-                "answer": "",
-                "info": {"task_id": t.id, "env_id": "visualtoolbench"},
-            }
-            for t in self.vtb_tasks
-        ]
-        schemas = tools.schemas(ToolContext(task_id=""))
-        tool_defs = [
-            vf.Tool(
-                name=s["function"]["name"],
-                description=s["function"]["description"],
-                parameters=s["function"]["parameters"],
-            )
-            for s in schemas
-        ]
-        rubric = vf.Rubric(funcs=[self.vtb_reward])
-        for name in METRICS:
-            rubric.add_metric(_component_metric(name))
-        max_turns = kwargs.pop(
-            "max_turns", 4 * self.vtb_config.max_tool_calls * max(len(t.turns) for t in self.vtb_tasks)
-        )
-        super().__init__(
-            dataset=Dataset.from_list(rows),
-            eval_dataset=Dataset.from_list(rows),
-            rubric=rubric,
-            tool_defs=tool_defs,
-            max_turns=max_turns,
-            **kwargs,
-        )
+class VTBTaskData(vf.TaskData):
+    task_id: str
+    """The VisualToolBench task this episode plays."""
 
-    async def setup_state(self, state: vf.State) -> vf.State:
-        task_id = state["info"]["task_id"]
+
+class VTBTask(vf.Task[VTBTaskData]):
+    @property
+    def key(self) -> str:
+        return self.data.task_id
+
+
+class VTBTaskset(vf.Taskset[VTBTask, VTBTasksetConfig]):
+    """One verifiers task per VisualToolBench task (``VTBEnv`` builds its dialogue)."""
+
+    def load(self) -> Iterator[VTBTask]:
+        for task in shared_tasks(self.config.tasks):
+            yield VTBTask(VTBTaskData(id=task.id, name=task.id, task_id=task.id, prompt=None), self.config.task)
+
+
+class VTBEnvConfig(vf.EnvConfig):
+    player: vf.AgentConfig = vf.AgentConfig(harness={"id": "null"}, runtime={"type": "subprocess"})
+    """The policy's seat: verifiers' plain chat loop (the env runs the tools), on the host."""
+
+
+class VTBEnv(vf.Env[VTBEnvConfig]):
+    """Plays each task as one ``VisualToolBenchEnv`` episode; the env is the player's user."""
+
+    async def run(self, task: VTBTask, agents: Any) -> None:
+        config: VTBTasksetConfig = self.taskset.config
         env = VisualToolBenchEnv(
-            tasks=self.vtb_tasks, tools=self.vtb_tools, reward=self.vtb_reward_fn, config=self.vtb_config
+            tasks=shared_tasks(config.tasks),
+            tools=shared_tools(config.tools),
+            config=_env_config(config),
         )
-        observation, _ = await asyncio.to_thread(env.reset, options={"task_id": task_id})
-        state["vtb_env"], state["vtb_seen"] = env, len(observation["messages"])
-        state["prompt"] = observation["messages"]  # the env's system prompt, first turn and its images
-        return state
-
-    async def env_response(self, messages: vf.Messages, state: vf.State, **kwargs: Any) -> vf.Messages:
-        env: VisualToolBenchEnv = state["vtb_env"]
-        observation, reward, terminated, truncated, info = await asyncio.to_thread(env.step, _openai(messages[-1]))
-        new = observation["messages"][state["vtb_seen"] + 1 :]  # after the env's copy of the model's message
-        state["vtb_seen"] = len(observation["messages"])
-        if terminated or truncated:
-            state["vtb_reward"], state["vtb_components"] = float(reward), dict(info.get("reward_components") or {})
-            state["final_env_response"] = new
-        return new
-
-    async def vtb_reward(self, state: vf.State, **kwargs: Any) -> float:
-        """The env's reward: from the final step, or from ``close_episode`` for an episode cut short."""
-        return state.get("vtb_reward", 0.0)
-
-    @vf.cleanup
-    async def close_episode(self, state: vf.State) -> None:
-        """Score an episode verifiers cut short (max turns, an error) as it stands, then close its env.
-
-        verifiers runs cleanup at the end of the rollout, before the rubric: the env is gone by then.
-        """
-        env = state.pop("vtb_env", None)
-        if env is None:
-            return
         try:
-            if "vtb_reward" not in state:
-                _, reward, _, _, info = await asyncio.to_thread(
-                    env.truncate, "stopped by verifiers (max turns or an error)"
-                )
-                state["vtb_reward"], state["vtb_components"] = float(reward), dict(info.get("reward_components") or {})
+            await self._play(env, task, agents)
         finally:
             env.close()
 
-
-def _component_metric(name: str) -> Any:
-    async def metric(state: vf.State, **kwargs: Any) -> float:
-        return float((state.get("vtb_components") or {}).get(name, 0.0))
-
-    metric.__name__ = name
-    return metric
-
-
-def load_environment(
-    tasks: Any = "demo",
-    tools: ToolRegistry | str | None = None,
-    config: EnvConfig | None = None,
-    reward: Any = None,
-    **kwargs: Any,
-) -> VisualToolBenchVFEnv:
-    """verifiers' entry point: ``tasks`` is a task list or a source (``demo``, ``synth:N:SEED``, a path, ...).
-
-    ``tools``: a ToolRegistry, a comma list of tool names, or None for the six defaults.
-    """
-    from vtb_env.tools import default_tools
-
-    if isinstance(tasks, str):
-        tasks = load_tasks(tasks)
-    registry = tools if isinstance(tools, ToolRegistry) else default_tools()
-    if isinstance(tools, str):
-        registry = registry.select(tools)
-    return VisualToolBenchVFEnv(list(tasks), registry, config, reward, **kwargs)
+    async def _play(self, env: VisualToolBenchEnv, task: VTBTask, agents: Any) -> None:
+        observation, _ = await asyncio.to_thread(env.reset, options={"task_id": task.data.task_id})
+        seen = len(observation["messages"])
+        reward, info = 0.0, {}
+        async with agents.player.interaction(task) as interaction:
+            segment = await interaction.turn(_opening(observation))
+            while True:
+                if segment.terminated:  # verifiers ended the run (a turn or token limit): score it as it stands
+                    _, reward, _, _, info = await asyncio.to_thread(env.truncate, "stopped by verifiers")
+                    break
+                observation, reward, terminated, truncated, info = await asyncio.to_thread(env.step, segment.last_reply)
+                if terminated or truncated:
+                    break
+                reply, new = observation["messages"][seen], observation["messages"][seen + 1 :]
+                seen = len(observation["messages"])
+                segment = await interaction.turn(_as_user_turn(reply, new))
+            trace = interaction.trace
+            trace.record_reward("vtb_reward", float(reward))
+            components = info.get("reward_components") or {}
+            for name in COMPONENTS:
+                trace.record_metric(f"vtb_{name}", float(components.get(name, 0.0)))
+            if info.get("reward_error"):
+                trace.info["vtb_reward_error"] = info["reward_error"]
 
 
-__all__ = ["METRICS", "VisualToolBenchVFEnv", "load_environment"]
+def _opening(observation: dict[str, Any]) -> list[dict[str, Any]]:
+    """The env's first messages, the tools described in the system message (the harness offers none)."""
+    messages = list(observation["messages"])
+    system = messages.pop(0)["content"] if messages and messages[0]["role"] == "system" else ""
+    if observation["tools"]:
+        system += TOOL_PROTOCOL.format(schemas=json.dumps([s["function"] for s in observation["tools"]], indent=1))
+    return ([{"role": "system", "content": system}] if system else []) + messages
+
+
+def _as_user_turn(reply: dict[str, Any], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The env's answer to ``reply`` as user messages: the player's harness ran no tool, so its transcript has no
+    call ids for tool messages; each result is named after the call the env parsed from the reply."""
+    names = {call["id"]: call["function"]["name"] for call in reply.get("tool_calls") or []}
+    return [
+        m
+        if m["role"] != "tool"
+        else {"role": "user", "content": f"[tool result {names.get(m.get('tool_call_id'), '')}]\n{m['content']}"}
+        for m in new
+    ]
+
+
+def _env_config(config: VTBTasksetConfig) -> EnvConfig:
+    prompt = None if config.system_prompt_name == "none" else config.system_prompt_name
+    return EnvConfig.preset(
+        "default", max_tool_calls=config.max_tool_calls, image_parts="data_url", system_prompt=prompt
+    )
+
+
+__all__ = ["COMPONENTS", "VTBEnv", "VTBEnvConfig", "VTBTask", "VTBTaskData", "VTBTaskset", "VTBTasksetConfig"]

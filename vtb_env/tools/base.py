@@ -104,6 +104,9 @@ class ToolRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
+    def __getitem__(self, name: str) -> Tool:
+        return self._tools[name]
+
     def __len__(self) -> int:
         return len(self._tools)
 
