@@ -47,6 +47,10 @@ EXTRAS = {
     "accelerate": "hf",
     "trl": "train",
     "ray": "ray",
+    "openenv": "serve",
+    "uvicorn": "serve",
+    "verifiers": "verifiers",
+    "skyrl_gym": "skyrl",
 }
 # Exception names that mean a server was not reached (httpx, openai, the standard library, Ray).
 UNREACHABLE_KINDS = frozenset(

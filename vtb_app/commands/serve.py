@@ -30,18 +30,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        from vtb_app.openenv_server import make_app, serve
-    except ImportError as exc:
-        raise SystemExit(f"vtb serve needs openenv-core: pip install 'vtb-gym[serve]' ({exc})") from exc
+    # errors (a missing openenv-core, a bad --tasks spec) go to the CLI's one-line handler (vtb_app/errors.py)
+    from vtb_app.openenv_server import make_app, serve
     from vtb_env.config import EnvConfig
-    from vtb_env.loaders import DatasetError
 
     overrides = {} if args.max_tool_calls is None else {"max_tool_calls": args.max_tool_calls}
-    try:
-        limits = ServeLimits(args.max_sessions, args.session_timeout, args.max_request_bytes)
-        app = make_app(args.tasks, args.tools, EnvConfig.preset("default", **overrides), limits=limits)
-    except (ValueError, DatasetError) as exc:
-        raise SystemExit(f"vtb serve: {exc}") from exc
+    limits = ServeLimits(args.max_sessions, args.session_timeout, args.max_request_bytes)
+    app = make_app(args.tasks, args.tools, EnvConfig.preset("default", **overrides), limits=limits)
     serve(app, args.host, args.port)
     return 0
