@@ -104,7 +104,7 @@ def _apply(coeffs: Sequence[float], point: Point) -> Point:
     return ((a * x + b * y + c) / w, (d * x + e * y + f) / w)
 
 
-def _rect(center: Point, size: tuple[int, int], angle: float = 0.0) -> list[Point]:
+def rect(center: Point, size: tuple[int, int], angle: float = 0.0) -> list[Point]:
     """Corners (top-left, top-right, bottom-right, bottom-left of the content) turned by ``angle``."""
     cx, cy = center
     w, h = size
@@ -246,7 +246,7 @@ def _turn(corners: list[Point], turn: str) -> list[Point]:
     return {"rotate_180": [br, bl, tl, tr], "mirror": [tr, tl, bl, br], "flip": [bl, br, tr, tl]}.get(turn, corners)
 
 
-def _paste(canvas: Image.Image, page: Image.Image, corners: Sequence[Point]) -> None:
+def paste(canvas: Image.Image, page: Image.Image, corners: Sequence[Point]) -> None:
     """Draw ``page`` onto ``canvas`` so its content corners land on ``corners``."""
     xs, ys = [p[0] for p in corners], [p[1] for p in corners]
     x0, y0 = max(0, int(math.floor(min(xs)))), max(0, int(math.floor(min(ys))))
@@ -261,7 +261,7 @@ def _paste(canvas: Image.Image, page: Image.Image, corners: Sequence[Point]) -> 
     canvas.paste(warped, (x0, y0), warped)
 
 
-def _background(rng: np.random.Generator, size: tuple[int, int], look: Look) -> Image.Image:
+def background(rng: np.random.Generator, size: tuple[int, int], look: Look) -> Image.Image:
     """A desk top (wood, grain) or a wall with a floor, furniture and clutter: flat shapes only."""
     w, h = size
     if look.setting == "desk":
@@ -304,7 +304,7 @@ def _background(rng: np.random.Generator, size: tuple[int, int], look: Look) -> 
     return image
 
 
-def _finish(canvas: Image.Image, look: Look, rng: np.random.Generator) -> tuple[Image.Image, bytes | None]:
+def finish(canvas: Image.Image, look: Look, rng: np.random.Generator) -> tuple[Image.Image, bytes | None]:
     """Lighting gradient, exposure, sensor noise and JPEG: what the camera adds to the whole frame."""
     array = np.asarray(canvas).astype(np.float32)
     axis, strength = look.light
@@ -319,6 +319,99 @@ def _finish(canvas: Image.Image, look: Look, rng: np.random.Generator) -> tuple[
     buffer = io.BytesIO()
     frame.save(buffer, format="JPEG", quality=look.jpeg)
     return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB"), buffer.getvalue()
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the pages of one picture lie before and after the camera (shared by both twins)."""
+
+    hero_pos: list[Point]  # centres of the hero pages on the flat desk
+    side_pos: list[Point]  # centres of the side pages
+    side_sizes: list[tuple[int, int]]
+    camera: tuple[float, ...]  # perspective map of the flat desk into the frame
+    offset: Point  # frame -> picture: subtract the frame's minimum, add the margins
+    size: tuple[int, int]  # the picture
+    desk: tuple[float, float]  # width and height of the flat desk the pages lie on
+
+    def shot(self, point: Point) -> Point:
+        """Where a point of the flat desk lands in the picture."""
+        x, y = _apply(self.camera, point)
+        return (x + self.offset[0], y + self.offset[1])
+
+
+def frame_layout(
+    hero_sizes: Sequence[tuple[int, int]],
+    side_sizes: Sequence[tuple[int, int]],
+    look: Look,
+    look_rng: np.random.Generator,
+) -> Layout:
+    """Hero pages in a row, side pages in a column to one side, then the camera (roll, keystone)."""
+    gap = int(look_rng.integers(24, 70))
+    hero_pos, x = [], 0.0
+    for w, h in hero_sizes:  # heroes in a row, slightly staggered
+        hero_pos.append((x + w / 2, float(look_rng.integers(0, 50)) + h / 2))
+        x += w + gap
+    extents = []
+    for (w, h), angle in zip(side_sizes, look.side_angles, strict=False):
+        corners = rect((0, 0), (w, h), angle)
+        extents.append(
+            (
+                max(p[0] for p in corners) - min(p[0] for p in corners),
+                max(p[1] for p in corners) - min(p[1] for p in corners),
+            )
+        )
+    column = max(e[0] for e in extents)
+    hero_h = max(y + h / 2 for (_, y), (_, h) in zip(hero_pos, hero_sizes, strict=False))
+    left = look_rng.random() < 0.5
+    side_pos, y = [], float(look_rng.integers(0, 60))
+    for _, eh in extents:
+        side_pos.append((column / 2 if left else x + column / 2, y + eh / 2))
+        y += eh + gap
+    if left:
+        hero_pos = [(hx + column + gap, hy) for hx, hy in hero_pos]
+    width, height = x + column, max(hero_h, y)
+    # The camera: roll about the centre, then one side of the frame foreshortened.
+    frame = rect((width / 2, height / 2), (int(width), int(height)), look.tilt)
+    k = look.keystone
+    side = look.keystone_side
+    a, b = side, (side + 1) % 4  # the corners of the shortened side move towards each other
+    frame[a], frame[b] = (
+        (frame[a][0] * (1 - k / 2) + frame[b][0] * k / 2, frame[a][1] * (1 - k / 2) + frame[b][1] * k / 2),
+        (frame[b][0] * (1 - k / 2) + frame[a][0] * k / 2, frame[b][1] * (1 - k / 2) + frame[a][1] * k / 2),
+    )
+    camera = perspective_coeffs([(0, 0), (width, 0), (width, height), (0, height)], frame)
+    margins = [int(v) for v in look_rng.integers(30, 110, size=4)]
+    min_x, min_y = min(p[0] for p in frame), min(p[1] for p in frame)
+    size = (
+        int(max(p[0] for p in frame) - min_x) + margins[0] + margins[2],
+        int(max(p[1] for p in frame) - min_y) + margins[1] + margins[3],
+    )
+    offset = (margins[0] - min_x, margins[1] - min_y)
+    return Layout(hero_pos, side_pos, list(side_sizes), camera, offset, size, (width, height))
+
+
+def scatter_decoy_papers(canvas: Image.Image, layout: Layout, look: Look, look_rng: np.random.Generator) -> None:
+    """Other papers on the desk (digit-free notes), partly under the key pages."""
+    width, height = layout.desk
+    for _ in range(look.decoys):
+        dw, dh = int(look_rng.integers(180, 420)), int(look_rng.integers(140, 360))
+        center = (float(look_rng.uniform(0, width)), float(look_rng.uniform(0, height)))
+        note = notes_page((dw, dh), int(look_rng.integers(12, 20)), (250, 250, 245), (50, 50, 70), look_rng)
+        paste(canvas, note, [layout.shot(p) for p in rect(center, (dw, dh), float(look_rng.uniform(-30, 30)))])
+
+
+def page_corners(
+    draw: ImageDraw.ImageDraw, layout: Layout, look: Look, i: int, hero_size: tuple[int, int]
+) -> tuple[list[Point], list[Point]]:
+    """The i-th hero and side pages' corners on the flat desk; draws their shadows (and a monitor's bezel)."""
+    hero = rect(layout.hero_pos[i], hero_size)
+    side = rect(layout.side_pos[i], layout.side_sizes[i], look.side_angles[i])
+    if look.screen:  # a monitor's bezel around the hero page
+        w, h = hero_size
+        draw.polygon([layout.shot(p) for p in rect(layout.hero_pos[i], (w + 36, h + 36))], fill=(25, 25, 30))
+    for corners in (side,) if look.screen else (hero, side):  # a shadow under each paper
+        draw.polygon([(q[0] + 6, q[1] + 8) for q in (layout.shot(p) for p in corners)], fill=(40, 35, 30))
+    return hero, side
 
 
 def compose(
@@ -336,70 +429,18 @@ def compose(
     Every draw from ``look_rng`` happens whatever the label, so both twins share all of it.
     """
     n = len(big)
-    gap = int(look_rng.integers(24, 70))
-    hero_pos, x = [], 0.0
-    for panel in big:  # heroes in a row, slightly staggered
-        w, h = panel.image.size
-        hero_pos.append((x + w / 2, float(look_rng.integers(0, 50)) + h / 2))
-        x += w + gap
-    side_sizes = [panel.image.size for panel in small]
-    extents = []
-    for (w, h), angle in zip(side_sizes, look.side_angles, strict=False):
-        corners = _rect((0, 0), (w, h), angle)
-        extents.append(
-            (
-                max(p[0] for p in corners) - min(p[0] for p in corners),
-                max(p[1] for p in corners) - min(p[1] for p in corners),
-            )
-        )
-    column = max(e[0] for e in extents)
-    hero_h = max(y + panel.image.height / 2 for (_, y), panel in zip(hero_pos, big, strict=False))
-    left = look_rng.random() < 0.5
-    side_pos, y = [], float(look_rng.integers(0, 60))
-    for _, eh in extents:
-        side_pos.append((column / 2 if left else x + column / 2, y + eh / 2))
-        y += eh + gap
-    if left:
-        hero_pos = [(hx + column + gap, hy) for hx, hy in hero_pos]
-    width, height = x + column, max(hero_h, y)
-    # The camera: roll about the centre, then one side of the frame foreshortened.
-    frame = _rect((width / 2, height / 2), (int(width), int(height)), look.tilt)
-    k = look.keystone
-    side = look.keystone_side
-    a, b = side, (side + 1) % 4  # the corners of the shortened side move towards each other
-    frame[a], frame[b] = (
-        (frame[a][0] * (1 - k / 2) + frame[b][0] * k / 2, frame[a][1] * (1 - k / 2) + frame[b][1] * k / 2),
-        (frame[b][0] * (1 - k / 2) + frame[a][0] * k / 2, frame[b][1] * (1 - k / 2) + frame[a][1] * k / 2),
-    )
-    camera = perspective_coeffs([(0, 0), (width, 0), (width, height), (0, height)], frame)
-    margins = [int(v) for v in look_rng.integers(30, 110, size=4)]
-    min_x, min_y = min(p[0] for p in frame), min(p[1] for p in frame)
-    shot = lambda p: (lambda q: (q[0] - min_x + margins[0], q[1] - min_y + margins[1]))(_apply(camera, p))  # noqa: E731
-    size = (
-        int(max(p[0] for p in frame) - min_x) + margins[0] + margins[2],
-        int(max(p[1] for p in frame) - min_y) + margins[1] + margins[3],
-    )
-
-    canvas = _background(look_rng, size, look)
+    layout = frame_layout([p.image.size for p in big], [p.image.size for p in small], look, look_rng)
+    shot = layout.shot
+    canvas = background(look_rng, layout.size, look)
     paper, ink = big[0].background, (40, 40, 40)
-    for _ in range(look.decoys):  # other papers on the desk, partly under the key pages
-        dw, dh = int(look_rng.integers(180, 420)), int(look_rng.integers(140, 360))
-        center = (float(look_rng.uniform(0, width)), float(look_rng.uniform(0, height)))
-        note = notes_page((dw, dh), int(look_rng.integers(12, 20)), (250, 250, 245), (50, 50, 70), look_rng)
-        _paste(canvas, note, [shot(p) for p in _rect(center, (dw, dh), float(look_rng.uniform(-30, 30)))])
+    scatter_decoy_papers(canvas, layout, look, look_rng)
     hero_notes = [notes_page(p.image.size, HERO_PX, paper, ink, look_rng) for p in big]
     side_notes = [notes_page(p.image.size, small_px, paper, ink, look_rng) for p in small]
     draw = ImageDraw.Draw(canvas)
     placements = []
     for i in range(n):
         mech = mechanisms[i] if mechanisms is not None else None
-        hero = _rect(hero_pos[i], big[i].image.size)
-        side = _rect(side_pos[i], side_sizes[i], look.side_angles[i])
-        if look.screen:  # a monitor's bezel around the hero page
-            w, h = big[i].image.size
-            draw.polygon([shot(p) for p in _rect(hero_pos[i], (w + 36, h + 36))], fill=(25, 25, 30))
-        for corners in (side,) if look.screen else (hero, side):  # a shadow under each paper
-            draw.polygon([(q[0] + 6, q[1] + 8) for q in (shot(p) for p in corners)], fill=(40, 35, 30))
+        hero, side = page_corners(draw, layout, look, i, big[i].image.size)
         if mech is not None and mech.corner:
             key_page, key_corners, hero_page, side_page, px, panel = (
                 small[i].image,
@@ -423,14 +464,14 @@ def compose(
         if mech is not None and mech.turn:
             key_corners = _turn(key_corners, mech.turn)
         photo_corners = tuple(shot(p) for p in key_corners)
-        _paste(canvas, hero_page or side_page, [shot(p) for p in (hero if hero_page else side)])
-        _paste(canvas, key_page, photo_corners)
+        paste(canvas, hero_page or side_page, [shot(p) for p in (hero if hero_page else side)])
+        paste(canvas, key_page, photo_corners)
         placements.append(
             KeyPlacement(
                 tuple((round(x, 2), round(y, 2)) for x, y in photo_corners), key_page.size, px, dict(panel.boxes), mech
             )
         )
-    frame, jpeg = _finish(canvas, look, look_rng)
+    frame, jpeg = finish(canvas, look, look_rng)
     return frame, jpeg, placements
 
 

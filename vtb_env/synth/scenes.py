@@ -340,9 +340,9 @@ DOMAIN_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def make_scene(kind_name: str, rng: np.random.Generator, n_entries: int) -> Scene:
-    """Draw a scene's facts: ``n_entries`` distinct labels with values."""
-    kind = KINDS[kind_name]
+def make_scene(kind: str | Kind, rng: np.random.Generator, n_entries: int) -> Scene:
+    """Draw a scene's facts: ``n_entries`` distinct labels with values (``kind``: a ``KINDS`` name or a Kind)."""
+    kind = KINDS[kind] if isinstance(kind, str) else kind
     title = str(rng.choice(kind.titles))
     if kind.style == "map":
         towns = [str(t) for t in rng.permutation(TOWNS)[: n_entries + 1]]
