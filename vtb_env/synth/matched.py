@@ -115,13 +115,15 @@ def _fade_rows(
     array = np.asarray(page).astype(np.float32)
     weight = np.zeros(array.shape[0], np.float32)
     rows = np.arange(array.shape[0], dtype=np.float32)
-    soft = max(2.0, 0.3 * px)
+    reach, soft = 0.5 * px, max(2.0, 0.25 * px)  # flat over the row and its quiet margin, then a soft edge
     for _x0, y0, _x1, y1 in boxes:
-        inside = np.clip(np.minimum(rows - (y0 - soft), (y1 + soft) - rows) / soft, 0.0, 1.0)
+        inside = np.clip(np.minimum(rows - (y0 - reach - soft), (y1 + reach + soft) - rows) / soft, 0.0, 1.0)
         weight = np.maximum(weight, inside)
     base = np.array(paper, np.float32)
-    faded = base + (array - base) * hide.contrast
-    faded = faded * 0.62 if hide.how == "shadow" else faded * 0.75 + 255 * 0.25
+    if hide.how == "shadow":  # OCR copes with dark paper better than with glare: a shadow needs less contrast
+        faded = (base + (array - base) * hide.contrast * 0.6) * 0.7
+    else:
+        faded = (base + (array - base) * hide.contrast) * 0.75 + 255 * 0.25
     w = weight[:, None, None]
     return Image.fromarray(np.clip(array * (1 - w) + faded * w, 0, 255).astype(np.uint8), "RGB")
 

@@ -476,11 +476,18 @@ def compose(
 
 
 def reference_code(
-    image_name: str, placement: KeyPlacement, look: Look, labels: Sequence[str], first_index: int
+    image_name: str,
+    placement: KeyPlacement,
+    look: Look,
+    labels: Sequence[str],
+    first_index: int,
+    even_light: bool = False,
 ) -> str:
     """Executable PIL code that flattens the key page, enlarges it and cleans each labelled row.
 
     It reads ``image_name`` and writes ``transformed_image_<first_index + j>.png`` for the j-th label.
+    ``even_light`` (v3) also divides each row by its paper's brightness (a light gradient or a shadow's
+    edge across a row defeats one global contrast stretch).
     """
     k = max(1, math.ceil(30 / placement.px))
     w, h = placement.size
@@ -488,7 +495,9 @@ def reference_code(
     coeffs = tuple(round(c, 10) for c in perspective_coeffs(target, placement.corners))
     corners = [tuple(round(v) for v in p) for p in placement.corners]
     lines = [
-        "from PIL import Image, ImageFilter, ImageOps",
+        "import numpy as np\nfrom PIL import Image, ImageFilter, ImageOps"
+        if even_light
+        else "from PIL import Image, ImageFilter, ImageOps",
         f"photo = Image.open({image_name!r}).convert('RGB')",
         (
             "# The page's printed top-left, top-right, bottom-right and bottom-left corners "
@@ -511,6 +520,14 @@ def reference_code(
         )
         if look.noise or look.jpeg:
             lines.append("row = row.filter(ImageFilter.MedianFilter(3))  # remove sensor noise and JPEG speckle")
+        if even_light:
+            size = 2 * (30 // 5) + 1  # wider than a stroke of ~30 px text: the filter keeps only paper
+            lines += [
+                "row = row.convert('L')",
+                f"paper = row.filter(ImageFilter.MaxFilter({size})).filter(ImageFilter.GaussianBlur({size}))",
+                "row = Image.fromarray(np.clip(np.asarray(row, float) / np.maximum(np.asarray(paper, float), 1) * 255,"
+                " 0, 255).astype('uint8'))  # even out the light",
+            ]
         # Ink covers well under a third of a row crop: clipping the brightest 30% to white leaves clean paper.
         lines.append("row = ImageOps.autocontrast(row.convert('L'), cutoff=(1, 30))  # restore contrast, clean paper")
         lines.append(

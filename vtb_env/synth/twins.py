@@ -149,7 +149,9 @@ def _render_state_v3(
         return _Rendered(picture.image, picture.panels, data=picture.jpeg, look=look, compress_level=3)
     names = list(dict.fromkeys(matched.NAMES[h.how] for h in hides))
     placements = picture.placements
-    code = lambda name, i, labels, first: photo.reference_code(name, placements[i], picture.look, labels, first)  # noqa: E731
+    code = lambda name, i, labels, first: photo.reference_code(  # noqa: E731
+        name, placements[i], picture.look, labels, first, even_light=True
+    )
     hint = "; ".join(dict.fromkeys(matched.HINTS[h.how] for h in hides)) + "; flattening the page"
     return _Rendered(
         picture.image,
