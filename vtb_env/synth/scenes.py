@@ -66,6 +66,14 @@ class Scene:
         )
         return replace(self, entries=entries)
 
+    def stepped(self, size: int) -> "Scene":
+        """The same document later, every value up by a distinct multiple of ``size`` tenths."""
+        entries = tuple(
+            replace(e, value=(v := round(e.value + 0.1 * size * (i + 1), 2)), text=self.kind.fmt(v))
+            for i, e in enumerate(self.entries)
+        )
+        return replace(self, entries=entries)
+
 
 def _money(v: float) -> str:
     return f"${v:,.2f}"
