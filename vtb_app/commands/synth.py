@@ -36,6 +36,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="v3 only: train leaves out the held-out scene types and hiding mechanisms; heldout has only those",
     )
     parser.add_argument(
+        "--solvable",
+        action="store_true",
+        help="keep a pair only when the OCR probe reads every key fact after the reference code (needs Tesseract)",
+    )
+    parser.add_argument(
         "--demo", action="store_true", help="regenerate the bundled demo set, corpus and weather archive"
     )
     parser.set_defaults(func=run)
@@ -65,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
                 twins=not args.no_twins,
                 generator=args.generator,
                 split=args.split,
+                solvable=args.solvable,
             )
         except ValueError as exc:
             raise SystemExit(f"vtb synth: {exc}") from None

@@ -136,6 +136,7 @@ def stream(
     start: int = 0,
     generator: str = DEFAULT_GENERATOR,
     split: str = "all",
+    solvable: bool = False,
 ) -> Iterator[Task]:
     """Yield tasks forever: each index gives a tool-required task, then its twin when it has one.
 
@@ -143,14 +144,20 @@ def stream(
     ``difficulty`` is a number in [0, 1] or a function of the index (a curriculum);
     ``generator`` is ``v3`` (default), ``v2`` or ``v1``; ``split`` (v3): ``all``, ``train`` or
     ``heldout`` (indices outside the split are skipped; see ``generate_pair``).
+    ``solvable``: keep a pair only when the OCR probe reads every key fact of the tool-required task
+    in its reference code's output (Tesseract; about a second per task) and every key fact of the twin
+    as shown.
     """
+    if solvable:
+        from vtb_env.synth.probe import probe_task  # needs Tesseract; imported only when asked for
+
     category_p, domain_p = _weights(TASK_CATEGORIES, mix, "category"), _weights(DOMAINS, domains, "domain")
     for index in count(start):
         pick = np.random.default_rng([seed, index, _CHOICE])
         category = TASK_CATEGORIES[int(pick.choice(len(TASK_CATEGORIES), p=category_p))]
         domain = DOMAINS[int(pick.choice(len(DOMAINS), p=domain_p))]
         level = difficulty(index) if callable(difficulty) else difficulty
-        yield from generate_pair(
+        pair = generate_pair(
             seed,
             index,
             domain=domain,
@@ -160,6 +167,14 @@ def stream(
             generator=generator,
             split=split,
         )
+        if solvable and not all(_solved(probe_task(task)) for task in pair):
+            continue
+        yield from pair
+
+
+def _solved(result) -> bool:
+    """The probe read every key fact where the task's label says it can be read (after the tools, or as shown)."""
+    return result.read_after == result.facts if result.mode_label == TOOL_REQUIRED else result.readable_directly
 
 
 def generate(n: int, seed: int = 0, mix: Mapping[str, float] | None = None, **options) -> list[Task]:
