@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 from PIL import Image, ImageDraw
 
-from vtb_env.synth import photo
+from vtb_env.synth import desk, photo
 from vtb_env.synth.decoys import decoy_scene
 from vtb_env.synth.render import Panel
 from vtb_env.synth.scenes import Entry, Scene, render
@@ -134,7 +134,7 @@ class Picture:
     jpeg: bytes | None
     panels: list[Panel]  # the key panels at hero size (their row boxes name the labels)
     placements: list[photo.KeyPlacement]
-    look: photo.Look
+    look: desk.Look
 
 
 def render_state(
@@ -157,27 +157,27 @@ def render_state(
     size = lambda a, b: (max(a.image.width, b.image.width), max(a.image.height, b.image.height))  # noqa: E731
     big_sizes = [size(k, d) for k, d in zip(key_big, decoy_big, strict=True)]
     small_sizes = [size(k, d) for k, d in zip(key_small, decoy_small, strict=True)]
-    look = photo.choose_look(look_rng, len(parts), difficulty)
-    layout = photo.frame_layout(big_sizes, small_sizes, look, look_rng)
-    canvas = photo.background(look_rng, layout.size, look)
-    photo.scatter_decoy_papers(canvas, layout, look, look_rng)
+    look = desk.choose_look(look_rng, len(parts), difficulty)
+    layout = desk.frame_layout(big_sizes, small_sizes, look, look_rng)
+    canvas = desk.background(look_rng, layout.size, look)
+    desk.scatter_decoy_papers(canvas, layout, look, look_rng)
     pen = ImageDraw.Draw(canvas)
     paper = key_big[0].background
     placements = []
     for i, hide in enumerate(hides):
-        hero, side = photo.page_corners(pen, layout, look, i, big_sizes[i])
+        hero, side = desk.page_corners(pen, layout, look, i, big_sizes[i])
         swap = hidden and hide.how == "corner"
         hero_panel, side_panel = (decoy_big[i], key_small[i]) if swap else (key_big[i], decoy_small[i])
         hero_page, side_page = _on_paper(hero_panel, big_sizes[i], paper), _on_paper(side_panel, small_sizes[i], paper)
         if hide.how in PATCHES:
             rows = [key_big[i].boxes[r] for r in (hide.key_rows if hidden else hide.decoy_rows)]
             hero_page = _fade_rows(hero_page, rows, hide, paper, photo.HERO_PX)
-        photo.paste(canvas, hero_page, [layout.shot(p) for p in hero])
-        photo.paste(canvas, side_page, [layout.shot(p) for p in side])
+        desk.paste(canvas, hero_page, [layout.shot(p) for p in hero])
+        desk.paste(canvas, side_page, [layout.shot(p) for p in side])
         key_panel, key_corners, px = (key_small[i], side, small_px) if swap else (key_big[i], hero, photo.HERO_PX)
         corners = tuple((round(x, 2), round(y, 2)) for x, y in (layout.shot(p) for p in key_corners))
         placements.append(
             photo.KeyPlacement(corners, (small_sizes if swap else big_sizes)[i], px, dict(key_panel.boxes))
         )
-    image, jpeg = photo.finish(canvas, look, look_rng)
+    image, jpeg = desk.finish(canvas, look, look_rng)
     return Picture(image, jpeg, key_big, placements, look)

@@ -18,7 +18,7 @@ import numpy as np
 from PIL import Image
 
 from vtb_env.image_names import task_image_name
-from vtb_env.synth import degrade, matched, photo
+from vtb_env.synth import degrade, desk, matched, photo
 from vtb_env.synth.categories import Blueprint
 from vtb_env.synth.render import Panel, png_bytes
 from vtb_env.synth.scenes import Scene, render
@@ -110,7 +110,7 @@ def _render_state_v2(
     small = [
         render(scene, small_px, part, np.random.default_rng(map_seed), printable=True, pale=True) for part in parts
     ]
-    look = photo.choose_look(look_rng, len(parts), difficulty)
+    look = desk.choose_look(look_rng, len(parts), difficulty)
     mechanisms = None if label == TOOL_REDUNDANT else [photo.choose_mechanism(rng, difficulty) for _ in parts]
     image, jpeg, placements = photo.compose(big, small, small_px, look, look_rng, mechanisms)
     if mechanisms is None:
