@@ -18,7 +18,7 @@ Plan = list[tuple[str, Box, float, str]]  # (image name, crop box, deskew angle 
 SMALL_SHARE = 0.2  # a text region larger than this share of the picture is a large page, not small print
 
 
-def text_regions(image: Any, max_regions: int = 3) -> list[tuple[int, int, int, int]]:
+def text_regions(image: Any, max_regions: int = 3, min_share: float = 0.3) -> list[tuple[int, int, int, int]]:
     """Boxes ``(x0, y0, x1, y1)`` of text-dense regions: many fine strokes close together.
 
     Shapes and large lettering give few fine strokes per area; small print gives many.
@@ -39,7 +39,7 @@ def text_regions(image: Any, max_regions: int = 3) -> list[tuple[int, int, int, 
     found.sort(reverse=True)
     if not found:
         return []
-    return [box for score, box in found[:max_regions] if score >= 0.3 * found[0][0]]
+    return [box for score, box in found[:max_regions] if score >= min_share * found[0][0]]
 
 
 def skew_angle(image: Any, box: tuple[int, int, int, int]) -> float:
@@ -110,11 +110,18 @@ print(json.dumps({{"variants": made}}))
 
 def repair_plan(name: str, image: Any) -> Plan:
     """What to repair in one image: the whole picture with its light evened out (faint rows on a
-    large page), and its two smallest text-dense regions that are not a large page (small print,
-    padded, each with its measured deskew angle)."""
+    large page), and its two densest page-shaped text regions that are neither a large page nor part of one
+    (small print, padded, each with its measured deskew angle)."""
     plan: Plan = [(name, (0, 0, image.width, image.height), 0.0, "page")]
-    small = [b for b in text_regions(image, max_regions=5) if _area(b) <= SMALL_SHARE * image.width * image.height]
-    for box in sorted(small, key=_area)[:2]:
+    regions = text_regions(image, max_regions=12, min_share=0.03)
+    small = [
+        b
+        for b in regions
+        if _area(b) <= SMALL_SHARE * image.width * image.height
+        and _page_like(b)
+        and not any(o != b and _inside(b, o) for o in regions)  # a fragment of a larger page
+    ]
+    for box in small[:2]:  # the densest first
         box = _padded(box, image.size, 12)
         plan.append((name, box, round(skew_angle(image, box), 1), "small"))
     return plan
@@ -123,6 +130,16 @@ def repair_plan(name: str, image: Any) -> Plan:
 def enhance_code(plan: Plan, start: int) -> str:
     """The tool's code for ``plan``; its outputs are numbered from ``transformed_image_<start>``."""
     return ENHANCE_CODE.format(plan=plan, start=start)
+
+
+def _page_like(box: Box) -> bool:
+    """A page of small print, not one line of large print (a title): neither side 2.5x the other."""
+    w, h = box[2] - box[0], box[3] - box[1]
+    return max(w, h) <= 2.5 * min(w, h)
+
+
+def _inside(box: Box, other: Box) -> bool:
+    return other[0] <= box[0] and other[1] <= box[1] and box[2] <= other[2] and box[3] <= other[3]
 
 
 def _area(box: Box) -> int:
