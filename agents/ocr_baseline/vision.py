@@ -16,6 +16,7 @@ import numpy as np
 Box = tuple[int, int, int, int]
 Plan = list[tuple[str, Box, float, str]]  # (image name, crop box, deskew angle in degrees, "page" | "small")
 SMALL_SHARE = 0.2  # a text region larger than this share of the picture is a large page, not small print
+SMALL_IMAGE = 400_000  # pixels: a picture this small is enlarged whole rather than searched for small print
 
 
 def text_regions(image: Any, max_regions: int = 3, min_share: float = 0.3) -> list[tuple[int, int, int, int]]:
@@ -112,7 +113,10 @@ def repair_plan(name: str, image: Any) -> Plan:
     """What to repair in one image: the whole picture with its light evened out (faint rows on a
     large page), and its two densest page-shaped text regions that are neither a large page nor part of one
     (small print, padded, each with its measured deskew angle)."""
-    plan: Plan = [(name, (0, 0, image.width, image.height), 0.0, "page")]
+    whole = (0, 0, image.width, image.height)
+    plan: Plan = [(name, whole, 0.0, "page")]
+    if image.width * image.height <= SMALL_IMAGE:  # a small picture is small print as a whole
+        return plan + [(name, whole, round(skew_angle(image, whole), 1), "small")]
     regions = text_regions(image, max_regions=12, min_share=0.03)
     small = [
         b
