@@ -1,8 +1,10 @@
 """Turn a blueprint into a Task for one mode label.
 
-Generator v2 (default, ``photo``): both labels get the same photo (camera, room, clutter,
-lighting, noise, JPEG); ``tool_required`` hides the key pages (small in a corner, turned, faded),
-``tool_redundant`` prints them large. Generator v1 (``degrade``): ``tool_required`` is small key
+Generator v3 (default, ``matched``): both labels get the same photo with the same pages and
+print (a key document and a look-alike decoy on a large and a small page, faint bands of glare or
+shadow); the label decides which page, or which rows under a band, hold the key facts. Generator v2
+(``photo``): the same photo, but ``tool_required`` hides the key pages (small in a corner, turned,
+faded) and ``tool_redundant`` prints them large. Generator v1 (``degrade``): ``tool_required`` is small key
 text inside a degraded photo-like scene, ``tool_redundant`` the same facts rendered large,
 upright and clean. Tool-required tasks carry a reference trajectory whose
 ``python_image_processing`` code isolates, enlarges and repairs each key row; twins keep only
