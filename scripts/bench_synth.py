@@ -1,10 +1,12 @@
 """Benchmark the synthetic task generator: speed on one core and the OCR tool-necessity probe.
 
-    .venv/bin/python scripts/bench_synth.py --n 60 --probe 40 --seed 11 [--generator v1]
+    .venv/bin/python scripts/bench_synth.py --n 60 --probe 40 --seed 11 [--generator v2] [--split heldout]
 
-Speed: tasks/s generated in this process (one core). Probe (tesseract, ``vtb_env.synth.probe``):
-the share of tool-required tasks whose key facts the OCR cannot all read as shown but reads
-after the reference code, and the share of tool-redundant twins it reads directly.
+Speed: tasks/s generated in this process (one core), for every generator. Probe (tesseract,
+``vtb_env.synth.probe``): the share of tool-required tasks whose key facts the OCR cannot all read
+as shown but reads after the reference code, and the share of tool-redundant twins it reads
+directly; then the same per scene type, per category and per hiding mechanism (the solvability
+residue: tool-required tasks whose reference code still leaves a key fact unread).
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--difficulty", type=float, default=0.5)
     parser.add_argument(
-        "--generator", default="v2", help="v2 (default) or v1; speed is also measured for the other one"
+        "--generator", default="v3", help="v3 (default), v2 or v1; speed is also measured for the others"
     )
+    parser.add_argument("--split", default="all", help="v3: all, train or heldout")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
@@ -33,9 +36,10 @@ def main() -> None:
     from vtb_env.synth.probe import probe_task, summarize_probes
 
     speed = {}
-    for generator in sorted({"v1", "v2"}, key=lambda g: g != args.generator):
+    for generator in sorted({"v1", "v2", "v3"}, key=lambda g: g != args.generator):
+        split = args.split if generator == args.generator else "all"
         start = time.perf_counter()
-        made = generate(args.n, args.seed, difficulty=args.difficulty, generator=generator)
+        made = generate(args.n, args.seed, difficulty=args.difficulty, generator=generator, split=split)
         speed[generator] = len(made) / (time.perf_counter() - start)
         print(
             f"generation {generator}: {len(made)} tasks = {speed[generator]:.1f} tasks/s "
@@ -43,19 +47,25 @@ def main() -> None:
         )
         if generator == args.generator:
             tasks = made
-    print(f"speed v2/v1: {speed['v2'] / speed['v1']:.2f}")
+    print(f"speed v2/v1: {speed['v2'] / speed['v1']:.2f}, v3/v1: {speed['v3'] / speed['v1']:.2f}")
 
     start = time.perf_counter()
     results = [probe_task(task) for task in tasks[: args.probe]]
     print(f"probe: {len(results)} tasks in {time.perf_counter() - start:.1f} s")
     print(json.dumps(summarize_probes(results), indent=2))
-    by_scene: dict[str, list] = defaultdict(list)
-    for task, result in zip(tasks, results, strict=True):
-        by_scene[f"{task.metadata['scene']}/{task.mode_label}"].append(result)
-    for key in sorted(by_scene):
-        group = by_scene[key]
-        ok = sum(r.needs_tools if r.mode_label == "tool_required" else r.readable_directly for r in group)
-        print(f"  {key:32s} {ok}/{len(group)} as labelled")
+    groups: dict[str, list] = defaultdict(list)
+    for task, result in zip(tasks, results, strict=False):
+        keys = [f"scene {task.metadata['scene']}", f"category {task.eval_focus}"]
+        keys += [f"hidden by {m}" for m in sorted({m for v in task.metadata["degradations"].values() for m in v})]
+        for key in keys:
+            groups[key].append(result)
+    print("group: tool-required solvable (all key facts read after the reference code) | twins read directly")
+    for key in sorted(groups):
+        required = [r for r in groups[key] if r.mode_label == "tool_required"]
+        redundant = [r for r in groups[key] if r.mode_label != "tool_required"]
+        solved = sum(r.read_after == r.facts for r in required)
+        direct = sum(r.readable_directly for r in redundant)
+        print(f"  {key:42s} {solved}/{len(required)} | {direct}/{len(redundant)}")
 
 
 if __name__ == "__main__":

@@ -215,3 +215,25 @@ def test_the_rules_know_every_question_template_of_the_generator():
         reply = reply.format(**_FIELDS)
         merged = Question(f"{vague} {reply}", reply, "Which one do you mean?", True)
         assert (scene, rule_for(merged).kind) == (scene, _KIND_OF_VAGUE[scene])
+
+
+@pytest.mark.slow
+def test_reads_a_v3_pair_with_the_tool_only_where_the_label_says_it_is_needed():
+    """v3 twins show the same pages; in the tool-required one the asked rows lie under glare."""
+    from vtb_env.synth import generate_pair
+    from vtb_env.tools.base import ToolRegistry
+    from vtb_env.tools.python_tools import PythonImageProcessing
+
+    required, redundant = generate_pair(41, 2, domain="Generalist", category="follow_up_test")
+    assert required.metadata["degradations"]["image_1.png"] == ["low_contrast_glare"]
+    env = _env([required, redundant], ToolRegistry([PythonImageProcessing()]))
+    agent = OcrBaselineAgent()
+    try:
+        hidden, _, _ = run_episode(env, agent, required)
+        shown, _, _ = run_episode(env, agent, redundant)
+    finally:
+        env.close()
+    assert hidden.used_tools and [c.name for c in hidden.tool_calls] == ["python_image_processing"]
+    assert not shown.used_tools
+    assert _passes(required, hidden.final_answers) == [True, True]
+    assert _passes(redundant, shown.final_answers) == [True, True]

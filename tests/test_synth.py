@@ -12,7 +12,7 @@ import pytest
 
 from vtb_app.cli import main as vtb
 from vtb_env import ocr
-from vtb_env.loaders import DEMO_DIR, load_tasks, save_tasks
+from vtb_env.loaders import DEMO_DIR, DatasetError, load_tasks, save_tasks
 from vtb_env.synth import TOOL_REDUNDANT, TOOL_REQUIRED, demo_tasks, generate, generate_pair, stream
 from vtb_env.synth import reference_data as ref
 from vtb_env.synth.probe import probe_task, run_reference_code
@@ -42,28 +42,36 @@ def demo():
     return load_tasks("demo")
 
 
-@pytest.mark.parametrize("generator", ["v1", "v2"])
+@pytest.mark.parametrize("generator", ["v1", "v2", "v3"])
 def test_same_seed_same_tasks_and_pixels_other_seed_differs(generator):
     first, again = generate(6, seed=3, generator=generator), generate(6, seed=3, generator=generator)
     assert _fingerprint(first) == _fingerprint(again)
     assert _fingerprint(first) != _fingerprint(generate(6, seed=4, generator=generator))
 
 
-def test_v2_is_the_default_and_v1_stays_selectable():
-    v2, v1 = generate_pair(3, 1), generate_pair(3, 1, generator="v1")
+def test_v3_is_the_default_and_v1_v2_stay_selectable():
+    v3, v2, v1 = generate_pair(3, 1), generate_pair(3, 1, generator="v2"), generate_pair(3, 1, generator="v1")
+    assert [t.metadata["generator"] for t in v3] == ["vtb_env.synth/v3"] * len(v3)
     assert [t.metadata["generator"] for t in v2] == ["vtb_env.synth/v2"] * len(v2)
     assert [t.metadata["generator"] for t in v1] == ["vtb_env.synth"] * len(v1)
-    assert {t.id for t in v1}.isdisjoint(t.id for t in v2)  # caches and resumed runs never mix them
-    assert [t.turns[0].prompt for t in v1] == [t.turns[0].prompt for t in v2]  # same facts and questions
+    ids = [{t.id for t in tasks} for tasks in (v1, v2, v3)]
+    assert ids[0].isdisjoint(ids[1]) and ids[1].isdisjoint(ids[2])  # caches and resumed runs never mix them
+    assert [t.turns[0].prompt for t in v1] == [t.turns[0].prompt for t in v3]  # same facts and questions
     assert [t.id for t in load_tasks("synth-v1:3:3")] == [t.id for t in generate(3, 3, generator="v1")]
-    assert [t.id for t in load_tasks("synth:3:3")] == [t.id for t in generate(3, 3)]
+    assert [t.id for t in load_tasks("synth-v2:3:3")] == [t.id for t in generate(3, 3, generator="v2")]
+    assert (
+        [t.id for t in load_tasks("synth:3:3")]
+        == [t.id for t in generate(3, 3)]
+        == [t.id for t in load_tasks("synth-v3:3:3")]
+    )
     with pytest.raises(ValueError, match="unknown generator"):
-        generate_pair(3, 1, generator="v3")
+        generate_pair(3, 1, generator="v4")
 
 
-def test_v2_twins_share_the_photo_and_differ_only_around_the_key_pages():
+@pytest.mark.parametrize("generator", ["v2", "v3"])
+def test_twins_share_the_photo_and_differ_only_around_the_key_pages(generator):
     """Same camera, room, clutter, lighting, noise and JPEG quality; pixels differ only in part of the frame."""
-    pairs = [generate_pair(17, i, category=c) for i, c in enumerate(TASK_CATEGORIES * 2)]
+    pairs = [generate_pair(17, i, category=c, generator=generator) for i, c in enumerate(TASK_CATEGORIES * 2)]
     pairs = [p for p in pairs if len(p) == 2]
     assert len(pairs) >= 6
     for required, redundant in pairs:
@@ -99,7 +107,7 @@ def test_demo_set_covers_domains_categories_turns_and_labels(demo):
     assert {t.turncase for t in demo} == {"single-turn", "multi-turn"}
     assert {t.mode_label for t in demo} == {TOOL_REQUIRED, TOOL_REDUNDANT}
     size = sum(p.stat().st_size for p in Path(DEMO_DIR).rglob("*") if p.is_file())
-    assert size < 12_000_000  # photo-like pictures: ~9 MB (v1: 2.6 MB)
+    assert size < 12_000_000  # photo-like pictures: ~11 MB (v2: 9 MB, v1: 2.6 MB)
 
 
 def test_round_trip_through_project_format(tmp_path, sample):
@@ -203,16 +211,31 @@ def test_cli_writes_a_loadable_set(tmp_path, capsys):
 @pytest.mark.slow
 @pytest.mark.skipif(not ocr.is_available(), reason="tesseract is not installed (scripts/setup.sh installs it)")
 def test_probe_tool_required_needs_tools_and_twin_reads_directly():
-    results = [probe_task(t) for t in generate_pair(2024, 5, domain="Medical", category="region_switch_qa")]
+    results = [probe_task(t) for t in generate_pair(2024, 6, domain="Medical", category="region_switch_qa")]
     required, redundant = results
     assert required.facts == 2 and required.needs_tools and not required.readable_directly
     assert redundant.readable_directly
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not ocr.is_available(), reason="tesseract is not installed (scripts/setup.sh installs it)")
+def test_solvable_stream_skips_the_pairs_the_probe_cannot_solve():
+    """Index 5 of this stream is a residue pair (the reference code leaves one key fact unread): skipped."""
+    options = dict(mix={"region_switch_qa": 1}, domains={"Medical": 1}, start=5)
+    plain = list(islice(stream(2024, **options), 4))
+    solvable = list(islice(stream(2024, solvable=True, **options), 4))
+    assert plain[0].metadata["index"] == 5 and solvable[0].metadata["index"] > 5
+    for task in solvable:
+        result = probe_task(task)
+        assert result.needs_tools if task.mode_label == TOOL_REQUIRED else result.readable_directly
+
+
 def test_v2_harder_hides_more_and_shoots_worse():
     def count(difficulty: float) -> int:
         tasks = [
-            generate_pair(4, i, category="hybrid_tool_reasoning", domain="STEM", difficulty=difficulty)[0]
+            generate_pair(4, i, category="hybrid_tool_reasoning", domain="STEM", difficulty=difficulty, generator="v2")[
+                0
+            ]
             for i in range(6)
         ]
         return sum(
@@ -223,3 +246,55 @@ def test_v2_harder_hides_more_and_shoots_worse():
         )
 
     assert count(1.0) > count(0.0)
+
+
+def _grey(image) -> np.ndarray:
+    return np.asarray(image.open().convert("L"), np.float32)
+
+
+def test_v3_twins_match_in_what_a_probe_sees_without_reading():
+    """Both twins show the same pages, sizes and print: brightness, contrast and edge density agree closely,
+    and the decoy pages carry digits but none of the labels a question names."""
+    pairs = [p for p in (generate_pair(29, i, category=c) for i, c in enumerate(TASK_CATEGORIES * 2)) if len(p) == 2]
+    assert len(pairs) >= 6
+    for required, redundant in pairs:
+        assert required.metadata["looks"] == redundant.metadata["looks"]
+        for a, b in zip(required.images, redundant.images, strict=True):
+            x, y = _grey(a), _grey(b)
+            assert abs(x.mean() - y.mean()) < 1.5 and abs(x.std() - y.std()) < 1.5, required.id
+            edges = [float((np.abs(np.diff(g, axis=1)) > 40).mean()) for g in (x, y)]
+            assert abs(edges[0] - edges[1]) < 0.15 * max(edges), (required.id, edges)
+
+
+def test_v3_decoys_look_alike_and_name_nothing_the_task_asks():
+    from vtb_env.synth.decoys import decoy_scene
+    from vtb_env.synth.scenes import KINDS, make_scene
+
+    for name, kind in KINDS.items():
+        rng = np.random.default_rng(3)
+        key = make_scene(name, rng, 9 if kind.style != "map" else 7)
+        decoy = decoy_scene(key, rng)
+        assert decoy.kind.name == key.kind.name and len(decoy.entries) == len(key.entries)
+        assert decoy.title != key.title or len(kind.titles) == 1
+        assert not {e.label for e in decoy.entries} & (set(kind.labels) | {e.label for e in key.entries})
+        assert all(any(ch.isdigit() for ch in e.text) for e in decoy.entries)
+
+
+def test_v3_splits_hold_out_scene_types_and_a_hiding_mechanism():
+    from vtb_env.synth.matched import HELDOUT_KINDS
+
+    def mechanisms(task):
+        return {m for names in task.metadata["degradations"].values() for m in names}
+
+    train, held = generate(30, 5, split="train"), generate(30, 5, split="heldout")
+    assert {t.metadata["split"] for t in train} == {"train"} and {t.metadata["split"] for t in held} == {"heldout"}
+    assert not any(t.metadata["scene"] in HELDOUT_KINDS for t in train)
+    assert not any("low_contrast_shadow" in mechanisms(t) for t in train)
+    for task in (t for t in held if t.mode_label == TOOL_REQUIRED):
+        assert task.metadata["scene"] in HELDOUT_KINDS or "low_contrast_shadow" in mechanisms(task)
+    assert {t.id for t in train}.isdisjoint(t.id for t in generate(30, 5))
+    assert [t.id for t in load_tasks("synth:4:5:heldout")] == [t.id for t in held[:4]]
+    with pytest.raises(ValueError, match="split"):
+        generate_pair(5, 0, generator="v2", split="train")
+    with pytest.raises(DatasetError, match="expected synth"):
+        load_tasks("synth-v1:4:5:train")

@@ -52,16 +52,20 @@ class EpisodeView:
 
     def reading(self, name: str) -> Reading:
         """The best reading of a task image: its transformed variants (when made) merged with the original."""
+        original, *regions = self.region_readings(name)
+        combined = Reading()
+        for read in regions:
+            combined = combined.merged(read)
+        return combined.merged(original) if regions else original
+
+    def region_readings(self, name: str) -> list[Reading]:
+        """The original image's reading, then the best reading of each region the vision tool repaired."""
         original = parse_reading(self.ocr(self.images[name])) if name in self.images else Reading()
         regions: dict[str, list[str]] = {}
         for variant, (source, box) in self.variants.items():
             if source == name and variant in self.images:
                 regions.setdefault(json.dumps(box), []).append(variant)
-        best_per_region = {region: self.best_variant(variants) for region, variants in regions.items()}
-        combined = Reading()
-        for read in best_per_region.values():
-            combined = combined.merged(read)
-        return combined.merged(original) if best_per_region else original
+        return [original] + [self.best_variant(variants) for variants in regions.values()]
 
     def best_variant(self, variants: Sequence[str]) -> Reading:
         """The best-read orientation of one region; stops at the first one that reads cleanly."""

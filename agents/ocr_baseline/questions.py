@@ -50,7 +50,7 @@ def named_rows(question: str, rows: Sequence[Row]) -> list[Row]:
     low = question.lower()
     qkey = label_key(question)
     words = re.findall(r"[a-z0-9][a-z0-9'-]*", low)
-    hits: dict[str, tuple[int, Row]] = {}
+    hits: dict[str, tuple[int, Row, bool]] = {}
     for row in sorted(rows, key=lambda r: -r.confidence):
         label = label_key(row.label)
         if len(label) < 2 or label in hits:
@@ -60,8 +60,15 @@ def named_rows(question: str, rows: Sequence[Row]) -> list[Row]:
             continue
         at = _find(low, qkey, words, row.label)
         if at is not None:
-            hits[label] = (at, row)
-    return [row for _at, row in sorted(hits.values(), key=lambda item: item[0])]
+            hits[label] = (at, row, _exact(low, row.label))
+    # A word the question names exactly is that row, not also a look-alike (ORVA is not ZORA).
+    exact_at = {at for at, _row, exact in hits.values() if exact}
+    kept = [(at, row) for at, row, exact in hits.values() if exact or at not in exact_at]
+    return [row for _at, row in sorted(kept, key=lambda item: item[0])]
+
+
+def _exact(low: str, label: str) -> bool:
+    return re.search(r"(?<![a-z0-9])" + re.escape(label.lower()) + r"(?![a-z0-9])", low) is not None
 
 
 def _find(low: str, qkey: str, words: Sequence[str], label: str) -> int | None:

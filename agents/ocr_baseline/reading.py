@@ -58,12 +58,20 @@ def parse_number(text: str) -> float | None:
 
 
 def group_lines(words: Sequence[Any]) -> list[list[Any]]:
-    """OCR words grouped into printed lines by vertical overlap, each left to right."""
+    """OCR words grouped into printed lines, each left to right: by vertical overlap once the photo's
+    tilt is taken out (a tilted page's line climbs or falls a text height across a wide page)."""
+    slope = _text_slope(_group(words, 0.0))
+    return _group(words, slope) if slope else _group(words, 0.0)
+
+
+def _group(words: Sequence[Any], slope: float) -> list[list[Any]]:
+    """Lines by vertical overlap of the words' boxes, their heights shifted by ``-slope * x``."""
     rows: list[list[Any]] = []
-    for word in sorted(words, key=lambda w: ((w.box[1] + w.box[3]) / 2, w.box[0])):
-        center = (word.box[1] + word.box[3]) / 2
+    level = lambda w, y: y - slope * (w.box[0] + w.box[2]) / 2  # noqa: E731
+    for word in sorted(words, key=lambda w: (level(w, (w.box[1] + w.box[3]) / 2), w.box[0])):
+        center = level(word, (word.box[1] + word.box[3]) / 2)
         for row in rows:
-            top, bottom = min(w.box[1] for w in row), max(w.box[3] for w in row)
+            top, bottom = min(level(w, w.box[1]) for w in row), max(level(w, w.box[3]) for w in row)
             if top <= center <= bottom:
                 row.append(word)
                 break
@@ -72,6 +80,18 @@ def group_lines(words: Sequence[Any]) -> list[list[Any]]:
     for row in rows:
         row.sort(key=lambda w: w.box[0])
     return rows
+
+
+def _text_slope(lines: Sequence[Sequence[Any]]) -> float:
+    """The median rise per pixel between neighbouring words of a line (0 with too few to tell)."""
+    slopes = []
+    for line in lines:
+        for a, b in zip(line, line[1:], strict=False):
+            dx = (b.box[0] + b.box[2]) / 2 - (a.box[0] + a.box[2]) / 2
+            height = max(a.box[3] - a.box[1], b.box[3] - b.box[1])
+            if dx > 2 * height and abs((a.box[3] - a.box[1]) - (b.box[3] - b.box[1])) < 0.3 * height:
+                slopes.append(((b.box[1] + b.box[3]) - (a.box[1] + a.box[3])) / 2 / dx)
+    return float(sorted(slopes)[len(slopes) // 2]) if len(slopes) >= 5 else 0.0
 
 
 def _is_label_word(text: str) -> bool:
@@ -112,6 +132,8 @@ def _line_rows(line: Sequence[Any]) -> list[Row]:
                 pairs.append((label_words, word, i))
             label_words = []
         elif _is_label_word(text) and not re.search(r"/|\(", text):
+            if label_words and word.box[0] - label_words[-1].box[2] > 2 * (word.box[3] - word.box[1]):
+                label_words = []  # far from the previous word: another column or page, not one label
             label_words.append(word)
         else:
             label_words = []

@@ -327,10 +327,19 @@ def changed_since_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
 
 def highest_rule(ep: EpisodeView, q: Question) -> Outcome:
     table = read_table(ep, ep.in_view())
-    if len(table.rows) < 3:
+    rows = document_rows(ep, ep.in_view(), q.previous_answer) or table.rows
+    if len(rows) < 3:
         return table.missing("the entries to compare")
-    top = max(table.rows, key=lambda r: r.value)
+    top = max(rows, key=lambda r: r.value)
     return f"{top.label} is the highest, with {top.text}."
+
+
+def document_rows(ep: EpisodeView, names: Sequence[str], context: str) -> list[Row]:
+    """The rows of the one document the dialogue is about: of the readings (the original image, each
+    repaired region) that hold an entry named in ``context``, the one with the most rows; [] when none does.
+    A photo can show other documents of the same kind (a second menu, an older chart)."""
+    holding = [r for n in names for r in ep.region_readings(n) if context and named_rows(context, r.rows)]
+    return max(holding, key=lambda r: len(r.rows)).rows if holding else []
 
 
 def that_rule(ep: EpisodeView, q: Question) -> Outcome:

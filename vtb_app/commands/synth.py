@@ -24,9 +24,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-twins", action="store_true", help="tool-required tasks only")
     parser.add_argument(
         "--generator",
-        choices=("v1", "v2"),
-        default="v2",
-        help="v2: twins share one photo, only the key pages differ (default); v1: the first generator",
+        choices=("v1", "v2", "v3"),
+        default="v3",
+        help="v3: twins show the same pages and print, only reading tells the label (default); "
+        "v2: twins share one photo, only the key pages differ; v1: the first generator",
+    )
+    parser.add_argument(
+        "--split",
+        choices=("all", "train", "heldout"),
+        default="all",
+        help="v3 only: train leaves out the held-out scene types and hiding mechanisms; heldout has only those",
+    )
+    parser.add_argument(
+        "--solvable",
+        action="store_true",
+        help="keep a pair only when the OCR probe reads every key fact after the reference code (needs Tesseract)",
     )
     parser.add_argument(
         "--demo", action="store_true", help="regenerate the bundled demo set, corpus and weather archive"
@@ -57,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
                 difficulty=args.difficulty,
                 twins=not args.no_twins,
                 generator=args.generator,
+                split=args.split,
+                solvable=args.solvable,
             )
         except ValueError as exc:
             raise SystemExit(f"vtb synth: {exc}") from None

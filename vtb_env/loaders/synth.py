@@ -1,6 +1,8 @@
 """``synth:N:SEED``: the first N tasks of the synthetic stream with seed SEED (``vtb_env.synth``).
 
-``synth-v1:N:SEED`` / ``synth-v2:N:SEED`` pick the generator (``synth:`` is the default one).
+``synth-v1:N:SEED`` / ``synth-v2:N:SEED`` / ``synth-v3:N:SEED`` pick the generator (``synth:`` is the
+default one, v3); ``synth:N:SEED:train`` / ``synth:N:SEED:heldout`` pick v3's training split or its
+held-out one (scene types and hiding mechanisms the training split never shows).
 
 Twins count: ``synth:4:0`` is two tool-required tasks and their tool-redundant twins when they
 have one. The tasks are generated as the load streams, so ``limit`` and the filters cut the work.
@@ -17,30 +19,32 @@ from vtb_env.loaders.common import Candidate, DatasetSpecError, LoadReport
 from vtb_env.synth.stream import DEFAULT_GENERATOR, stream
 from vtb_env.tasks import Task
 
-SYNTH_PREFIXES = ("synth:", "synth-v1:", "synth-v2:")
-_SPEC = re.compile(r"synth(?:-(v1|v2))?:(\d+):(-?\d+)")
+SYNTH_PREFIXES = ("synth:", "synth-v1:", "synth-v2:", "synth-v3:")
+_SPEC = re.compile(r"synth(?:-(v1|v2|v3))?:(\d+):(-?\d+)(?::(train|heldout))?")
 
 
 def is_synth_spec(source: object) -> bool:
     return isinstance(source, str) and source.startswith(SYNTH_PREFIXES)
 
 
-def parse_synth_spec(spec: str) -> tuple[int, int, str]:
-    """``(n, seed, generator)`` of ``synth[-vK]:N:SEED``; DatasetSpecError for anything else."""
+def parse_synth_spec(spec: str) -> tuple[int, int, str, str]:
+    """``(n, seed, generator, split)`` of ``synth[-vK]:N:SEED[:SPLIT]``; DatasetSpecError for anything else."""
     match = _SPEC.fullmatch(spec.strip())
-    if match is None:
+    generator = (match.group(1) or DEFAULT_GENERATOR) if match else ""
+    if match is None or (match.group(4) and generator != "v3"):
         raise DatasetSpecError(
-            f"{spec!r}: expected synth:N:SEED (or synth-v1:N:SEED for the first generator) "
+            f"{spec!r}: expected synth:N:SEED (or synth-v1:N:SEED for the first generator, "
+            "synth:N:SEED:train / synth:N:SEED:heldout for v3's splits) "
             "with N >= 0 and an integer SEED, e.g. synth:50:0"
         )
-    return int(match.group(2)), int(match.group(3)), match.group(1) or DEFAULT_GENERATOR
+    return int(match.group(2)), int(match.group(3)), generator, match.group(4) or "all"
 
 
 def synth_candidates(spec: str, report: LoadReport) -> Iterator[Candidate]:
-    n, seed, generator = parse_synth_spec(spec)
+    n, seed, generator, split = parse_synth_spec(spec)
     report.kind = "synth"
-    report.note_schema(f"synth generator {generator}, seed {seed}")
-    for task in islice(stream(seed, generator=generator), n):
+    report.note_schema(f"synth generator {generator}, seed {seed}" + (f", split {split}" if split != "all" else ""))
+    for task in islice(stream(seed, generator=generator, split=split), n):
         fields = {
             "id": task.id,
             "turncase": task.turncase,

@@ -479,9 +479,12 @@ def temporal(rng: np.random.Generator, domain: str, difficulty: float) -> Bluepr
     kind = str(rng.choice(TEMPORAL_KINDS[domain]))
     n_images = 3 if rng.random() < 0.5 else 2
     scene = make_scene(kind, rng, 4 + int(round(difficulty)))
-    states = [scene]
+    states, tries = [scene], 0
     while len(states) < n_images:
-        nxt = states[-1].evolved(rng)
+        tries += 1
+        # A value the kind's rule cannot move (a lab value of 0.3 stays 0.3 after rounding) would loop forever:
+        # after 100 tries every value moves by distinct steps instead.
+        nxt = states[-1].evolved(rng) if tries <= 100 else states[-1].stepped(tries - 100)
         growth = [n.value - f.value for n, f in zip(nxt.entries, scene.entries, strict=False)]
         if len(set(growth)) == len(growth) and all(
             n.value != o.value for n, o in zip(nxt.entries, states[-1].entries, strict=False)

@@ -21,7 +21,6 @@ transform undoes camera, tilt, turn and mirroring) and cleans each key row.
 
 from __future__ import annotations
 
-import io
 import math
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -29,139 +28,22 @@ from typing import Sequence
 import numpy as np
 from PIL import Image, ImageDraw
 
-from vtb_env.synth.render import Box, Panel, font, text_width
+from vtb_env.synth.desk import (
+    Look,
+    Point,
+    background,
+    finish,
+    frame_layout,
+    notes_page,
+    page_corners,
+    paste,
+    perspective_coeffs,
+    scatter_decoy_papers,
+)
+from vtb_env.synth.render import Box, Panel
 
-Point = tuple[float, float]
 HERO_PX = 30  # text of legible key pages (OCR misreads some bold digits below ~30 px)
 MECHANISMS = ("corner", "turned", "faded")
-NOTE_WORDS = (
-    "review",
-    "notes",
-    "please",
-    "before",
-    "meeting",
-    "agenda",
-    "draft",
-    "reply",
-    "owner",
-    "status",
-    "pending",
-    "follow",
-    "up",
-    "team",
-    "budget",
-    "check",
-    "room",
-    "desk",
-    "call",
-    "later",
-    "next",
-    "week",
-    "shared",
-    "folder",
-    "print",
-    "copy",
-    "sign",
-    "here",
-    "today",
-    "plan",
-    "ideas",
-    "list",
-    "remember",
-)
-NOTE_TITLES = ("Notes", "Memo", "To do", "Agenda", "Reminders", "Ideas")
-CLUTTER_WORDS = (
-    "SALE",
-    "Welcome",
-    "Exit",
-    "Notice",
-    "Open",
-    "Thank you",
-    "Staff only",
-    "Wi-Fi",
-    "Info",
-    "Push",
-    "Caution",
-    "Please wait",
-    "Lobby",
-    "Queue here",
-)
-
-
-def perspective_coeffs(out_pts: Sequence[Point], in_pts: Sequence[Point]) -> tuple[float, ...]:
-    """PIL ``PERSPECTIVE`` data mapping each output point to its input point (four pairs)."""
-    rows, rhs = [], []
-    for (x, y), (u, v) in zip(out_pts, in_pts, strict=True):
-        rows += [[x, y, 1, 0, 0, 0, -u * x, -u * y], [0, 0, 0, x, y, 1, -v * x, -v * y]]
-        rhs += [u, v]
-    return tuple(float(c) for c in np.linalg.solve(np.array(rows, float), np.array(rhs, float)))
-
-
-def _apply(coeffs: Sequence[float], point: Point) -> Point:
-    a, b, c, d, e, f, g, h = coeffs
-    x, y = point
-    w = g * x + h * y + 1
-    return ((a * x + b * y + c) / w, (d * x + e * y + f) / w)
-
-
-def _rect(center: Point, size: tuple[int, int], angle: float = 0.0) -> list[Point]:
-    """Corners (top-left, top-right, bottom-right, bottom-left of the content) turned by ``angle``."""
-    cx, cy = center
-    w, h = size
-    t = math.radians(angle)
-    out = []
-    for dx, dy in ((-w / 2, -h / 2), (w / 2, -h / 2), (w / 2, h / 2), (-w / 2, h / 2)):
-        out.append((cx + dx * math.cos(t) + dy * math.sin(t), cy - dx * math.sin(t) + dy * math.cos(t)))
-    return out
-
-
-@dataclass(frozen=True)
-class Look:
-    """The camera and the room: shared by both twins of an image (JSON-friendly)."""
-
-    setting: str  # desk | wall
-    tilt: float  # camera roll, degrees
-    keystone: float  # one side of the frame shorter by this share (perspective)
-    keystone_side: int  # 0 top, 1 right, 2 bottom, 3 left
-    exposure: float  # < 1: a dark picture
-    light: tuple[int, float]  # lighting gradient: (axis 0 = x / 1 = y, strength signed)
-    clutter: int  # 0 light, 1 some, 2 heavy
-    decoys: int  # extra papers (notes, no digits)
-    side_angles: tuple[float, ...]  # how each side page lies
-    screen: bool  # hero pages shown on monitors
-    noise: float
-    jpeg: int | None  # JPEG quality, None = lossless
-
-    def names(self) -> list[str]:
-        out = [f"{self.setting}_photo", f"clutter_{('light', 'some', 'heavy')[self.clutter]}"]
-        out += ["tilt"] * (abs(self.tilt) >= 1) + ["perspective"] * (self.keystone >= 0.03)
-        out += ["dark"] * (self.exposure < 0.8) + ["lighting_gradient"] * (abs(self.light[1]) >= 0.15)
-        out += [f"decoy_papers_{self.decoys}"] * (self.decoys > 0) + ["screen_in_room"] * self.screen
-        return out + ["sensor_noise"] * (self.noise > 0) + ([f"jpeg_q{self.jpeg}"] if self.jpeg else [])
-
-
-def choose_look(rng: np.random.Generator, n_panels: int, difficulty: float) -> Look:
-    """A camera and room; harsher with ``difficulty``, and never so harsh that a 30 px page is lost."""
-    d = min(1.0, max(0.0, difficulty))
-    setting = "desk" if rng.random() < 0.6 else "wall"
-    return Look(
-        setting=setting,
-        tilt=round(float(rng.uniform(-1, 1)) * (1.5 + 2.5 * d), 1),
-        keystone=round(float(rng.uniform(0, 0.04 + 0.06 * d)), 3),
-        keystone_side=int(rng.integers(0, 4)),
-        exposure=round(float(rng.uniform(0.55, 1.0)) if rng.random() < 0.3 + 0.3 * d else 1.0, 2),
-        light=(int(rng.integers(0, 2)), round(float(rng.uniform(-0.35, 0.35)), 2)),
-        clutter=int(rng.choice(3, p=[0.4 - 0.2 * d, 0.4, 0.2 + 0.2 * d])),
-        decoys=int(rng.integers(0, 3)),
-        side_angles=tuple(
-            float(rng.choice([0, 90, 180, 270])) + round(float(rng.uniform(-25, 25)), 1) for _ in range(n_panels)
-        ),
-        screen=setting == "wall" and rng.random() < 0.4,
-        noise=round(float(rng.uniform(1.0, 2.0 + 1.5 * d)), 1)
-        if (noisy := rng.random() < d - 0.5)
-        else 0.0,  # hard tasks only
-        jpeg=int(rng.integers(55, 93)) if noisy or rng.random() < 0.5 else None,  # a noisy sensor's photo is a JPEG
-    )
 
 
 @dataclass(frozen=True)
@@ -212,27 +94,6 @@ class KeyPlacement:
     mechanism: Mechanism | None = None
 
 
-def notes_page(
-    size: tuple[int, int], px: int, paper: tuple[int, int, int], ink: tuple[int, int, int], rng: np.random.Generator
-) -> Image.Image:
-    """A page of digit-free notes laid out like a two-column table (the same texture as a key page)."""
-    w, h = size
-    image = Image.new("RGB", size, paper)
-    draw = ImageDraw.Draw(image)
-    pad, line = px, int(px * 1.8)
-    draw.text((pad, pad), str(rng.choice(NOTE_TITLES)), font=font(int(px * 1.3), True), fill=ink)
-    y, right = pad + int(px * 2.2), int(w * float(rng.uniform(0.5, 0.65)))
-    while y + px < h - pad:
-        words = " ".join(str(rng.choice(NOTE_WORDS)) for _ in range(int(rng.integers(1, 3))))
-        if text_width(words, px) < right - pad - px:
-            draw.text((pad, y), words, font=font(px), fill=ink)
-        tail = str(rng.choice(NOTE_WORDS))
-        if right + text_width(tail, px, True) < w - pad:
-            draw.text((right, y), tail, font=font(px, True), fill=ink)
-        y += line
-    return image
-
-
 def _fade(page: Image.Image, paper: tuple[int, int, int], mechanism: Mechanism) -> Image.Image:
     array = np.asarray(page).astype(np.float32)
     base = np.array(paper, np.float32)
@@ -244,81 +105,6 @@ def _fade(page: Image.Image, paper: tuple[int, int, int], mechanism: Mechanism) 
 def _turn(corners: list[Point], turn: str) -> list[Point]:
     tl, tr, br, bl = corners
     return {"rotate_180": [br, bl, tl, tr], "mirror": [tr, tl, bl, br], "flip": [bl, br, tr, tl]}.get(turn, corners)
-
-
-def _paste(canvas: Image.Image, page: Image.Image, corners: Sequence[Point]) -> None:
-    """Draw ``page`` onto ``canvas`` so its content corners land on ``corners``."""
-    xs, ys = [p[0] for p in corners], [p[1] for p in corners]
-    x0, y0 = max(0, int(math.floor(min(xs)))), max(0, int(math.floor(min(ys))))
-    x1, y1 = min(canvas.width, int(math.ceil(max(xs)))), min(canvas.height, int(math.ceil(max(ys))))
-    if x1 <= x0 or y1 <= y0:
-        return
-    w, h = page.size
-    coeffs = perspective_coeffs([(x - x0, y - y0) for x, y in corners], [(0, 0), (w, 0), (w, h), (0, h)])
-    warped = page.convert("RGBA").transform(
-        (x1 - x0, y1 - y0), Image.Transform.PERSPECTIVE, coeffs, Image.Resampling.BICUBIC
-    )
-    canvas.paste(warped, (x0, y0), warped)
-
-
-def _background(rng: np.random.Generator, size: tuple[int, int], look: Look) -> Image.Image:
-    """A desk top (wood, grain) or a wall with a floor, furniture and clutter: flat shapes only."""
-    w, h = size
-    if look.setting == "desk":
-        base = tuple(int(c) for c in rng.integers([110, 70, 40], [190, 140, 100]))
-        image = Image.new("RGB", size, base)
-        draw = ImageDraw.Draw(image)
-        for _ in range(int(rng.integers(8, 20))):  # grain
-            y = int(rng.integers(0, h))
-            shade = tuple(int(max(0, c - rng.integers(8, 30))) for c in base)
-            draw.line((0, y, w, y + int(rng.integers(-30, 30))), fill=shade, width=int(rng.integers(1, 5)))
-    else:
-        wall = tuple(int(c) for c in rng.integers(150, 235, size=3))
-        image = Image.new("RGB", size, wall)
-        draw = ImageDraw.Draw(image)
-        floor = int(h * float(rng.uniform(0.75, 0.92)))
-        draw.rectangle((0, floor, w, h), fill=tuple(int(c) for c in rng.integers(60, 140, size=3)))
-        for _ in range(int(rng.integers(1, 3))):  # windows and frames
-            x, y = int(rng.integers(0, w)), int(rng.integers(0, floor // 2 + 1))
-            draw.rectangle(
-                (x, y, x + int(rng.integers(80, 260)), y + int(rng.integers(80, 220))),
-                fill=tuple(int(c) for c in rng.integers(120, 250, size=3)),
-                outline=(60, 60, 60),
-                width=4,
-            )
-    for _ in range(int(rng.integers(3, 6)) + 5 * look.clutter):  # mugs, phones, books, pens
-        x, y = int(rng.integers(-40, w)), int(rng.integers(-40, h))
-        bw, bh = int(rng.integers(30, 180)), int(rng.integers(20, 140))
-        color = tuple(int(c) for c in rng.integers(20, 240, size=3))
-        shape = int(rng.integers(0, 3))
-        if shape == 0:
-            draw.ellipse((x, y, x + bw, y + bh), fill=color)
-        elif shape == 1:
-            draw.rectangle((x, y, x + bw, y + bh), fill=color)
-        else:
-            draw.line((x, y, x + bw * 2, y + bh // 3), fill=color, width=int(rng.integers(4, 10)))
-    for _ in range(int(rng.integers(1, 3)) + 3 * look.clutter):  # signs and labels without digits
-        word, px = str(rng.choice(CLUTTER_WORDS)), int(rng.integers(14, 34))
-        x, y = int(rng.integers(0, max(1, w - text_width(word, px, True)))), int(rng.integers(0, max(1, h - px)))
-        draw.text((x, y), word, font=font(px, True), fill=tuple(int(c) for c in rng.integers(0, 256, size=3)))
-    return image
-
-
-def _finish(canvas: Image.Image, look: Look, rng: np.random.Generator) -> tuple[Image.Image, bytes | None]:
-    """Lighting gradient, exposure, sensor noise and JPEG: what the camera adds to the whole frame."""
-    array = np.asarray(canvas).astype(np.float32)
-    axis, strength = look.light
-    ramp = np.linspace(-1.0, 1.0, array.shape[1 - axis], dtype=np.float32) * strength
-    gain = (1.0 + ramp)[None, :, None] if axis == 0 else (1.0 + ramp)[:, None, None]
-    array = array * gain * look.exposure
-    if look.noise:
-        array += rng.normal(0.0, look.noise, size=array.shape[:2] + (1,)).astype(np.float32)
-    frame = Image.fromarray(np.clip(array, 0, 255).astype(np.uint8), "RGB")
-    if not look.jpeg:
-        return frame, None
-    buffer = io.BytesIO()
-    frame.save(buffer, format="JPEG", quality=look.jpeg)
-    return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB"), buffer.getvalue()
 
 
 def compose(
@@ -336,70 +122,18 @@ def compose(
     Every draw from ``look_rng`` happens whatever the label, so both twins share all of it.
     """
     n = len(big)
-    gap = int(look_rng.integers(24, 70))
-    hero_pos, x = [], 0.0
-    for panel in big:  # heroes in a row, slightly staggered
-        w, h = panel.image.size
-        hero_pos.append((x + w / 2, float(look_rng.integers(0, 50)) + h / 2))
-        x += w + gap
-    side_sizes = [panel.image.size for panel in small]
-    extents = []
-    for (w, h), angle in zip(side_sizes, look.side_angles, strict=False):
-        corners = _rect((0, 0), (w, h), angle)
-        extents.append(
-            (
-                max(p[0] for p in corners) - min(p[0] for p in corners),
-                max(p[1] for p in corners) - min(p[1] for p in corners),
-            )
-        )
-    column = max(e[0] for e in extents)
-    hero_h = max(y + panel.image.height / 2 for (_, y), panel in zip(hero_pos, big, strict=False))
-    left = look_rng.random() < 0.5
-    side_pos, y = [], float(look_rng.integers(0, 60))
-    for _, eh in extents:
-        side_pos.append((column / 2 if left else x + column / 2, y + eh / 2))
-        y += eh + gap
-    if left:
-        hero_pos = [(hx + column + gap, hy) for hx, hy in hero_pos]
-    width, height = x + column, max(hero_h, y)
-    # The camera: roll about the centre, then one side of the frame foreshortened.
-    frame = _rect((width / 2, height / 2), (int(width), int(height)), look.tilt)
-    k = look.keystone
-    side = look.keystone_side
-    a, b = side, (side + 1) % 4  # the corners of the shortened side move towards each other
-    frame[a], frame[b] = (
-        (frame[a][0] * (1 - k / 2) + frame[b][0] * k / 2, frame[a][1] * (1 - k / 2) + frame[b][1] * k / 2),
-        (frame[b][0] * (1 - k / 2) + frame[a][0] * k / 2, frame[b][1] * (1 - k / 2) + frame[a][1] * k / 2),
-    )
-    camera = perspective_coeffs([(0, 0), (width, 0), (width, height), (0, height)], frame)
-    margins = [int(v) for v in look_rng.integers(30, 110, size=4)]
-    min_x, min_y = min(p[0] for p in frame), min(p[1] for p in frame)
-    shot = lambda p: (lambda q: (q[0] - min_x + margins[0], q[1] - min_y + margins[1]))(_apply(camera, p))  # noqa: E731
-    size = (
-        int(max(p[0] for p in frame) - min_x) + margins[0] + margins[2],
-        int(max(p[1] for p in frame) - min_y) + margins[1] + margins[3],
-    )
-
-    canvas = _background(look_rng, size, look)
+    layout = frame_layout([p.image.size for p in big], [p.image.size for p in small], look, look_rng)
+    shot = layout.shot
+    canvas = background(look_rng, layout.size, look)
     paper, ink = big[0].background, (40, 40, 40)
-    for _ in range(look.decoys):  # other papers on the desk, partly under the key pages
-        dw, dh = int(look_rng.integers(180, 420)), int(look_rng.integers(140, 360))
-        center = (float(look_rng.uniform(0, width)), float(look_rng.uniform(0, height)))
-        note = notes_page((dw, dh), int(look_rng.integers(12, 20)), (250, 250, 245), (50, 50, 70), look_rng)
-        _paste(canvas, note, [shot(p) for p in _rect(center, (dw, dh), float(look_rng.uniform(-30, 30)))])
+    scatter_decoy_papers(canvas, layout, look, look_rng)
     hero_notes = [notes_page(p.image.size, HERO_PX, paper, ink, look_rng) for p in big]
     side_notes = [notes_page(p.image.size, small_px, paper, ink, look_rng) for p in small]
     draw = ImageDraw.Draw(canvas)
     placements = []
     for i in range(n):
         mech = mechanisms[i] if mechanisms is not None else None
-        hero = _rect(hero_pos[i], big[i].image.size)
-        side = _rect(side_pos[i], side_sizes[i], look.side_angles[i])
-        if look.screen:  # a monitor's bezel around the hero page
-            w, h = big[i].image.size
-            draw.polygon([shot(p) for p in _rect(hero_pos[i], (w + 36, h + 36))], fill=(25, 25, 30))
-        for corners in (side,) if look.screen else (hero, side):  # a shadow under each paper
-            draw.polygon([(q[0] + 6, q[1] + 8) for q in (shot(p) for p in corners)], fill=(40, 35, 30))
+        hero, side = page_corners(draw, layout, look, i, big[i].image.size)
         if mech is not None and mech.corner:
             key_page, key_corners, hero_page, side_page, px, panel = (
                 small[i].image,
@@ -423,23 +157,30 @@ def compose(
         if mech is not None and mech.turn:
             key_corners = _turn(key_corners, mech.turn)
         photo_corners = tuple(shot(p) for p in key_corners)
-        _paste(canvas, hero_page or side_page, [shot(p) for p in (hero if hero_page else side)])
-        _paste(canvas, key_page, photo_corners)
+        paste(canvas, hero_page or side_page, [shot(p) for p in (hero if hero_page else side)])
+        paste(canvas, key_page, photo_corners)
         placements.append(
             KeyPlacement(
                 tuple((round(x, 2), round(y, 2)) for x, y in photo_corners), key_page.size, px, dict(panel.boxes), mech
             )
         )
-    frame, jpeg = _finish(canvas, look, look_rng)
+    frame, jpeg = finish(canvas, look, look_rng)
     return frame, jpeg, placements
 
 
 def reference_code(
-    image_name: str, placement: KeyPlacement, look: Look, labels: Sequence[str], first_index: int
+    image_name: str,
+    placement: KeyPlacement,
+    look: Look,
+    labels: Sequence[str],
+    first_index: int,
+    even_light: bool = False,
 ) -> str:
     """Executable PIL code that flattens the key page, enlarges it and cleans each labelled row.
 
     It reads ``image_name`` and writes ``transformed_image_<first_index + j>.png`` for the j-th label.
+    ``even_light`` (v3) also divides each row by its paper's brightness (a light gradient or a shadow's
+    edge across a row defeats one global contrast stretch).
     """
     k = max(1, math.ceil(30 / placement.px))
     w, h = placement.size
@@ -447,7 +188,9 @@ def reference_code(
     coeffs = tuple(round(c, 10) for c in perspective_coeffs(target, placement.corners))
     corners = [tuple(round(v) for v in p) for p in placement.corners]
     lines = [
-        "from PIL import Image, ImageFilter, ImageOps",
+        "import numpy as np\nfrom PIL import Image, ImageFilter, ImageOps"
+        if even_light
+        else "from PIL import Image, ImageFilter, ImageOps",
         f"photo = Image.open({image_name!r}).convert('RGB')",
         (
             "# The page's printed top-left, top-right, bottom-right and bottom-left corners "
@@ -470,6 +213,14 @@ def reference_code(
         )
         if look.noise or look.jpeg:
             lines.append("row = row.filter(ImageFilter.MedianFilter(3))  # remove sensor noise and JPEG speckle")
+        if even_light:
+            size = 2 * (30 // 5) + 1  # wider than a stroke of ~30 px text: the filter keeps only paper
+            lines += [
+                "row = row.convert('L')",
+                f"paper = row.filter(ImageFilter.MaxFilter({size})).filter(ImageFilter.GaussianBlur({size}))",
+                "row = Image.fromarray(np.clip(np.asarray(row, float) / np.maximum(np.asarray(paper, float), 1) * 255,"
+                " 0, 255).astype('uint8'))  # even out the light",
+            ]
         # Ink covers well under a third of a row crop: clipping the brightest 30% to white leaves clean paper.
         lines.append("row = ImageOps.autocontrast(row.convert('L'), cutoff=(1, 30))  # restore contrast, clean paper")
         lines.append(

@@ -66,6 +66,14 @@ class Scene:
         )
         return replace(self, entries=entries)
 
+    def stepped(self, size: int) -> "Scene":
+        """The same document later, every value up by a distinct multiple of ``size`` tenths."""
+        entries = tuple(
+            replace(e, value=(v := round(e.value + 0.1 * size * (i + 1), 2)), text=self.kind.fmt(v))
+            for i, e in enumerate(self.entries)
+        )
+        return replace(self, entries=entries)
+
 
 def _money(v: float) -> str:
     return f"${v:,.2f}"
@@ -340,9 +348,9 @@ DOMAIN_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def make_scene(kind_name: str, rng: np.random.Generator, n_entries: int) -> Scene:
-    """Draw a scene's facts: ``n_entries`` distinct labels with values."""
-    kind = KINDS[kind_name]
+def make_scene(kind: str | Kind, rng: np.random.Generator, n_entries: int) -> Scene:
+    """Draw a scene's facts: ``n_entries`` distinct labels with values (``kind``: a ``KINDS`` name or a Kind)."""
+    kind = KINDS[kind] if isinstance(kind, str) else kind
     title = str(rng.choice(kind.titles))
     if kind.style == "map":
         towns = [str(t) for t in rng.permutation(TOWNS)[: n_entries + 1]]

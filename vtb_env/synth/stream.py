@@ -12,19 +12,32 @@ from typing import Callable, Iterator, Mapping, Union
 
 import numpy as np
 
-from vtb_env.synth.categories import BUILDERS
+from vtb_env.synth.categories import BUILDERS, Blueprint
+from vtb_env.synth.matched import SPLITS, Hide, plan_hiding
 from vtb_env.synth.twins import GENERATORS, TOOL_REDUNDANT, TOOL_REQUIRED, assemble
 from vtb_env.tasks import DOMAINS, TASK_CATEGORIES, Task
 
 Difficulty = Union[float, Callable[[int], float]]
-_FACTS, _CHOICE, _RENDER_REQUIRED, _RENDER_REDUNDANT, _LOOK = 1, 0, 2, 3, 4
-DEFAULT_GENERATOR = "v2"
+_FACTS, _CHOICE, _RENDER_REQUIRED, _RENDER_REDUNDANT, _LOOK, _HIDE = 1, 0, 2, 3, 4, 5
+DEFAULT_GENERATOR = "v3"
 
 
-def _task_id(seed: int, index: int, label: str, generator: str = DEFAULT_GENERATOR) -> str:
-    """v1 ids are unchanged; other generators get their own (runs, caches and resumes never mix them)."""
-    prefix = "vtb-synth" if generator == "v1" else f"vtb-synth-{generator}"
+def _task_id(seed: int, index: int, label: str, generator: str = DEFAULT_GENERATOR, split: str = "all") -> str:
+    """v1 ids are unchanged; other generators (and v3's train/held-out splits) get their own, so runs,
+    caches and resumes never mix them."""
+    prefix = "vtb-synth" if generator == "v1" else f"vtb-synth-{generator}" + (f"-{split}" if split != "all" else "")
     return hashlib.sha1(f"{prefix}:{seed}:{index}:{label}".encode()).hexdigest()[:24]
+
+
+def _hiding(
+    blueprint: Blueprint, rng: np.random.Generator, difficulty: float, split: str
+) -> dict[int, list[Hide]] | None:
+    """v3's plan for the pair: how each state's key panels are hidden (None: not in ``split``)."""
+    reads: dict[int, set[str]] = {}
+    for ask in blueprint.asks:
+        for state, label in ask.reads:
+            reads.setdefault(state, set()).add(label)
+    return plan_hiding(blueprint.states, reads, blueprint.split, rng, difficulty, split)
 
 
 def _weights(names: tuple[str, ...], mix: Mapping[str, float] | None, what: str) -> np.ndarray:
@@ -48,34 +61,47 @@ def generate_pair(
     difficulty: float = 0.5,
     twins: bool = True,
     generator: str = DEFAULT_GENERATOR,
+    split: str = "all",
 ) -> list[Task]:
     """The tool-required task at ``index`` and, when the task admits one, its tool-redundant twin.
 
     Tasks whose answer needs a corpus or weather lookup have no twin (no rendering makes the
-    lookup redundant). ``generator``: ``v2`` (default; twins share one photo and differ only in
-    the key pages) or ``v1`` (the first generator: a degraded photo vs a clean printout).
+    lookup redundant). ``generator``: ``v3`` (default; twins show the same pages and print, the
+    label decides which page or rows hold the key facts), ``v2`` (one photo, only the key pages
+    differ) or ``v1`` (the first generator: a degraded photo vs a clean printout).
+    ``split`` (v3 only): ``all``, ``train`` (no held-out scene types or hiding mechanisms) or
+    ``heldout`` (only tasks that show one); an index outside the split gives ``[]``.
     """
     if not 0.0 <= difficulty <= 1.0:
         raise ValueError(f"difficulty must be in [0, 1], got {difficulty}")
     if generator not in GENERATORS:
         raise ValueError(f"unknown generator {generator!r}; choose from {list(GENERATORS)}")
+    if split not in SPLITS or (split != "all" and generator != "v3"):
+        raise ValueError(f"split must be one of {list(SPLITS)} (train/heldout: generator v3 only), got {split!r}")
     choice = np.random.default_rng([seed, index, _CHOICE])
     domain = domain or str(choice.choice(DOMAINS))
     category = category or str(choice.choice(TASK_CATEGORIES))
     if domain not in DOMAINS or category not in BUILDERS:
         raise ValueError(f"unknown domain {domain!r} or category {category!r}")
     blueprint = BUILDERS[category](np.random.default_rng([seed, index, _FACTS]), domain, difficulty)
-    required_id, redundant_id = (_task_id(seed, index, label, generator) for label in (TOOL_REQUIRED, TOOL_REDUNDANT))
+    hiding = None
+    if generator == "v3":
+        hiding = _hiding(blueprint, np.random.default_rng([seed, index, _HIDE]), difficulty, split)
+        if hiding is None:
+            return []
+    ids = (_task_id(seed, index, label, generator, split) for label in (TOOL_REQUIRED, TOOL_REDUNDANT))
+    required_id, redundant_id = ids
     with_twin = twins and not blueprint.needs_lookup
     base = {
         "generator": "vtb_env.synth" if generator == "v1" else f"vtb_env.synth/{generator}",
         "seed": seed,
         "index": index,
-        "pair_id": _task_id(seed, index, "", generator).strip()
+        "pair_id": _task_id(seed, index, "", generator, split).strip()
         if generator != "v1"
         else hashlib.sha1(f"vtb-synth:{seed}:{index}".encode()).hexdigest()[:24],
+        **({"split": split} if generator == "v3" else {}),
     }
-    render = dict(difficulty=difficulty, generator=generator, look_seed=(seed, index, _LOOK))
+    render = dict(difficulty=difficulty, generator=generator, look_seed=(seed, index, _LOOK), hiding=hiding)
     tasks = [
         assemble(
             blueprint,
@@ -109,22 +135,46 @@ def stream(
     twins: bool = True,
     start: int = 0,
     generator: str = DEFAULT_GENERATOR,
+    split: str = "all",
+    solvable: bool = False,
 ) -> Iterator[Task]:
     """Yield tasks forever: each index gives a tool-required task, then its twin when it has one.
 
     ``mix`` weights the categories (``TASK_CATEGORIES`` names), ``domains`` the domains;
     ``difficulty`` is a number in [0, 1] or a function of the index (a curriculum);
-    ``generator`` is ``v2`` (default) or ``v1`` (see ``generate_pair``).
+    ``generator`` is ``v3`` (default), ``v2`` or ``v1``; ``split`` (v3): ``all``, ``train`` or
+    ``heldout`` (indices outside the split are skipped; see ``generate_pair``).
+    ``solvable``: keep a pair only when the OCR probe reads every key fact of the tool-required task
+    in its reference code's output (Tesseract; about a second per task) and every key fact of the twin
+    as shown.
     """
+    if solvable:
+        from vtb_env.synth.probe import probe_task  # needs Tesseract; imported only when asked for
+
     category_p, domain_p = _weights(TASK_CATEGORIES, mix, "category"), _weights(DOMAINS, domains, "domain")
     for index in count(start):
         pick = np.random.default_rng([seed, index, _CHOICE])
         category = TASK_CATEGORIES[int(pick.choice(len(TASK_CATEGORIES), p=category_p))]
         domain = DOMAINS[int(pick.choice(len(DOMAINS), p=domain_p))]
         level = difficulty(index) if callable(difficulty) else difficulty
-        yield from generate_pair(
-            seed, index, domain=domain, category=category, difficulty=float(level), twins=twins, generator=generator
+        pair = generate_pair(
+            seed,
+            index,
+            domain=domain,
+            category=category,
+            difficulty=float(level),
+            twins=twins,
+            generator=generator,
+            split=split,
         )
+        if solvable and not all(_solved(probe_task(task)) for task in pair):
+            continue
+        yield from pair
+
+
+def _solved(result) -> bool:
+    """The probe read every key fact where the task's label says it can be read (after the tools, or as shown)."""
+    return result.read_after == result.facts if result.mode_label == TOOL_REQUIRED else result.readable_directly
 
 
 def generate(n: int, seed: int = 0, mix: Mapping[str, float] | None = None, **options) -> list[Task]:

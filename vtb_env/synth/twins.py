@@ -1,8 +1,10 @@
 """Turn a blueprint into a Task for one mode label.
 
-Generator v2 (default, ``photo``): both labels get the same photo (camera, room, clutter,
-lighting, noise, JPEG); ``tool_required`` hides the key pages (small in a corner, turned, faded),
-``tool_redundant`` prints them large. Generator v1 (``degrade``): ``tool_required`` is small key
+Generator v3 (default, ``matched``): both labels get the same photo with the same pages and
+print (a key document and a look-alike decoy on a large and a small page, faint bands of glare or
+shadow); the label decides which page, or which rows under a band, hold the key facts. Generator v2
+(``photo``): the same photo, but ``tool_required`` hides the key pages (small in a corner, turned,
+faded) and ``tool_redundant`` prints them large. Generator v1 (``degrade``): ``tool_required`` is small key
 text inside a degraded photo-like scene, ``tool_redundant`` the same facts rendered large,
 upright and clean. Tool-required tasks carry a reference trajectory whose
 ``python_image_processing`` code isolates, enlarges and repairs each key row; twins keep only
@@ -12,13 +14,13 @@ what no rendering can replace (none, for twinned tasks).
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 from PIL import Image
 
 from vtb_env.image_names import task_image_name
-from vtb_env.synth import degrade, photo
+from vtb_env.synth import degrade, desk, matched, photo
 from vtb_env.synth.categories import Blueprint
 from vtb_env.synth.render import Panel, png_bytes
 from vtb_env.synth.scenes import Scene, render
@@ -110,7 +112,7 @@ def _render_state_v2(
     small = [
         render(scene, small_px, part, np.random.default_rng(map_seed), printable=True, pale=True) for part in parts
     ]
-    look = photo.choose_look(look_rng, len(parts), difficulty)
+    look = desk.choose_look(look_rng, len(parts), difficulty)
     mechanisms = None if label == TOOL_REDUNDANT else [photo.choose_mechanism(rng, difficulty) for _ in parts]
     image, jpeg, placements = photo.compose(big, small, small_px, look, look_rng, mechanisms)
     if mechanisms is None:
@@ -132,7 +134,40 @@ def _render_state_v2(
     )
 
 
-GENERATORS = ("v1", "v2")
+def _render_state_v3(
+    scene: Scene,
+    split: bool,
+    label: str,
+    hides: Sequence[matched.Hide],
+    look_rng: np.random.Generator,
+    difficulty: float,
+) -> _Rendered:
+    """Generator v3: the same pages and print for both labels; the label decides which page or rows
+    hold the key facts (``matched``)."""
+    hidden = label == TOOL_REQUIRED
+    picture = matched.render_state(scene, split, hides, hidden, look_rng, difficulty)
+    look = picture.look.names() + [f"row_patch_{h.how}" for h in hides if h.how in matched.PATCHES]
+    if not hidden:
+        return _Rendered(picture.image, picture.panels, data=picture.jpeg, look=look, compress_level=3)
+    names = list(dict.fromkeys(matched.NAMES[h.how] for h in hides))
+    placements = picture.placements
+    code = lambda name, i, labels, first: photo.reference_code(  # noqa: E731
+        name, placements[i], picture.look, labels, first, even_light=True
+    )
+    hint = "; ".join(dict.fromkeys(matched.HINTS[h.how] for h in hides)) + "; flattening the page"
+    return _Rendered(
+        picture.image,
+        picture.panels,
+        data=picture.jpeg,
+        code=code,
+        degradations=names + ["split_regions"] * split,
+        look=look,
+        hint=hint,
+        compress_level=3,
+    )
+
+
+GENERATORS = ("v1", "v2", "v3")
 
 
 def assemble(
@@ -143,13 +178,15 @@ def assemble(
     rng: np.random.Generator,
     difficulty: float,
     metadata: dict[str, Any],
-    generator: str = "v2",
+    generator: str = "v3",
     look_seed: Sequence[int] = (),
+    hiding: Mapping[int, Sequence[matched.Hide]] | None = None,
 ) -> Task:
     """Render every scene state for ``label`` and build the Task.
 
-    ``generator`` v2 draws each state's camera and room from ``[*look_seed, state]``, the same
-    for both twins; v1 renders each label on its own (see docs/synth.md).
+    ``generator`` v2 and v3 draw each state's camera and room from ``[*look_seed, state]``, the same
+    for both twins (v3 also its pages, from ``hiding``, one plan per state drawn for the pair);
+    v1 renders each label on its own (see docs/synth.md).
     """
     if generator not in GENERATORS:
         raise ValueError(f"unknown generator {generator!r}; choose from {list(GENERATORS)}")
@@ -163,9 +200,13 @@ def assemble(
             split = blueprint.split and state == 0
             if generator == "v1":
                 rendered[state] = _render_state(blueprint.states[state], split, label, rng, difficulty)
-            else:
+            elif generator == "v2":
                 look_rng = np.random.default_rng([*look_seed, state])
                 rendered[state] = _render_state_v2(blueprint.states[state], split, label, rng, look_rng, difficulty)
+            else:
+                look_rng = np.random.default_rng([*look_seed, state])
+                hides = (hiding or {})[state]
+                rendered[state] = _render_state_v3(blueprint.states[state], split, label, hides, look_rng, difficulty)
             name = image_names[state] = task_image_name(len(image_names) + 1)
             refs.append(ImageRef(name=name, data=rendered[state].data))
             if rendered[state].degradations:
