@@ -9,6 +9,7 @@ AsyncVectorEnv worker) forgets its parent's pools and starts its own.
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import json
 import os
 import queue
@@ -45,7 +46,10 @@ INTERPRETER_MODULES = IMAGE_MODULES + (
 )
 PROFILES = {"image": IMAGE_MODULES, "interpreter": INTERPRETER_MODULES}
 
-_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BOOT_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "boot.py")
+# The project's top-level packages: task code, loaders, generator, rewards, data. The server never
+# imports them and its children can neither import nor read them (see boot.py and server.setup).
+PROJECT_PACKAGES = ("vtb_env", "vtb_rewards", "vtb_agents", "vtb_app")
 STDERR_TAIL_LINES = 20  # of the server's stderr, quoted when it fails to start or dies
 
 
@@ -76,8 +80,8 @@ class ExecResult:
 def clean_environment() -> dict[str, str]:
     """The fork server's whole environment: no keys, tokens or user settings reach it.
 
-    ``PYTHONPATH`` is this package's root, then this interpreter's own ``sys.path`` entries (paths,
-    not secrets), so the server imports the same packages as the process that started it."""
+    ``PYTHONPATH`` is this interpreter's own ``sys.path`` entries (paths, not secrets), so the server
+    imports the same libraries as the process that started it, less the project's source roots."""
     return {
         "PATH": "/usr/bin:/bin",
         "LANG": "C.UTF-8",
@@ -95,8 +99,27 @@ def clean_environment() -> dict[str, str]:
 
 
 def _python_path() -> str:
-    entries = [_PACKAGE_ROOT] + [p for p in sys.path if os.path.isabs(p) and os.path.exists(p)]
+    source_roots = {os.path.dirname(path) for path in project_dirs()} - {_site_dir(p) for p in sys.path}
+    entries = [p for p in sys.path if os.path.isabs(p) and os.path.exists(p) and os.path.realpath(p) not in source_roots]
     return os.pathsep.join(dict.fromkeys(entries))
+
+
+def _site_dir(path: str) -> str:
+    """``path`` when it is an installation directory (site- or dist-packages), which other libraries share."""
+    return os.path.realpath(path) if os.path.basename(path) in ("site-packages", "dist-packages") else ""
+
+
+def project_dirs() -> list[str]:
+    """The directories of the project's packages (real paths), found without importing any of them."""
+    found = []
+    for name in PROJECT_PACKAGES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.submodule_search_locations:
+            found.extend(os.path.realpath(path) for path in spec.submodule_search_locations)
+    return sorted(set(found))
 
 
 class _Slot:
@@ -118,7 +141,7 @@ class _Slot:
         self._claim_uid()
         self.stderr = tempfile.TemporaryFile(prefix="vtb-server-stderr-")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "vtb_env.sandbox.server", json.dumps(self.config)],
+            [sys.executable, "-P", BOOT_SCRIPT, json.dumps(self.config)],  # -P: the script's dir is not on sys.path
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
@@ -245,6 +268,7 @@ class Sandbox:
             "png_compress_level": png_compress_level,
             "disable": list(disable),
             "uid": None,
+            "hide": project_dirs(),
         }
         self._slots = [_Slot(i, config) for i in range(count)]
         self._free: queue.Queue[_Slot] = queue.Queue()

@@ -1,0 +1,43 @@
+"""The fork server's entry point: it holds the sandbox's own modules and none of the project's task code.
+
+The pool runs this file by path (``python -P .../vtb_env/sandbox/boot.py '<json config>'``), never
+``python -m vtb_env.sandbox.server``: importing any module of the ``vtb_env`` package would run
+``vtb_env/__init__.py``, which imports the loaders and, through them, the synthetic generator,
+and model code in the sandbox could then call ``vtb_env.load_tasks`` or walk the generator's
+objects for answers. Instead this script registers ``vtb_env`` as a bare package (its ``__init__``
+never runs), imports ``vtb_env.sandbox.server`` (the sandbox modules only: ``tests/test_sandbox_leaks.py``
+checks the list), then *seals* the bare package (empty ``__path__``), so no further ``vtb_env``
+submodule can be found by name in the server, its zygote or any child. The pool also leaves the
+project's source roots off the server's ``PYTHONPATH``, and the server's landlock ruleset leaves
+the project's package directories (and their data) unreadable; see ``server.setup``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+
+PROJECT_PACKAGE = "vtb_env"
+
+
+def _bare_package(name: str, path: str) -> types.ModuleType:
+    """A package module that finds submodules in ``path`` without executing the package's ``__init__``."""
+    module = types.ModuleType(name, f"{name} as seen by the sandbox: the sandbox modules only")
+    module.__path__ = [path]
+    module.__package__ = name
+    sys.modules[name] = module
+    return module
+
+
+def main() -> None:
+    sandbox_dir = os.path.dirname(os.path.abspath(__file__))
+    package = _bare_package(PROJECT_PACKAGE, os.path.dirname(sandbox_dir))
+    from vtb_env.sandbox import server  # the package __init__ of vtb_env.sandbox: pool, limits, server, protocol
+
+    package.__path__ = []  # sealed: nothing else of the project can be imported by name from here on
+    server.main()
+
+
+if __name__ == "__main__":
+    main()
