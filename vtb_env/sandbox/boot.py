@@ -1,20 +1,23 @@
 """The fork server's entry point: it holds the sandbox's own modules and none of the project's task code.
 
-The pool runs this file by path (``python -P .../vtb_env/sandbox/boot.py '<json config>'``), never
+The pool runs this file by path (``python -S -P .../vtb_env/sandbox/boot.py '<json config>'``), never
 ``python -m vtb_env.sandbox.server``: importing any module of the ``vtb_env`` package would run
 ``vtb_env/__init__.py``, which imports the loaders and, through them, the synthetic generator,
 and model code in the sandbox could then call ``vtb_env.load_tasks`` or walk the generator's
 objects for answers. Instead this script registers ``vtb_env`` as a bare package (its ``__init__``
 never runs), imports ``vtb_env.sandbox.server`` (the sandbox modules only: ``tests/test_sandbox_leaks.py``
 checks the list), then *seals* the bare package (empty ``__path__``), so no further ``vtb_env``
-submodule can be found by name in the server, its zygote or any child. The pool also leaves the
-project's source roots off the server's ``PYTHONPATH``, and the server's landlock ruleset leaves
-the project's package directories (and their data) unreadable; see ``server.setup``.
+submodule can be found by name in the server, its zygote or any child. ``-S`` runs no ``.pth`` file
+(an editable install's finder maps ``vtb_env`` to its sources), the pool leaves the project's source
+roots off the server's ``PYTHONPATH``, and the server's landlock ruleset leaves the project's package
+directories (and their data) unreadable (see ``server.setup``). Left on a host with neither landlock
+nor mount rights: a child that knows where the sources lie can still read them as files.
 """
 
 from __future__ import annotations
 
 import os
+import site
 import sys
 import types
 
@@ -30,7 +33,20 @@ def _bare_package(name: str, path: str) -> types.ModuleType:
     return module
 
 
+def _as_site_would() -> None:
+    """What ``-S`` leaves out that the server needs: ``sys.prefix`` in a virtual environment (the server's
+    landlock rules allow reading the interpreter's prefixes), and the ``exit``/``help`` builtins code may call."""
+    for builtin in (site.setquit, site.setcopyright, site.sethelper):
+        builtin()
+    exe_dir = os.path.dirname(sys.executable)
+    for candidate in (exe_dir, os.path.dirname(exe_dir)):
+        if os.path.isfile(os.path.join(candidate, "pyvenv.cfg")):
+            sys.prefix = sys.exec_prefix = candidate
+            return
+
+
 def main() -> None:
+    _as_site_would()
     sandbox_dir = os.path.dirname(os.path.abspath(__file__))
     package = _bare_package(PROJECT_PACKAGE, os.path.dirname(sandbox_dir))
     from vtb_env.sandbox import server  # the package __init__ of vtb_env.sandbox: pool, limits, server, protocol

@@ -141,7 +141,9 @@ class _Slot:
         self._claim_uid()
         self.stderr = tempfile.TemporaryFile(prefix="vtb-server-stderr-")
         self.process = subprocess.Popen(
-            [sys.executable, "-P", BOOT_SCRIPT, json.dumps(self.config)],  # -P: the script's dir is not on sys.path
+            # -S: no .pth files run (an editable install's finder would map the project's names to its sources);
+            # PYTHONPATH already lists the directories they add. -P: the script's own dir is not on sys.path.
+            [sys.executable, "-S", "-P", BOOT_SCRIPT, json.dumps(self.config)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
