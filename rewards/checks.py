@@ -59,9 +59,33 @@ _LIST_PUNCTUATION = set(",;/|%&")
 _OR_BEFORE = re.compile(r"(?:\bor|\beither|/)\s*$")
 _OR_AFTER = re.compile(r"^\s*(?:or\b|/)")
 
-_INCREASE = ("increase", "increased", "increases", "increasing", "rose", "rise", "risen", "rising", "up", "grew", "gained")
-_DECREASE = ("decrease", "decreased", "decreases", "decreasing", "fell", "fall", "fallen", "falling", "down", "dropped",
-             "declined", "shrank")
+_INCREASE = (
+    "increase",
+    "increased",
+    "increases",
+    "increasing",
+    "rose",
+    "rise",
+    "risen",
+    "rising",
+    "up",
+    "grew",
+    "gained",
+)
+_DECREASE = (
+    "decrease",
+    "decreased",
+    "decreases",
+    "decreasing",
+    "fell",
+    "fall",
+    "fallen",
+    "falling",
+    "down",
+    "dropped",
+    "declined",
+    "shrank",
+)
 _EXCLUSIVE = (
     (_INCREASE, _DECREASE),
     (("higher",), ("lower",)),

@@ -184,7 +184,16 @@ class EpisodeReward:
 
 
 def default_reward(
-    config: RewardConfig | None = None, judge: Judge | None = None, mode_labels: Mapping[str, "ModeLabel"] | None = None
+    config: RewardConfig | None = None,
+    judge: Judge | None = None,
+    mode_labels: Mapping[str, "ModeLabel"] | None = None,
+    judge_options: Mapping[str, Any] | None = None,
 ) -> EpisodeReward:
-    """The environment's reward: default weights, and the judge from ``VTB_JUDGE_*`` variables when not given."""
-    return EpisodeReward(config, judge if judge is not None else judge_from_env(), mode_labels)
+    """The environment's reward: default weights, and the judge from ``VTB_JUDGE_*`` variables when not given,
+    its request options (temperature, max tokens, token field, structured output) overridden by ``judge_options``
+    (see ``vtb_rewards.judge.factory``)."""
+    if judge is None:
+        judge = judge_from_env(judge_options)
+    elif judge_options:
+        raise ValueError("judge_options configure the judge from VTB_JUDGE_*: give them or a judge, not both")
+    return EpisodeReward(config, judge, mode_labels)

@@ -35,7 +35,9 @@ TOOL_REDUNDANT: ModeLabel = "tool_redundant"
 MCC_EPSILON = 1e-12
 
 
-def relevant_calls(record: EpisodeRecord, reading: Reading = "vision", task: Task | None = None) -> list[ToolCallRecord]:
+def relevant_calls(
+    record: EpisodeRecord, reading: Reading = "vision", task: Task | None = None
+) -> list[ToolCallRecord]:
     """The episode's calls that count as "using tools" under ``reading`` (see the module docstring).
 
     The task's images and lookup need come from ``task`` when given, else from the record's metadata

@@ -57,7 +57,7 @@ DEGENERATE = (
 REFERENCES = ("ocr_baseline", "oracle", "always_call", "never_call")
 POLICIES = DEGENERATE + REFERENCES
 
-_SEARCH_CODE = r'''
+_SEARCH_CODE = r"""
 import gc, hashlib, os, sys
 prompt, seed, n = {prompt!r}, {seed!r}, {n!r}
 found, notes = [], []
@@ -98,7 +98,7 @@ for root in [p for p in sys.path if os.path.isdir(p)] + ["/work", "/tmp", os.pat
                 pass
 notes.append("env: " + ",".join(sorted(os.environ)))
 print("FOUND:" + found[0] if found else "NOTFOUND " + "; ".join(notes))
-'''
+"""
 
 
 def tool_call(name: str, arguments: dict[str, Any]) -> str:
@@ -234,7 +234,7 @@ def play(env: Any, policies: ZooPolicies, name: str, task: Any, ctx: EpisodeCont
 
 
 def zoo(n: int = 12, seed: int = 7, policies: tuple[str, ...] = POLICIES, tasks: Any = None) -> dict[str, dict]:
-    """Play every policy on the same tasks; returns ``{policy: {"reward", "rubric_score", "pass_rate", "episodes"}}``."""
+    """Play every policy on the same tasks: ``{policy: {"reward", "rubric_score", "pass_rate", "episodes"}}``."""
     from vtb_env.env import VisualToolBenchEnv
     from vtb_env.loaders import load_tasks
 

@@ -7,7 +7,7 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -81,7 +81,8 @@ class VisualToolBenchEnv(gym.Env):
     ``tasks`` (list of Task, a path or any ``load_tasks`` source; default: the demo set),
     ``tools`` (a ToolRegistry; default: ``vtb_env.tools.default_tools()``), ``reward``,
     ``config`` (EnvConfig or preset name ``"default"``/``"official"``), ``render_mode``
-    (``"ansi"`` or ``"html"``).
+    (``"ansi"`` or ``"html"``), ``judge_options`` (the default reward's judge request options, e.g.
+    ``{"temperature": None, "max_tokens": None}``; merged into ``config.judge_options``).
 
     ## Version History
     * v0: initial version.
@@ -96,15 +97,18 @@ class VisualToolBenchEnv(gym.Env):
         reward: RewardFn | None = None,
         config: EnvConfig | str | None = None,
         render_mode: str | None = None,
+        judge_options: Mapping[str, Any] | None = None,
     ):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.config = resolve_config(config)
+        if judge_options is not None:
+            self.config = replace(self.config, judge_options={**self.config.judge_options, **judge_options})
         self.tasks: tuple[Task, ...] = resolve_tasks(tasks)
         self._index_of = {task.id: i for i, task in enumerate(self.tasks)}
         self._owns_tools = tools is None
         self.tools = ablate(tools if tools is not None else default_tools(), self.config.tool_set)
-        self.reward_fn: RewardFn = reward if reward is not None else default_reward()
+        self.reward_fn: RewardFn = reward if reward is not None else default_reward(self.config.judge_options)
         self.system_prompt = resolve_system_prompt(self.config.system_prompt)
         self.render_mode = render_mode
         self.action_space = AssistantActionSpace()
@@ -157,9 +161,14 @@ class VisualToolBenchEnv(gym.Env):
     # ---- a step in three parts (begin_step, execute, end_step), so that a batch can run the tool
     # calls of many envs at once ---
 
+    @property
+    def episode_over(self) -> bool:
+        """True once the episode has ended (terminated or truncated): ``step`` then raises until ``reset``."""
+        return self._episode is not None and self._episode.done
+
     def begin_step(self, action: str | Mapping[str, Any]) -> "PendingStep":
         """Parse the action and plan its tool calls (fast, no tool runs)."""
-        episode = self._require_episode()
+        episode = self._require_running()
         start = time.perf_counter()
         action = clean_action(action)  # policy text enters here, so everything emitted encodes as UTF-8
         try:
@@ -199,7 +208,7 @@ class VisualToolBenchEnv(gym.Env):
 
     def end_step(self, pending: "PendingStep") -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """Apply the results of ``pending`` and return gymnasium's step tuple."""
-        episode = self._require_episode()
+        episode = self._require_running()
         start = time.perf_counter()
         step = pending.record
         episode.turn_record.steps.append(step)
@@ -224,9 +233,7 @@ class VisualToolBenchEnv(gym.Env):
         spent, a wall-clock limit): gymnasium's step tuple with ``truncated=True``. The record's
         last turn is marked truncated and ``reason`` is kept in ``record.metadata["truncation"]``.
         """
-        episode = self._require_episode()
-        if episode.done:
-            raise RuntimeError("the episode has already ended: call reset()")
+        episode = self._require_running()
         episode.turn_record.truncated = True
         episode.record.metadata["truncation"] = reason
         episode.done = True
@@ -377,7 +384,7 @@ class VisualToolBenchEnv(gym.Env):
         """
         if not pending.calls:
             return pending
-        episode = self._require_episode()
+        episode = self._require_running()
         budget = self.config.round_time_budget_s
         deadline = None if budget is None else time.monotonic() + budget
         for call in pending.calls:
@@ -470,6 +477,17 @@ class VisualToolBenchEnv(gym.Env):
         if self._episode is None:
             raise RuntimeError("call reset() before step()")
         return self._episode
+
+    def _require_running(self) -> "_Episode":
+        """The episode, if it may still act: a finished one is closed (it paid its reward once)."""
+        episode = self._require_episode()
+        if episode.done:
+            raise EpisodeOverError("the episode has ended (terminated or truncated): call reset() to start another")
+        return episode
+
+
+class EpisodeOverError(RuntimeError):
+    """``step`` or ``truncate`` after the episode ended: nothing more is run, recorded or paid."""
 
 
 @dataclass

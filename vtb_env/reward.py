@@ -21,7 +21,7 @@ import functools
 import logging
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord
@@ -37,9 +37,13 @@ class NoDefaultRewardError(RuntimeError):
     """No installed package (or more than one) provides the env's default reward."""
 
 
-def default_reward() -> RewardFn:
-    """A new instance of the installed default reward (vtb-gym's: ``vtb_rewards.default_reward``)."""
-    return _default_reward_factory()()
+def default_reward(judge_options: Mapping[str, Any] | None = None) -> RewardFn:
+    """A new instance of the installed default reward (vtb-gym's: ``vtb_rewards.default_reward``).
+
+    ``judge_options`` (``EnvConfig.judge_options``) go to the provider as they are: the judge's request
+    options, which the rewards layer checks (an unknown name is a clear error)."""
+    factory = _default_reward_factory()
+    return factory(judge_options=dict(judge_options)) if judge_options else factory()
 
 
 @functools.cache

@@ -100,7 +100,9 @@ def clean_environment() -> dict[str, str]:
 
 def _python_path() -> str:
     source_roots = {os.path.dirname(path) for path in project_dirs()} - {_site_dir(p) for p in sys.path}
-    entries = [p for p in sys.path if os.path.isabs(p) and os.path.exists(p) and os.path.realpath(p) not in source_roots]
+    entries = [
+        p for p in sys.path if os.path.isabs(p) and os.path.exists(p) and os.path.realpath(p) not in source_roots
+    ]
     return os.pathsep.join(dict.fromkeys(entries))
 
 

@@ -560,4 +560,3 @@ def _reap_exited(block_for: list[int] = ()) -> None:
 
 def main() -> None:
     Server(json.loads(sys.argv[1])).serve()
-
