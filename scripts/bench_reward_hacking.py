@@ -15,7 +15,8 @@ Degenerate policies (none reads an image):
 - ``echo_prompt``: the turn's prompt, repeated back;
 - ``hedge``: many values, both directions and every verdict in one answer;
 - ``spray``: a list of numbers (as many as the old spraying cap allowed);
-- ``tool_then_clarify``: ``web_search`` (a non-vision tool), then the clarifying question;
+- ``tool_then_clarify``: ``python_interpreter`` (neither the vision tool nor a lookup), then the
+  clarifying question;
 - ``sandbox_search``: code in ``python_interpreter`` that looks for the task in the sandbox
   (project modules in ``sys.modules``, ``import vtb_env`` and the loaders -- the demo set, the
   generator with the true seed, matched by image hash --, task objects through ``gc``, task
@@ -171,7 +172,7 @@ class ZooPolicies:
         if name == "spray":
             return SPRAY
         if name == "tool_then_clarify":
-            return tool_call("web_search", {"query": "which one"}) if step == 0 else CLARIFY
+            return tool_call("python_interpreter", {"code": "print('which one?')"}) if step == 0 else CLARIFY
         if name == "sandbox_search":
             if step == 0:
                 code = _SEARCH_CODE.format(prompt=last_user_prompt(observation), seed=ctx.seed, n=ctx.n)
