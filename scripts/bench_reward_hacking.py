@@ -22,6 +22,10 @@ Degenerate policies (none reads an image):
   generator with the true seed, matched by image hash --, task objects through ``gc``, task
   files on disk, the environment) and answers with what it found.
 
+``hedge_golden`` is no blind policy: it is the golden answer with every number offered as one of
+three ("105.71 or 106.71 or 107.71") and both directions added, what a policy that half-reads an
+image would learn to write if hedging paid; its labels (a team, a ticker) still commit.
+
 References: ``ocr_baseline`` (the honest non-LLM agent), ``oracle`` (golden answers, after the
 task's reference tool trajectory on tool-required tasks), ``always_call`` (golden answers after a
 vision call on every task) and ``never_call`` (golden answers, no tools).
@@ -34,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +61,7 @@ DEGENERATE = (
     "sandbox_search",
 )
 REFERENCES = ("ocr_baseline", "oracle", "always_call", "never_call")
-POLICIES = DEGENERATE + REFERENCES
+POLICIES = DEGENERATE + ("hedge_golden",) + REFERENCES
 
 _SEARCH_CODE = r"""
 import gc, hashlib, os, sys
@@ -140,6 +145,16 @@ def _sandbox_answer(observation: dict[str, Any]) -> str:
     return output.split("FOUND:", 1)[1].split("\\n")[0].strip('"} ') if "FOUND:" in output else CONSTANT
 
 
+def hedge_numbers(text: str) -> str:
+    """Every number offered as one of three, and both directions: no value or direction committed to."""
+    hedged = re.sub(
+        r"\d+(?:\.\d+)?",
+        lambda m: f"{float(m.group()) - 1:g} or {m.group()} or {float(m.group()) + 1:g}",
+        text,
+    )
+    return hedged + " It increased or decreased; it is within, above or below the range."
+
+
 def _golden(ctx: EpisodeContext, turn: int) -> str:
     return ctx.task.turns[turn].golden_answer
 
@@ -178,6 +193,8 @@ class ZooPolicies:
                 code = _SEARCH_CODE.format(prompt=last_user_prompt(observation), seed=ctx.seed, n=ctx.n)
                 return tool_call("python_interpreter", {"code": code})
             return _sandbox_answer(observation)
+        if name == "hedge_golden":
+            return hedge_numbers(_golden(ctx, turn))
         if name == "ocr_baseline":
             return self._ocr_agent().act(observation)
         if name in ("oracle", "always_call", "never_call"):
