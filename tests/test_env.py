@@ -564,3 +564,12 @@ def test_scripted_episode_over_a_demo_task_with_the_default_tools():
     assert components["format"] == 1.0 and components["tool_success"] == 1.0 and components["judge_errors"] == 0.0
     assert reward == components["reward"]
     env.close()
+
+
+def test_info_and_record_hold_no_answer_facts():
+    task = load_tasks("synth:2:3")[0]
+    assert task.metadata["key_facts"]
+    env = VisualToolBenchEnv(tasks=[task], tools=small_tools(), reward=exact_reward())
+    _, info = env.reset(seed=0)
+    assert "key_facts" not in info["task"]["metadata"] and "key_facts" not in info["record"].metadata["metadata"]
+    assert task.turns[0].golden_answer not in json.dumps(info["task"]) + json.dumps(info["record"].to_dict())
