@@ -38,7 +38,7 @@ leaves it out of its group (advantage 0) and the TRL reward function returns Non
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Mapping
 
 from vtb_env.reward import RewardFn
@@ -188,10 +188,20 @@ def default_reward(
     judge: Judge | None = None,
     mode_labels: Mapping[str, "ModeLabel"] | None = None,
     judge_options: Mapping[str, Any] | None = None,
+    reward_options: Mapping[str, Any] | None = None,
 ) -> EpisodeReward:
     """The environment's reward: default weights, and the judge from ``VTB_JUDGE_*`` variables when not given,
     its request options (temperature, max tokens, token field, structured output) overridden by ``judge_options``
-    (see ``vtb_rewards.judge.factory``)."""
+    (see ``vtb_rewards.judge.factory``). ``reward_options``: ``RewardConfig`` fields (``EnvConfig.reward_options``)."""
+    if reward_options:
+        if config is not None:
+            raise ValueError("give a RewardConfig or reward_options, not both")
+        unknown = sorted(set(reward_options) - {f.name for f in fields(RewardConfig)})
+        if unknown:
+            raise ValueError(
+                f"unknown reward options {unknown}; RewardConfig fields: {[f.name for f in fields(RewardConfig)]}"
+            )
+        config = RewardConfig(**reward_options)
     if judge is None:
         judge = judge_from_env(judge_options)
     elif judge_options:

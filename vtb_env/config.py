@@ -68,6 +68,9 @@ class EnvConfig:
     # {"temperature": None, "max_tokens": None} for a reasoning model that refuses both, or
     # {"token_field": "max_completion_tokens"}. Names: vtb_rewards.judge.factory.JudgeRequest. Unused with reward=.
     judge_options: Mapping[str, Any] = field(default_factory=dict)
+    # The default reward's configuration: vtb_rewards.compose.RewardConfig fields, e.g. {"process_credit": "always"}
+    # (process credit without rubric credit) or {"mode_reading": "any"}. Unused with reward=.
+    reward_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         checks = {
@@ -86,6 +89,7 @@ class EnvConfig:
             "max_calls_per_round": isinstance(self.max_calls_per_round, int) and self.max_calls_per_round >= 1,
             "round_time_budget_s": self.round_time_budget_s is None or self.round_time_budget_s > 0,
             "judge_options": isinstance(self.judge_options, Mapping),
+            "reward_options": isinstance(self.reward_options, Mapping),
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:

@@ -107,7 +107,9 @@ class VisualToolBenchEnv(gym.Env):
         self._index_of = {task.id: i for i, task in enumerate(self.tasks)}
         self._owns_tools = tools is None
         self.tools = ablate(tools if tools is not None else default_tools(), self.config.tool_set)
-        self.reward_fn: RewardFn = reward if reward is not None else default_reward(self.config.judge_options)
+        self.reward_fn: RewardFn = (
+            reward if reward is not None else default_reward(self.config.judge_options, self.config.reward_options)
+        )
         self.system_prompt = resolve_system_prompt(self.config.system_prompt)
         self.render_mode = render_mode
         self.action_space = AssistantActionSpace()

@@ -37,13 +37,16 @@ class NoDefaultRewardError(RuntimeError):
     """No installed package (or more than one) provides the env's default reward."""
 
 
-def default_reward(judge_options: Mapping[str, Any] | None = None) -> RewardFn:
+def default_reward(
+    judge_options: Mapping[str, Any] | None = None, reward_options: Mapping[str, Any] | None = None
+) -> RewardFn:
     """A new instance of the installed default reward (vtb-gym's: ``vtb_rewards.default_reward``).
 
-    ``judge_options`` (``EnvConfig.judge_options``) go to the provider as they are: the judge's request
-    options, which the rewards layer checks (an unknown name is a clear error)."""
-    factory = _default_reward_factory()
-    return factory(judge_options=dict(judge_options)) if judge_options else factory()
+    ``judge_options`` and ``reward_options`` (``EnvConfig``'s) go to the provider as they are: the
+    judge's request options and the reward's configuration, which the rewards layer checks (an
+    unknown name is a clear error)."""
+    options = {"judge_options": judge_options, "reward_options": reward_options}
+    return _default_reward_factory()(**{name: dict(value) for name, value in options.items() if value})
 
 
 @functools.cache
