@@ -106,3 +106,27 @@ def test_bad_options_are_clear_errors():
         JudgeRequest().updated({"temprature": 0})
     with pytest.raises(ValueError, match="token_field"):
         JudgeRequest(token_field="max_output_tokens")
+
+
+def test_env_config_configures_the_default_reward(monkeypatch):
+    monkeypatch.delenv("VTB_JUDGE_BASE_URL", raising=False)
+    wrong = Task(
+        id="w",
+        turns=(
+            Turn(
+                prompt="How much?",
+                rubrics=(Rubric(id="n", description="16", weight=5, check={"type": "number", "value": 16}),),
+            ),
+        ),
+        mode_label="tool_redundant",
+    )
+
+    def reward(**options):
+        env = VisualToolBenchEnv(tasks=[wrong], tools=small_tools(), config=EnvConfig(**options))
+        env.reset(seed=0)
+        return env.step("It is 99.")[1]
+
+    assert reward() == 0.0  # a wrong answer earns no process credit
+    assert reward(reward_options={"process_credit": "always"}) == pytest.approx((0.25 + 0.1) / 2.35)
+    with pytest.raises(ValueError, match="unknown reward options"):
+        reward(reward_options={"proces_credit": "always"})
