@@ -159,7 +159,7 @@ def setup(
     if abi:
         try:
             read_only = interpreter_paths + [p for p in sys.path if p.startswith(tuple(interpreter_paths))]
-            read_only = readable_except(read_only + ["/usr", "/lib", "/lib64"], hide)
+            read_only = landlock.readable_except(read_only + ["/usr", "/lib", "/lib64"], hide)
             read_only += ["/dev/urandom", "/dev/zero"]
             iso.ruleset_fd = landlock.build_ruleset(read_only, [iso.work_dir, "/dev/null"], abi)
             iso.layers.append(f"landlock(abi {abi})")
@@ -175,24 +175,6 @@ def setup(
             iso.notes.append(f"seccomp unavailable: {exc}")
     _memory_layer(iso, lim)
     return iso
-
-
-def readable_except(roots: list[str], hide: tuple[str, ...] | list[str]) -> list[str]:
-    """Landlock only allows: ``roots`` less the ``hide`` directories, as the roots' other entries.
-
-    A root with a hidden directory beneath it is replaced by its entries, recursively along the
-    way down to each hidden directory (e.g. a site-packages holding the installed project)."""
-    hidden = {os.path.realpath(path) for path in hide}
-    allowed: list[str] = []
-    for root in roots:
-        real = os.path.realpath(root)
-        if real in hidden:
-            continue
-        if not any(path.startswith(real.rstrip("/") + "/") for path in hidden) or not os.path.isdir(real):
-            allowed.append(root)
-            continue
-        allowed += readable_except([os.path.join(real, entry) for entry in sorted(os.listdir(real))], list(hidden))
-    return allowed
 
 
 def _cover(hide: tuple[str, ...] | list[str]) -> None:
