@@ -21,7 +21,8 @@ What "commits to" means (one rule for numbers and text):
   a run of numbers joined only by commas, semicolons, slashes, whitespace, ``and``/``or``/``either``/
   ``nor``/``maybe``/``perhaps``/``possibly``/``probably`` and at most one unit word between two numbers.
   It offers alternatives when any joint has ``or``, ``nor``, ``either``, a slash or a maybe-word, or
-  when it holds more than ``MAX_LISTED`` numbers (a spray). "$15, $16 or $17" commits to none of
+  when it holds more than ``MAX_LISTED`` numbers (a spray), or when it follows "between" (a range).
+  "$15, $16 or $17" and "between 15 and 17" commit to none of
   them; "3.5, 4.2 and 5.1" (readings listed) and "$13 plus $3 for the crust makes $16" (working
   shown: ``plus`` and ``makes`` are no list joints) commit to each. A text mention joined to its
   neighbour by ``or`` ("increased or decreased", "19:30 or 19:45") counts for nothing too.
@@ -56,6 +57,7 @@ _NEGATION = re.compile(
 _LIST_CONNECTIVES = {"and", "or", "either", "nor", "maybe", "perhaps", "possibly", "probably"}
 _ALTERNATIVE_WORDS = {"or", "either", "nor", "maybe", "perhaps", "possibly", "probably"}
 _LIST_PUNCTUATION = set(",;/|%&")
+_BETWEEN = re.compile(r"\bbetween\s*$", re.IGNORECASE)  # "between 15 and 17": a range, no value committed
 _OR_BEFORE = re.compile(r"(?:\bor|\beither|/)\s*$")
 _OR_AFTER = re.compile(r"^\s*(?:or\b|/)")
 
@@ -170,7 +172,7 @@ def _hedged_numbers(text: str, mentions: list[_Mention]) -> set[int]:
             run.append(i)
             alternative = alternative or joint == "alternative"
             continue
-        if alternative or len(run) > MAX_LISTED:
+        if alternative or len(run) > MAX_LISTED or _BETWEEN.search(text[: mentions[run[0]].start]):
             hedged.update(run)
         run, alternative = [i], False
     return hedged

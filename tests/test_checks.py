@@ -86,6 +86,7 @@ def test_honest_answers_that_show_their_working_pass(answer):
         "It isn't 16.",
         "1, 2, 5, 16, 30",  # a list of more than MAX_LISTED candidates
         "The answer is 10 and 12 and 14 and 16 and 18.",
+        "It costs between $16 and $18.",
     ],
 )
 def test_hedged_or_negated_numbers_fail(answer):
