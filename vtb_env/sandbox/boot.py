@@ -16,12 +16,44 @@ nor mount rights: a child that knows where the sources lie can still read them a
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import site
 import sys
 import types
 
 PROJECT_PACKAGE = "vtb_env"
+BOOT_SCRIPT = os.path.abspath(__file__)
+# The project's top-level packages: task code, loaders, generator, rewards, data. The server never
+# imports them and its children can neither import nor read them (see server.setup).
+PROJECT_PACKAGES = ("vtb_env", "vtb_rewards", "vtb_agents", "vtb_app")
+
+
+def server_python_path() -> str:
+    """The server's ``PYTHONPATH``: this interpreter's ``sys.path`` less the project's source roots."""
+    source_roots = {os.path.dirname(path) for path in project_dirs()} - {_site_dir(p) for p in sys.path}
+    entries = [
+        p for p in sys.path if os.path.isabs(p) and os.path.exists(p) and os.path.realpath(p) not in source_roots
+    ]
+    return os.pathsep.join(dict.fromkeys(entries))
+
+
+def _site_dir(path: str) -> str:
+    """``path`` when it is an installation directory (site- or dist-packages), which other libraries share."""
+    return os.path.realpath(path) if os.path.basename(path) in ("site-packages", "dist-packages") else ""
+
+
+def project_dirs() -> list[str]:
+    """The directories of the project's packages (real paths), found without importing any of them."""
+    found = []
+    for name in PROJECT_PACKAGES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.submodule_search_locations:
+            found.extend(os.path.realpath(path) for path in spec.submodule_search_locations)
+    return sorted(set(found))
 
 
 def _bare_package(name: str, path: str) -> types.ModuleType:

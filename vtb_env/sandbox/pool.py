@@ -9,7 +9,6 @@ AsyncVectorEnv worker) forgets its parent's pools and starts its own.
 from __future__ import annotations
 
 import atexit
-import importlib.util
 import json
 import os
 import queue
@@ -21,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import BinaryIO, Mapping
 
 from vtb_env.sandbox import cleanup, identity, protocol
+from vtb_env.sandbox.boot import BOOT_SCRIPT, project_dirs, server_python_path
 from vtb_env.sandbox.limits import Limits
 from vtb_env.sandbox.server import CODE_WORK_DIR, OPTIONAL_LAYERS, SHARED_WORK_DIR
 
@@ -46,10 +46,6 @@ INTERPRETER_MODULES = IMAGE_MODULES + (
 )
 PROFILES = {"image": IMAGE_MODULES, "interpreter": INTERPRETER_MODULES}
 
-BOOT_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "boot.py")
-# The project's top-level packages: task code, loaders, generator, rewards, data. The server never
-# imports them and its children can neither import nor read them (see boot.py and server.setup).
-PROJECT_PACKAGES = ("vtb_env", "vtb_rewards", "vtb_agents", "vtb_app")
 STDERR_TAIL_LINES = 20  # of the server's stderr, quoted when it fails to start or dies
 
 
@@ -86,7 +82,7 @@ def clean_environment() -> dict[str, str]:
         "PATH": "/usr/bin:/bin",
         "LANG": "C.UTF-8",
         "HOME": "/nonexistent",
-        "PYTHONPATH": _python_path(),
+        "PYTHONPATH": server_python_path(),
         "PYTHONNOUSERSITE": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0",
@@ -96,32 +92,6 @@ def clean_environment() -> dict[str, str]:
         "MKL_NUM_THREADS": "1",
         "NUMEXPR_NUM_THREADS": "1",
     }
-
-
-def _python_path() -> str:
-    source_roots = {os.path.dirname(path) for path in project_dirs()} - {_site_dir(p) for p in sys.path}
-    entries = [
-        p for p in sys.path if os.path.isabs(p) and os.path.exists(p) and os.path.realpath(p) not in source_roots
-    ]
-    return os.pathsep.join(dict.fromkeys(entries))
-
-
-def _site_dir(path: str) -> str:
-    """``path`` when it is an installation directory (site- or dist-packages), which other libraries share."""
-    return os.path.realpath(path) if os.path.basename(path) in ("site-packages", "dist-packages") else ""
-
-
-def project_dirs() -> list[str]:
-    """The directories of the project's packages (real paths), found without importing any of them."""
-    found = []
-    for name in PROJECT_PACKAGES:
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            continue
-        if spec is not None and spec.submodule_search_locations:
-            found.extend(os.path.realpath(path) for path in spec.submodule_search_locations)
-    return sorted(set(found))
 
 
 class _Slot:
