@@ -7,14 +7,26 @@ Components (each in [0, 1] except the mode reward, which takes the configured ou
 - ``rubric_score``: weighted rubric score (paper eq. 1; multi-turn pooled by default)
 - ``passed``: 1 if every critical rubric is Met (critical rule configurable)
 - ``mode``: adaptive mode-selection reward from TP/FN/TN/FP; applies when the task has a mode
-  label (``Task.mode_label`` or the ``mode_labels`` given to the reward)
+  label (``Task.mode_label`` or the ``mode_labels`` given to the reward). "Used tools" is read as
+  ``mode_reading`` says (``vtb_rewards.mode.used_tools``; default ``"vision"``: the vision tool, or a
+  lookup tool where the task needs one -- a calculator call is not the decision the seed defines)
 - ``format``: share of steps whose action parsed cleanly, 0 if a turn ended without an answer
-- ``tool_success``: share of tool calls without an error; applies when tools were called
+- ``tool_success``: share of the counted calls (``mode_reading``) without an error; applies when
+  there were any, so a call of another tool earns nothing on its own
 - ``kcoverage``, ``tool_effectiveness``: judged process metrics (one judge call per key step /
   tool call); applied when their weight is above 0 and the episode has key steps / tool calls
 
 Components that do not apply are left out of both sums (and of ``info``), so an episode without
 tool calls is neither rewarded nor punished by ``tool_success``; the mode reward judges that.
+
+Process credit is earned (``process_credit="earned"``, the default): the process components (mode,
+format, tool_success, kcoverage, tool_effectiveness) are weighted by the episode's rubric score, so
+an answer worth nothing earns nothing for its form (a constant answer in the right mode, a
+well-formed tool call before a wrong answer), and a half-right one half its process credit:
+
+    reward = (w_r * rubric_score + w_p * passed + rubric_score * sum(w_c * v_c, process c)) / sum(w)
+
+``process_credit="always"`` adds the process components unweighted (the earlier reward).
 Default weights: rubric_score 1.0, passed 1.0, mode 0.25, format 0.1, tool_success 0.1,
 kcoverage 0, tool_effectiveness 0 (the judged process metrics cost calls: opt in).
 
@@ -26,7 +38,7 @@ leaves it out of its group (advantage 0) and the TRL reward function returns Non
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Mapping
 
 from vtb_env.reward import RewardFn
@@ -34,18 +46,22 @@ from vtb_env.tasks import CriticalRule, ModeLabel, Task
 from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.judge.factory import judge_from_env
 from vtb_rewards.judge.judge import Judge, judge_task
-from vtb_rewards.mode import ModeRewardConfig, mode_outcome
-from vtb_rewards.process import judge_kcoverage, judge_tool_effectiveness, tool_success_rate
+from vtb_rewards.mode import ModeRewardConfig, Reading, mode_outcome, relevant_calls
+from vtb_rewards.process import judge_kcoverage, judge_tool_effectiveness
 from vtb_rewards.scoring import MultiTurnMode, score_task, scored_report
 
 __all__ = ["EpisodeReward", "RewardConfig", "RewardFn", "default_reward", "format_validity"]
+
+PROCESS_COMPONENTS = ("mode", "format", "tool_success", "kcoverage", "tool_effectiveness")
 
 
 @dataclass(frozen=True)
 class RewardConfig:
     """How an episode is scored: the component weights, how verdicts become a task score
-    (``critical_rule``, ``multi_turn``: see ``vtb_rewards.scoring``), the mode-reward values, and what
-    a judge outage does (``judge_incomplete``). The env's reward and the evaluation share it."""
+    (``critical_rule``, ``multi_turn``: see ``vtb_rewards.scoring``), the mode-reward values, which
+    calls count as using tools (``mode_reading``), whether process credit must be earned
+    (``process_credit``), and what a judge outage does (``judge_incomplete``). The env's reward and
+    the evaluation share it."""
 
     rubric_score: float = 1.0
     passed: float = 1.0
@@ -58,6 +74,14 @@ class RewardConfig:
     multi_turn: MultiTurnMode = "pooled"
     mode_values: ModeRewardConfig = field(default_factory=ModeRewardConfig)
     judge_incomplete: Literal["not_met", "mask"] = "not_met"  # see the module docstring
+    mode_reading: Reading = "vision"  # which calls are "using tools": vtb_rewards.mode.used_tools
+    process_credit: Literal["earned", "always"] = "earned"  # see the module docstring
+
+    def __post_init__(self) -> None:
+        if self.mode_reading not in ("vision", "any"):
+            raise ValueError(f"mode_reading must be 'vision' or 'any', got {self.mode_reading!r}")
+        if self.process_credit not in ("earned", "always"):
+            raise ValueError(f"process_credit must be 'earned' or 'always', got {self.process_credit!r}")
 
     def weights(self) -> dict[str, float]:
         names = ("rubric_score", "passed", "mode", "format", "tool_success", "kcoverage", "tool_effectiveness")
@@ -82,7 +106,7 @@ def format_validity(task: "Task", record: "EpisodeRecord") -> float:
 class EpisodeReward:
     """``reward(task, record) -> (scalar, components)``; judge failures never raise (see ``info``).
 
-    Diagnostics in the components dict (not rewarded): ``used_tools``, ``n_tool_calls``,
+    Diagnostics in the components dict (not rewarded): ``used_tools`` (under ``mode_reading``), ``n_tool_calls`` (all),
     ``judge_errors`` (rubric verdicts that failed; those rubrics count as not Met) and
     ``judge_incomplete`` (1 when any did).
     """
@@ -115,12 +139,12 @@ class EpisodeReward:
             "passed": float(scored.passed),
             "format": format_validity(task, record),
         }
+        counted = relevant_calls(record, cfg.mode_reading, task)
         label = self.mode_labels.get(task.id) or task.mode_label
         if label is not None:
-            values["mode"] = cfg.mode_values.reward(mode_outcome(label, record.used_tools))
-        success = tool_success_rate(record)
-        if success is not None:
-            values["tool_success"] = success
+            values["mode"] = cfg.mode_values.reward(mode_outcome(label, bool(counted)))
+        if counted:
+            values["tool_success"] = sum(call.ok for call in counted) / len(counted)
         judge_errors = scored.n_judge_errors
         for name, metric in (("kcoverage", judge_kcoverage), ("tool_effectiveness", judge_tool_effectiveness)):
             if getattr(cfg, name) > 0:
@@ -129,7 +153,7 @@ class EpisodeReward:
                     values[name] = measured.value
                 judge_errors += measured.n_judge_errors
         values.update(
-            used_tools=float(record.used_tools),
+            used_tools=float(bool(counted)),
             n_tool_calls=float(len(record.tool_calls)),
             judge_errors=float(judge_errors),
             judge_incomplete=float(judge_errors > 0),
@@ -149,12 +173,37 @@ class EpisodeReward:
             return float("nan"), {**values, "masked": 1.0, "reward": float("nan")}, details
         weights = {name: w for name, w in self.config.weights().items() if w > 0 and name in values}
         total = sum(weights.values())
-        reward = sum(w * values[name] for name, w in weights.items()) / total if total else 0.0
+        earned = values["rubric_score"] if self.config.process_credit == "earned" else 1.0
+        reward = (
+            sum(w * values[name] * (earned if name in PROCESS_COMPONENTS else 1.0) for name, w in weights.items())
+            / total
+            if total
+            else 0.0
+        )
         return reward, {**values, "reward": reward}, details
 
 
 def default_reward(
-    config: RewardConfig | None = None, judge: Judge | None = None, mode_labels: Mapping[str, "ModeLabel"] | None = None
+    config: RewardConfig | None = None,
+    judge: Judge | None = None,
+    mode_labels: Mapping[str, "ModeLabel"] | None = None,
+    judge_options: Mapping[str, Any] | None = None,
+    reward_options: Mapping[str, Any] | None = None,
 ) -> EpisodeReward:
-    """The environment's reward: default weights, and the judge from ``VTB_JUDGE_*`` variables when not given."""
-    return EpisodeReward(config, judge if judge is not None else judge_from_env(), mode_labels)
+    """The environment's reward: default weights, and the judge from ``VTB_JUDGE_*`` variables when not given,
+    its request options (temperature, max tokens, token field, structured output) overridden by ``judge_options``
+    (see ``vtb_rewards.judge.factory``). ``reward_options``: ``RewardConfig`` fields (``EnvConfig.reward_options``)."""
+    if reward_options:
+        if config is not None:
+            raise ValueError("give a RewardConfig or reward_options, not both")
+        unknown = sorted(set(reward_options) - {f.name for f in fields(RewardConfig)})
+        if unknown:
+            raise ValueError(
+                f"unknown reward options {unknown}; RewardConfig fields: {[f.name for f in fields(RewardConfig)]}"
+            )
+        config = RewardConfig(**reward_options)
+    if judge is None:
+        judge = judge_from_env(judge_options)
+    elif judge_options:
+        raise ValueError("judge_options configure the judge from VTB_JUDGE_*: give them or a judge, not both")
+    return EpisodeReward(config, judge, mode_labels)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
@@ -61,14 +62,19 @@ def _single_turn(task: Task, turn_index: int | None) -> Task:
 
 
 def make_trl_reward_func(
-    tasks: Mapping[str, Task], reward: EpisodeReward | None = None, *, task_id_key: str = "task_id"
+    tasks: Mapping[str, Task],
+    reward: EpisodeReward | None = None,
+    *,
+    task_id_key: str = "task_id",
+    judge_options: Mapping[str, Any] | None = None,
 ) -> Callable[..., list[float]]:
     """A TRL ``reward_funcs`` entry: ``f(prompts, completions, **kwargs) -> list[float]``.
 
     The dataset needs a ``task_id`` column (TRL passes columns as keyword lists) and may have a
     ``turn_index`` column (default 0). Components of the last call are kept in ``f.last_components``.
+    Without ``reward``: the default reward, its judge from ``VTB_JUDGE_*`` with ``judge_options`` over them.
     """
-    episode_reward = reward or default_reward()
+    episode_reward = reward or default_reward(judge_options=judge_options)
 
     def vtb_reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
         task_ids = kwargs.get(task_id_key)
@@ -88,22 +94,29 @@ def make_trl_reward_func(
     return vtb_reward
 
 
-_VERL_REWARD: EpisodeReward | None = None
+_VERL_REWARDS: dict[str, EpisodeReward] = {}  # by judge options and VTB_JUDGE_* variables, built once per process
 
 
 def compute_score(
-    data_source: str, solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None = None, **kwargs: Any
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None = None,
+    judge_options: Mapping[str, Any] | None = None,
+    **kwargs: Any,
 ) -> dict[str, float]:
     """verl custom reward: ``ground_truth`` is the task (``Task.to_dict()``, as a dict or JSON string).
 
     ``extra_info`` may give ``turn_index``; other keywords newer verl versions pass are ignored. Returns
     ``{"score": reward, **components}``; the judge comes from the ``VTB_JUDGE_*`` variables (see
-    ``vtb_rewards.judge.factory``).
+    ``vtb_rewards.judge.factory``), its request options overridden by ``judge_options`` (set them in
+    verl's ``custom_reward_function.reward_kwargs``, e.g. ``{judge_options: {temperature: none}}``).
     """
-    global _VERL_REWARD
-    if _VERL_REWARD is None:
-        _VERL_REWARD = default_reward()
+    judge_env = sorted((name, value) for name, value in os.environ.items() if name.startswith("VTB_JUDGE_"))
+    key = json.dumps([dict(judge_options or {}), judge_env], sort_keys=True)
+    if key not in _VERL_REWARDS:
+        _VERL_REWARDS[key] = default_reward(judge_options=judge_options)
     data = json.loads(ground_truth) if isinstance(ground_truth, (str, bytes)) else ground_truth
     task = _single_turn(Task.from_dict(data), (extra_info or {}).get("turn_index"))
-    value, info = _VERL_REWARD(task, record_from_completion(task.id, solution_str))
+    value, info = _VERL_REWARDS[key](task, record_from_completion(task.id, solution_str))
     return {"score": value, **info}

@@ -3,6 +3,14 @@
 A task is Tool-Required for a model if the model's text-only attempt (no tools offered) fails
 it, Tool-Redundant if it passes. An episode is TP (required, used tools), FN (required, no
 tools), TN (redundant, no tools) or FP (redundant, used tools).
+
+What "used tools" means is a *reading* (``used_tools``):
+
+- ``"vision"`` (the RL reward's default): the decision the seed defines, "visual tool invocation is
+  necessary": a call of the vision tool on a task with images, or, on a task that needs a lookup
+  (``metadata["needs_lookup"]``), of a lookup tool. A ``calculator("1+1")`` is not that decision, so
+  it earns no mode credit (and no ``tool_success`` credit: ``relevant_calls``).
+- ``"any"``: any tool call (the paper's reading, and Table 7's proactivity, which counts every tool).
 """
 
 from __future__ import annotations
@@ -15,12 +23,46 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Literal, Mapping, Sequence
 
-from vtb_env.tasks import ModeLabel
+from vtb_env.tasks import ModeLabel, Task
+from vtb_env.toolsets import LOOKUP_TOOLS, VISION_TOOL
+from vtb_env.trajectory import EpisodeRecord, ToolCallRecord
 
 Outcome = Literal["TP", "FN", "TN", "FP"]
+Reading = Literal["vision", "any"]
+READINGS: tuple[Reading, ...] = ("vision", "any")
 TOOL_REQUIRED: ModeLabel = "tool_required"
 TOOL_REDUNDANT: ModeLabel = "tool_redundant"
 MCC_EPSILON = 1e-12
+
+
+def relevant_calls(
+    record: EpisodeRecord, reading: Reading = "vision", task: Task | None = None
+) -> list[ToolCallRecord]:
+    """The episode's calls that count as "using tools" under ``reading`` (see the module docstring).
+
+    The task's images and lookup need come from ``task`` when given, else from the record's metadata
+    (what the env stores: ``images``, and the task's ``metadata``). A task with neither images nor a
+    lookup need has no vision decision to make: every call counts.
+    """
+    if reading == "any":
+        return list(record.tool_calls)
+    if reading != "vision":
+        raise ValueError(f"unknown used-tools reading {reading!r}; choose one of {READINGS}")
+    if task is not None:
+        has_images, needs_lookup = bool(task.images), bool(task.metadata.get("needs_lookup"))
+    else:
+        has_images = bool(record.metadata.get("images"))
+        needs_lookup = bool((record.metadata.get("metadata") or {}).get("needs_lookup"))
+    if not has_images and not needs_lookup:
+        return list(record.tool_calls)
+    names = ({VISION_TOOL} if has_images else set()) | (set(LOOKUP_TOOLS) if needs_lookup else set())
+    return [call for call in record.tool_calls if call.name in names]
+
+
+def used_tools(record: EpisodeRecord, reading: Reading = "vision", task: Task | None = None) -> bool:
+    """Did the episode choose the tool mode? ``reading="vision"``: the vision tool (or a needed lookup);
+    ``"any"``: any tool call (the paper's MCC reading). Malformed attempts of a counted tool count."""
+    return bool(relevant_calls(record, reading, task))
 
 
 def label_from_text_only(passed: bool) -> ModeLabel:

@@ -207,11 +207,6 @@ def tool_use_stats(records: Sequence["EpisodeRecord"]) -> ToolUseStats:
     )
 
 
-def tool_success_rate(record: "EpisodeRecord") -> float | None:
-    """One episode's share of tool calls without an error (None without calls)."""
-    return tool_use_stats([record]).success_rate
-
-
 ErrorType = Literal["visual_perception", "reasoning", "calculation", "other", "judge_error"]
 ERROR_TYPES: tuple[str, ...] = ("visual_perception", "reasoning", "calculation", "other")
 _ERROR_TYPE = re.compile(

@@ -69,10 +69,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+# The two-action policy's fixed answer meets no rubric, so only process credit can move it: the check
+# trains on the unweighted process components (the env's default earns them with the rubric score).
+PROCESS_CREDIT = "always"
+
+
 def env_config(max_tool_calls: int) -> EnvConfig:
     """What ``train_grpo.train`` builds with ``--system-prompt none``; evaluation uses the same."""
     return EnvConfig.preset(
-        "default", max_tool_calls=max_tool_calls, cap_scope="turn", image_parts="name", system_prompt=None
+        "default",
+        max_tool_calls=max_tool_calls,
+        cap_scope="turn",
+        image_parts="name",
+        system_prompt=None,
+        reward_options={"process_credit": PROCESS_CREDIT},
     )
 
 
@@ -238,6 +248,8 @@ def _grpo_args(train_grpo: Any, args: argparse.Namespace, policy: Path, output_d
             "grpo",
             "--seed",
             str(args.seed),
+            "--process-credit",
+            PROCESS_CREDIT,
         ]
     )
 

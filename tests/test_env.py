@@ -20,7 +20,7 @@ from tests.support.env_tools import (
     unserializable_actions,
 )
 from vtb_env.config import CAP_PLACEHOLDER_ANSWER, EnvConfig
-from vtb_env.env import VisualToolBenchEnv
+from vtb_env.env import EpisodeOverError, VisualToolBenchEnv
 from vtb_env.loaders import load_tasks
 from vtb_env.observation import ImageAsset, observation_to_processor_messages
 from vtb_env.prompts import STRONG_SYSTEM_PROMPT, WEAK_SYSTEM_PROMPT
@@ -421,7 +421,7 @@ def test_truncate_ends_the_episode_and_scores_it_through_the_env_reward():
     assert reward == pytest.approx((1.0 * 0.5 + 1.0 * 0.0 + 0.1 * 0.0) / 2.1)
     record = info["record"]
     assert record.turns[-1].truncated and record.metadata["truncation"] == "token budget"
-    with pytest.raises(RuntimeError, match="already ended"):
+    with pytest.raises(EpisodeOverError, match=r"call reset\(\)"):
         env.truncate("again")
 
     def broken(task, record):
@@ -433,6 +433,21 @@ def test_truncate_ends_the_episode_and_scores_it_through_the_env_reward():
     assert truncated and reward == 0.0 and "judge down" in info["reward_error"] and "reward_components" not in info
 
 
+def test_a_finished_episode_is_closed_until_reset():
+    """After the end, step() neither pays again nor runs or records a tool call; reset() opens the next one."""
+    env = make_env(tasks=[make_task("a")])
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step("It is 10.")
+    assert terminated and reward > 0 and env.episode_over
+    record = info["record"]
+    for action in ("It is 10.", hermes("python_image_processing", code="save")):
+        with pytest.raises(EpisodeOverError, match=r"call reset\(\)"):
+            env.step(action)
+    assert len(record.turns[0].steps) == 1 and record.tool_calls == []
+    env.reset(seed=0)
+    assert not env.episode_over and env.step("It is 10.")[1] == reward
+
+
 def test_default_reward_pools_the_turns_and_reports_its_components():
     env = make_env()
     env.reset(seed=0)
@@ -440,7 +455,8 @@ def test_default_reward_pools_the_turns_and_reports_its_components():
     _, reward, _, _, info = env.step("It is 99.")
     components = info["reward_components"]
     assert (components["rubric_score"], components["passed"], components["format"]) == (0.5, 0.0, 1.0)
-    assert "tool_success" not in components and reward == pytest.approx((1.0 * 0.5 + 1.0 * 0.0 + 0.1 * 1.0) / 2.1)
+    # format is process credit: earned in proportion to the rubric score
+    assert "tool_success" not in components and reward == pytest.approx((1.0 * 0.5 + 1.0 * 0.0 + 0.5 * 0.1 * 1.0) / 2.1)
     plain = Task(id="p", turns=(Turn(prompt="hi"),))
     env = VisualToolBenchEnv(tasks=[plain], tools=small_tools())  # the env's own default reward
     obs, _ = env.reset()
@@ -548,3 +564,12 @@ def test_scripted_episode_over_a_demo_task_with_the_default_tools():
     assert components["format"] == 1.0 and components["tool_success"] == 1.0 and components["judge_errors"] == 0.0
     assert reward == components["reward"]
     env.close()
+
+
+def test_info_and_record_hold_no_answer_facts():
+    task = load_tasks("synth:2:3")[0]
+    assert task.metadata["key_facts"]
+    env = VisualToolBenchEnv(tasks=[task], tools=small_tools(), reward=exact_reward())
+    _, info = env.reset(seed=0)
+    assert "key_facts" not in info["task"]["metadata"] and "key_facts" not in info["record"].metadata["metadata"]
+    assert task.turns[0].golden_answer not in json.dumps(info["task"]) + json.dumps(info["record"].to_dict())

@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.env_tools import exact_reward, hermes, make_task, small_tools, unserializable_actions
 from vtb_env.batch import EnvPool
-from vtb_env.env import VisualToolBenchEnv
+from vtb_env.env import EpisodeOverError, VisualToolBenchEnv
 
 
 def make_pool(n: int) -> EnvPool:
@@ -121,3 +121,14 @@ def test_a_slow_to_parse_action_does_not_hold_up_the_batch():
         pool.close()
     finally:
         PARSERS.pop("slow_test_format")
+
+
+def test_a_finished_episode_cannot_be_stepped_through_the_pool():
+    pool = make_pool(2)
+    pool.reset(seed=0)
+    assert pool.step(["It is 10.", None])[0].terminated
+    with pytest.raises(EpisodeOverError, match="reset"):
+        pool.submit(0, "It is 10.")
+    pool.reset(seed=0, indices=[0])
+    assert pool.step(["It is 10.", None])[0].terminated
+    pool.close()

@@ -74,9 +74,21 @@ def tools():
     registry.close()
 
 
+# The scripted policies answer a constant: their only reward spread is the mode decision, which the
+# default (process credit earned by the rubric score) does not pay for a wrong answer.
+PLUMBING_REWARD = {"process_credit": "always"}
+
+
 def _config() -> EnvConfig:
     # per turn: the scripted models call once in every turn of multi-turn tasks
-    return EnvConfig.preset("default", image_parts="name", system_prompt=None, max_tool_calls=2, cap_scope="turn")
+    return EnvConfig.preset(
+        "default",
+        image_parts="name",
+        system_prompt=None,
+        max_tool_calls=2,
+        cap_scope="turn",
+        reward_options=PLUMBING_REWARD,
+    )
 
 
 @pytest.mark.slow
@@ -160,6 +172,8 @@ def _train_args(policy: Path, output_dir: Path, steps: int, *extra: str):
             "grpo",
             "--seed",
             "1",
+            "--process-credit",
+            PLUMBING_REWARD["process_credit"],
             *extra,
         ]
     )

@@ -41,8 +41,13 @@ def test_exact_checks_only_reward_and_components():
     assert info["judge_errors"] == 1.0 and info["judge_incomplete"] == 1.0
     assert info["mode"] == 1.0 and info["used_tools"] == 1.0 and info["n_tool_calls"] == 2.0
     assert info["tool_success"] == 0.5 and info["format"] == 1.0
-    expected = (1.0 * 0.8 + 1.0 * 1.0 + 0.25 * 1.0 + 0.1 * 1.0 + 0.1 * 0.5) / (1 + 1 + 0.25 + 0.1 + 0.1)
+    # process credit is earned: mode, format and tool_success count in proportion to the rubric score
+    expected = (1.0 * 0.8 + 1.0 * 1.0 + 0.8 * (0.25 * 1.0 + 0.1 * 1.0 + 0.1 * 0.5)) / (1 + 1 + 0.25 + 0.1 + 0.1)
     assert reward == pytest.approx(expected) and info["reward"] == reward
+    always = EpisodeReward(RewardConfig(process_credit="always"))(
+        TASK, record("The gluten-free pizza is $16.", [calc(), calc(ok=False)])
+    )[0]
+    assert always == pytest.approx((0.8 + 1.0 + 0.25 + 0.1 + 0.05) / 2.45)
 
 
 def test_components_that_do_not_apply_are_left_out():

@@ -109,3 +109,68 @@ def test_label_store_persists_per_model(tmp_path):
     path.write_text("[1, 2]")
     with pytest.raises(ValueError):
         ModeLabelStore(path)
+
+
+def _image_task(label="tool_required", needs_lookup=False):
+    from dataclasses import replace
+
+    from tests.support.env_tools import make_task
+
+    return replace(make_task("img"), mode_label=label, metadata={"needs_lookup": needs_lookup})
+
+
+def _record(answer, *calls):
+    from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
+
+    tool_calls = [
+        ToolCallRecord(call_id=f"c{i}", name=name, arguments={}, error=error) for i, (name, error) in enumerate(calls)
+    ]
+    step = StepRecord(action_text=answer, tool_calls=tool_calls, final_answer=answer)
+    return EpisodeRecord(task_id="img", turns=[TurnRecord(index=0, steps=[step], final_answer=answer)])
+
+
+def test_used_tools_readings():
+    from vtb_rewards.mode import relevant_calls, used_tools
+
+    task = _image_task()
+    calculator = _record("10", ("calculator", None))
+    vision = _record("10", ("calculator", None), ("python_image_processing", "boom"))
+    assert used_tools(calculator, "any", task) and not used_tools(calculator, "vision", task)
+    assert used_tools(vision, "vision", task) and [c.name for c in relevant_calls(vision, "vision", task)] == [
+        "python_image_processing"
+    ]
+    lookup = _record("10", ("web_search", None))
+    assert not used_tools(lookup, "vision", task) and used_tools(lookup, "vision", _image_task(needs_lookup=True))
+    # without the task, the record's metadata says what the env showed (images, the task's metadata)
+    lookup.metadata = {"images": [{"name": "image_1.png"}], "metadata": {"needs_lookup": True}}
+    assert used_tools(lookup, "vision")
+    with pytest.raises(ValueError, match="reading"):
+        used_tools(lookup, "calculator")
+
+
+def test_a_non_vision_call_earns_no_mode_and_no_tool_success_credit():
+    from vtb_rewards.compose import EpisodeReward, RewardConfig
+
+    task = _image_task()
+    for credit in ("earned", "always"):
+        reward = EpisodeReward(RewardConfig(process_credit=credit))
+        for answer in ("It is 10.", "It is 99."):
+            plain = reward(task, _record(answer))
+            with_calculator = reward(task, _record(answer, ("calculator", None)))
+            assert with_calculator[0] == plain[0], (credit, answer)
+            assert with_calculator[1]["mode"] == 0.0 and "tool_success" not in with_calculator[1]
+        vision = reward(task, _record("It is 10.", ("python_image_processing", None)))[1]
+        assert vision["mode"] == 1.0 and vision["tool_success"] == 1.0
+    any_reading = EpisodeReward(RewardConfig(mode_reading="any"))(task, _record("It is 10.", ("calculator", None)))
+    assert any_reading[1]["mode"] == 1.0  # the paper's reading, when asked for
+
+
+def test_process_credit_is_earned_by_the_answer():
+    from vtb_rewards.compose import EpisodeReward, RewardConfig
+
+    task = _image_task(label="tool_redundant")
+    wrong = EpisodeReward()(task, _record("It is 99."))  # TN and well formed, but worth nothing
+    assert wrong[1]["mode"] == 1.0 and wrong[1]["format"] == 1.0 and wrong[0] == 0.0
+    always = EpisodeReward(RewardConfig(process_credit="always"))(task, _record("It is 99."))[0]
+    assert always == pytest.approx((0.25 + 0.1) / 2.35)
+    assert EpisodeReward()(task, _record("It is 10."))[0] == 1.0

@@ -23,7 +23,7 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
-from vtb_env.env import VisualToolBenchEnv
+from vtb_env.env import EpisodeOverError, VisualToolBenchEnv
 
 
 class StepResult(NamedTuple):
@@ -106,6 +106,8 @@ class EnvPool(EnvPoolBase):
         """Parse ``action`` and run its tool calls in the pool; the Future gives the step's result."""
         self._require_idle([index])
         env = self.envs[index]
+        if env.episode_over:
+            raise EpisodeOverError(f"environment {index}: its episode has ended; reset it before stepping it again")
         future = self._executor.submit(lambda: StepResult(*env.end_step(env.execute(env.begin_step(action)))))
         self._in_flight[index] = future
         return future

@@ -32,8 +32,8 @@ reproduced by either preset: see docs/environment.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-from typing import Any, Literal
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal, Mapping
 
 from vtb_env.parsers import FORMATS, PARSERS
 from vtb_env.toolsets import TOOL_SETS
@@ -64,6 +64,13 @@ class EnvConfig:
     # Keep only the last K images in each observation (older ones become a text note); None: all.
     # Set K to the server's vLLM --limit-mm-per-prompt image limit (or below) for long episodes.
     max_dialogue_images: int | None = None
+    # The default reward's LLM judge (``VTB_JUDGE_*``): request options that override the variables, e.g.
+    # {"temperature": None, "max_tokens": None} for a reasoning model that refuses both, or
+    # {"token_field": "max_completion_tokens"}. Names: vtb_rewards.judge.factory.JudgeRequest. Unused with reward=.
+    judge_options: Mapping[str, Any] = field(default_factory=dict)
+    # The default reward's configuration: vtb_rewards.compose.RewardConfig fields, e.g. {"process_credit": "always"}
+    # (process credit without rubric credit) or {"mode_reading": "any"}. Unused with reward=.
+    reward_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         checks = {
@@ -81,6 +88,8 @@ class EnvConfig:
             "jpeg_quality": 1 <= self.jpeg_quality <= 95,
             "max_calls_per_round": isinstance(self.max_calls_per_round, int) and self.max_calls_per_round >= 1,
             "round_time_budget_s": self.round_time_budget_s is None or self.round_time_budget_s > 0,
+            "judge_options": isinstance(self.judge_options, Mapping),
+            "reward_options": isinstance(self.reward_options, Mapping),
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:

@@ -7,16 +7,16 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import gymnasium as gym
 
 from vtb_env.config import CAP_PLACEHOLDER_ANSWER, EnvConfig, resolve_config
+from vtb_env.episode import EpisodeOverError, EpisodeState, PendingStep, resolve_tasks, task_info
 from vtb_env.image_names import first_image_number, task_image_name
-from vtb_env.loaders import load_tasks
-from vtb_env.observation import Dialogue, ImageAsset, reingestion_message, user_message
+from vtb_env.observation import ImageAsset, reingestion_message, user_message
 from vtb_env.parsers import ParsedAction, ParsedCall, action_text, parse_action
 from vtb_env.prompts import resolve_system_prompt
 from vtb_env.render import render_ansi, render_html
@@ -25,7 +25,6 @@ from vtb_env.safe_text import clean_action, clean_parsed_action, clean_tool_resu
 from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
 from vtb_env.stepping import StepGuard, gives, holds, takes
 from vtb_env.tasks import Task
-from vtb_env.tool_images import ToolImages
 from vtb_env.tools import default_tools
 from vtb_env.tools.base import ToolContext, ToolRegistry, ToolResult
 from vtb_env.toolsets import ablate
@@ -82,7 +81,8 @@ class VisualToolBenchEnv(gym.Env):
     ``tasks`` (list of Task, a path or any ``load_tasks`` source; default: the demo set),
     ``tools`` (a ToolRegistry; default: ``vtb_env.tools.default_tools()``), ``reward``,
     ``config`` (EnvConfig or preset name ``"default"``/``"official"``), ``render_mode``
-    (``"ansi"`` or ``"html"``).
+    (``"ansi"`` or ``"html"``), ``judge_options`` (the default reward's judge request options, e.g.
+    ``{"temperature": None, "max_tokens": None}``; merged into ``config.judge_options``).
 
     ## Version History
     * v0: initial version.
@@ -97,21 +97,26 @@ class VisualToolBenchEnv(gym.Env):
         reward: RewardFn | None = None,
         config: EnvConfig | str | None = None,
         render_mode: str | None = None,
+        judge_options: Mapping[str, Any] | None = None,
     ):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.config = resolve_config(config)
+        if judge_options is not None:
+            self.config = replace(self.config, judge_options={**self.config.judge_options, **judge_options})
         self.tasks: tuple[Task, ...] = resolve_tasks(tasks)
         self._index_of = {task.id: i for i, task in enumerate(self.tasks)}
         self._owns_tools = tools is None
         self.tools = ablate(tools if tools is not None else default_tools(), self.config.tool_set)
-        self.reward_fn: RewardFn = reward if reward is not None else default_reward()
+        self.reward_fn: RewardFn = (
+            reward if reward is not None else default_reward(self.config.judge_options, self.config.reward_options)
+        )
         self.system_prompt = resolve_system_prompt(self.config.system_prompt)
         self.render_mode = render_mode
         self.action_space = AssistantActionSpace()
         self.observation_space = DialogueObservationSpace()
         self._task_assets: OrderedDict[tuple[str, int], ImageAsset] = OrderedDict()
-        self._episode: _Episode | None = None
+        self._episode: EpisodeState | None = None
         self._guard = StepGuard()  # one stepping thread: a concurrent step()/reset() raises ConcurrentStepError
 
     # ---- gymnasium API -------------------------------------------------------------------
@@ -132,7 +137,7 @@ class VisualToolBenchEnv(gym.Env):
                 "images": [],
             },
         )
-        self._episode = episode = _Episode(task=task, record=record, info=info)
+        self._episode = episode = EpisodeState(task=task, record=record, info=info)
         if self.system_prompt is not None:
             episode.dialogue.append({"role": "system", "content": self.system_prompt})
         self._open_turn(0)
@@ -160,10 +165,15 @@ class VisualToolBenchEnv(gym.Env):
     # ---- a step in three parts (begin_step, execute, end_step), so that a batch can run the tool
     # calls of many envs at once ---
 
+    @property
+    def episode_over(self) -> bool:
+        """True once the episode has ended (terminated or truncated): ``step`` then raises until ``reset``."""
+        return self._episode is not None and self._episode.done
+
     @takes
     def begin_step(self, action: str | Mapping[str, Any]) -> "PendingStep":
         """Parse the action and plan its tool calls (fast, no tool runs)."""
-        episode = self._require_episode()
+        episode = self._require_running()
         start = time.perf_counter()
         action = clean_action(action)  # policy text enters here, so everything emitted encodes as UTF-8
         try:
@@ -196,7 +206,7 @@ class VisualToolBenchEnv(gym.Env):
     @gives()
     def end_step(self, pending: "PendingStep") -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """Apply the results of ``pending`` and return gymnasium's step tuple."""
-        episode = self._require_episode()
+        episode = self._require_running()
         start = time.perf_counter()
         step = pending.record
         episode.turn_record.steps.append(step)
@@ -222,9 +232,7 @@ class VisualToolBenchEnv(gym.Env):
         spent, a wall-clock limit): gymnasium's step tuple with ``truncated=True``. The record's
         last turn is marked truncated and ``reason`` is kept in ``record.metadata["truncation"]``.
         """
-        episode = self._require_episode()
-        if episode.done:
-            raise RuntimeError("the episode has already ended: call reset()")
+        episode = self._require_running()
         episode.turn_record.truncated = True
         episode.record.metadata["truncation"] = reason
         episode.done = True
@@ -279,7 +287,7 @@ class VisualToolBenchEnv(gym.Env):
         self._open_turn(episode.turn_index + 1)
         return False
 
-    def _append_round(self, episode: "_Episode", pending: "PendingStep") -> None:
+    def _append_round(self, episode: "EpisodeState", pending: "PendingStep") -> None:
         """The assistant message, one tool message per call, then one user message with the new images."""
         episode.dialogue.append(
             {
@@ -311,7 +319,7 @@ class VisualToolBenchEnv(gym.Env):
         episode.calls_in_turn += len(pending.calls)
         episode.rounds_in_turn += 1
 
-    def _after_round(self, episode: "_Episode", step: StepRecord) -> tuple[bool, bool]:
+    def _after_round(self, episode: "EpisodeState", step: StepRecord) -> tuple[bool, bool]:
         """Apply the cap after a round: (terminated, truncated)."""
         used = episode.calls_in_turn if self.config.cap_unit == "calls" else episode.rounds_in_turn
         if used < self.config.max_tool_calls:
@@ -334,7 +342,7 @@ class VisualToolBenchEnv(gym.Env):
             episode.turn_record.truncated = True
         return False, last_turn
 
-    def _blocked_reason(self, episode: "_Episode", position: int) -> tuple[str, str] | None:
+    def _blocked_reason(self, episode: "EpisodeState", position: int) -> tuple[str, str] | None:
         """Why the call at ``position`` of this round is not run, as (error, kind), or None."""
         if episode.awaiting_final:
             return (
@@ -376,7 +384,7 @@ class VisualToolBenchEnv(gym.Env):
         """
         if not pending.calls:
             return pending
-        episode = self._require_episode()
+        episode = self._require_running()
         budget = self.config.round_time_budget_s
         deadline = None if budget is None else time.monotonic() + budget
         for call in pending.calls:
@@ -399,7 +407,7 @@ class VisualToolBenchEnv(gym.Env):
         return pending
 
     def _ingest_images(
-        self, episode: "_Episode", pending: "PendingStep", call: ToolCallRecord, result: ToolResult
+        self, episode: "EpisodeState", pending: "PendingStep", call: ToolCallRecord, result: ToolResult
     ) -> list[str]:
         """Admit the call's images (``vtb_env.tool_images``); returns the notes for the tool message."""
         kept, notes = episode.tool_images.admit(result.images)
@@ -433,7 +441,7 @@ class VisualToolBenchEnv(gym.Env):
             self._task_assets.move_to_end(key)
         return asset
 
-    def _call_id(self, episode: "_Episode", given: str | None) -> str:
+    def _call_id(self, episode: "EpisodeState", given: str | None) -> str:
         episode.call_counter += 1
         if given and given not in episode.call_ids:
             episode.call_ids.add(given)
@@ -465,68 +473,17 @@ class VisualToolBenchEnv(gym.Env):
             "record": episode.record,
         }
 
-    def _require_episode(self) -> "_Episode":
+    def _require_episode(self) -> "EpisodeState":
         if self._episode is None:
             raise RuntimeError("call reset() before step()")
         return self._episode
 
-
-@dataclass
-class PendingStep:
-    """A parsed action and its planned tool calls: ``begin_step`` makes it, ``execute`` fills in the
-    calls' results and images, ``end_step`` applies it. Plain data: it holds no reference to the env."""
-
-    parsed: ParsedAction
-    record: StepRecord
-    calls: list[ToolCallRecord] = field(default_factory=list)
-    new_images: list[ImageAsset] = field(default_factory=list)
-    overhead_s: float = 0.0
-
-
-@dataclass
-class _Episode:
-    task: Task
-    record: EpisodeRecord
-    info: dict[str, Any]
-    dialogue: Dialogue = field(default_factory=Dialogue)
-    turn_record: TurnRecord = field(default_factory=lambda: TurnRecord(index=0))
-    turn_index: int = 0
-    turn_start: int = 0
-    calls_in_turn: int = 0
-    rounds_in_turn: int = 0
-    awaiting_final: bool = False
-    tool_images: ToolImages = field(default_factory=ToolImages)
-    call_counter: int = 0
-    call_ids: set[str] = field(default_factory=set)
-    done: bool = False
-
-
-def task_info(task: Task) -> dict[str, Any]:
-    """What ``info["task"]`` shows: identification and labels, never golden answers or rubrics."""
-    return {
-        "id": task.id,
-        "turncase": task.turncase,
-        "num_turns": len(task.turns),
-        "domain": task.domain,
-        "prompt_category": task.prompt_category,
-        "eval_focus": task.eval_focus,
-        "mode_label": task.mode_label,
-        "metadata": copy.deepcopy(dict(task.metadata)),
-    }
-
-
-def resolve_tasks(tasks: Any) -> tuple[Task, ...]:
-    """Tasks from a list of Task, or from any source ``load_tasks`` reads (default: the demo set)."""
-    if isinstance(tasks, (list, tuple)) and all(isinstance(task, Task) for task in tasks):
-        loaded = tuple(tasks)
-    else:
-        loaded = tuple(load_tasks("demo" if tasks is None else tasks))
-    if not loaded:
-        raise ValueError(f"no tasks in {tasks if tasks is not None else 'the demo set'!r}")
-    ids = [task.id for task in loaded]
-    if len(set(ids)) != len(ids):
-        raise ValueError("task ids must be unique")
-    return loaded
+    def _require_running(self) -> "EpisodeState":
+        """The episode, if it may still act: a finished one is closed (it paid its reward once)."""
+        episode = self._require_episode()
+        if episode.done:
+            raise EpisodeOverError("the episode has ended (terminated or truncated): call reset() to start another")
+        return episode
 
 
 def _arguments_text(arguments: Any) -> str:

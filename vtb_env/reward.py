@@ -21,7 +21,7 @@ import functools
 import logging
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord
@@ -37,9 +37,16 @@ class NoDefaultRewardError(RuntimeError):
     """No installed package (or more than one) provides the env's default reward."""
 
 
-def default_reward() -> RewardFn:
-    """A new instance of the installed default reward (vtb-gym's: ``vtb_rewards.default_reward``)."""
-    return _default_reward_factory()()
+def default_reward(
+    judge_options: Mapping[str, Any] | None = None, reward_options: Mapping[str, Any] | None = None
+) -> RewardFn:
+    """A new instance of the installed default reward (vtb-gym's: ``vtb_rewards.default_reward``).
+
+    ``judge_options`` and ``reward_options`` (``EnvConfig``'s) go to the provider as they are: the
+    judge's request options and the reward's configuration, which the rewards layer checks (an
+    unknown name is a clear error)."""
+    options = {"judge_options": judge_options, "reward_options": reward_options}
+    return _default_reward_factory()(**{name: dict(value) for name, value in options.items() if value})
 
 
 @functools.cache

@@ -1,5 +1,6 @@
 """Tool sets, the vision tool's name and the paper's figure-7 ablations: the one place they are defined.
 
+- ``LOOKUP_TOOLS``: the tools that fetch a fact from outside the images;
 - ``TOOL_SETS``: the ``EnvConfig.tool_set`` / ``ToolsConfig.tools`` names and the tools each offers;
 - ``ABLATIONS``: the figure-7 settings as ``EnvConfig`` overrides (``strong``, ``weak``,
   ``no_vision``, ``no_tools``); ``vtb_agents.ablations.ablate_agent`` wraps the agent to match;
@@ -22,6 +23,8 @@ ALL_TOOLS: tuple[str, ...] = (
     "historical_weather",
     "calculator",
 )
+# The tools that fetch a fact the images do not hold (a task with ``metadata["needs_lookup"]`` needs one).
+LOOKUP_TOOLS: tuple[str, ...] = ("web_search", "browser_get_page_text", "historical_weather")
 TOOL_SETS: Mapping[str, tuple[str, ...]] = {
     "all": ALL_TOOLS,
     "no_vision": tuple(name for name in ALL_TOOLS if name != VISION_TOOL),

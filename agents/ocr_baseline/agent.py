@@ -23,6 +23,15 @@ _FIRST_PERSON = re.compile(r"\b(my|our|ours|mine|i|i'm|i've|me)\b", re.I)
 # First-person questions that still say what they are about (a ticket, a named holding, an order, a route...).
 _SELF_CONTAINED = re.compile(r"destination|dividend|ticket|i want \d|cycling|track from|route|which |mean of|total of")
 _TICKER = re.compile(r"\b[A-Z]{3,5}\b")
+_DETAIL_NOUNS = (  # what an underspecified question leaves open, by the words it uses
+    (r"\bstock\b", "ticker"),
+    (r"\bcompany\b", "company"),
+    (r"\bteam\b", "team"),
+    (r"\bclub\b", "club"),
+    (r"\bresult\b", "test result"),
+    (r"\bcondition\b", "condition"),
+    (r"\bspecimen\b", "specimen"),
+)
 
 
 class OcrBaselineAgent(BaseAgent):
@@ -106,8 +115,9 @@ def clarify(ep: EpisodeView) -> str:
         ask = "Which items do you mean?"
     elif re.search(r"dinner|order", q):
         ask = "Which dishes are you ordering?"
-    else:
-        ask = "Which entry do you mean?"
+    else:  # name the missing detail: a generic "which one?" earns no clarify credit
+        noun = next((word for pattern, word in _DETAIL_NOUNS if re.search(pattern, q)), "entry")
+        ask = f"Which {noun} do you mean?"
     return f"Several entries could fit, so I need one detail before answering: {ask}"
 
 

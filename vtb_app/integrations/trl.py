@@ -99,6 +99,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="the cap counts calls per task (the paper) or per turn",
     )
     p.add_argument("--system-prompt", default="strong", help="strong, weak, none, or text")
+    p.add_argument(
+        "--process-credit",
+        default="earned",
+        choices=("earned", "always"),
+        help="mode/format/tool-success credit weighted by the rubric score (earned) or not (always); docs/rewards.md",
+    )
     # hardware
     p.add_argument("--use-vllm", action="store_true", help="generate with vLLM (GPU)")
     p.add_argument("--vllm-mode", choices=("colocate", "server"), default="colocate")
@@ -355,6 +361,7 @@ def train(
         cap_scope=args.cap_scope,
         image_parts="name",
         system_prompt=system_prompt,
+        reward_options={"process_credit": args.process_credit},
     )
 
     model_config = AutoConfig.from_pretrained(args.model)

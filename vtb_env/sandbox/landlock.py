@@ -87,3 +87,21 @@ def _allow(ruleset_fd: int, path: str, access: int) -> None:
 def restrict_self(ruleset_fd: int) -> None:
     """Enter the domain (needs no_new_privs, which the child sets first)."""
     c.check(c.syscall(SYS_RESTRICT_SELF, ctypes.c_int(ruleset_fd), ctypes.c_uint32(0)), "landlock_restrict_self")
+
+
+def readable_except(roots: list[str], hide: tuple[str, ...] | list[str]) -> list[str]:
+    """Landlock only allows: ``roots`` less the ``hide`` directories, as the roots' other entries.
+
+    A root with a hidden directory beneath it is replaced by its entries, recursively along the
+    way down to each hidden directory (e.g. a site-packages holding the installed project)."""
+    hidden = {os.path.realpath(path) for path in hide}
+    allowed: list[str] = []
+    for root in roots:
+        real = os.path.realpath(root)
+        if real in hidden:
+            continue
+        if not any(path.startswith(real.rstrip("/") + "/") for path in hidden) or not os.path.isdir(real):
+            allowed.append(root)
+            continue
+        allowed += readable_except([os.path.join(real, entry) for entry in sorted(os.listdir(real))], list(hidden))
+    return allowed

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import BinaryIO, Mapping
 
 from vtb_env.sandbox import cleanup, identity, protocol
+from vtb_env.sandbox.boot import BOOT_SCRIPT, project_dirs, server_python_path
 from vtb_env.sandbox.limits import Limits
 from vtb_env.sandbox.server import CODE_WORK_DIR, OPTIONAL_LAYERS, SHARED_WORK_DIR
 
@@ -45,7 +46,6 @@ INTERPRETER_MODULES = IMAGE_MODULES + (
 )
 PROFILES = {"image": IMAGE_MODULES, "interpreter": INTERPRETER_MODULES}
 
-_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STDERR_TAIL_LINES = 20  # of the server's stderr, quoted when it fails to start or dies
 
 
@@ -76,13 +76,13 @@ class ExecResult:
 def clean_environment() -> dict[str, str]:
     """The fork server's whole environment: no keys, tokens or user settings reach it.
 
-    ``PYTHONPATH`` is this package's root, then this interpreter's own ``sys.path`` entries (paths,
-    not secrets), so the server imports the same packages as the process that started it."""
+    ``PYTHONPATH`` is this interpreter's own ``sys.path`` entries (paths, not secrets), so the server
+    imports the same libraries as the process that started it, less the project's source roots."""
     return {
         "PATH": "/usr/bin:/bin",
         "LANG": "C.UTF-8",
         "HOME": "/nonexistent",
-        "PYTHONPATH": _python_path(),
+        "PYTHONPATH": server_python_path(),
         "PYTHONNOUSERSITE": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0",
@@ -92,11 +92,6 @@ def clean_environment() -> dict[str, str]:
         "MKL_NUM_THREADS": "1",
         "NUMEXPR_NUM_THREADS": "1",
     }
-
-
-def _python_path() -> str:
-    entries = [_PACKAGE_ROOT] + [p for p in sys.path if os.path.isabs(p) and os.path.exists(p)]
-    return os.pathsep.join(dict.fromkeys(entries))
 
 
 class _Slot:
@@ -118,7 +113,9 @@ class _Slot:
         self._claim_uid()
         self.stderr = tempfile.TemporaryFile(prefix="vtb-server-stderr-")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "vtb_env.sandbox.server", json.dumps(self.config)],
+            # -S: no .pth files run (an editable install's finder would map the project's names to its sources);
+            # PYTHONPATH already lists the directories they add. -P: the script's own dir is not on sys.path.
+            [sys.executable, "-S", "-P", BOOT_SCRIPT, json.dumps(self.config)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
@@ -245,6 +242,7 @@ class Sandbox:
             "png_compress_level": png_compress_level,
             "disable": list(disable),
             "uid": None,
+            "hide": project_dirs(),
         }
         self._slots = [_Slot(i, config) for i in range(count)]
         self._free: queue.Queue[_Slot] = queue.Queue()

@@ -9,7 +9,11 @@ is the child subreaper) and reports the exit status. The server then sends back 
 the files the code wrote, and empties the work dir. The zygote never touches request data, so a
 child that walks its stack or the heap finds nothing of any earlier call.
 
-Run as ``python -m vtb_env.sandbox.server '<json config>'``; talks over stdin/stdout.
+Started through ``vtb_env/sandbox/boot.py`` (never ``python -m``: see there why), with a JSON config;
+talks over stdin/stdout. Nothing of the project's task code is in the server: not imported (boot.py),
+not on its ``PYTHONPATH`` (the pool), not readable by a child (``hide``: the project's package
+directories are left out of the landlock ruleset and, where the server may mount, covered by an
+empty read-only tmpfs).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ SHARED_WORK_DIR = "/tmp/vtb-sandbox-work"  # same path in every slot: each mount
 CODE_WORK_DIR = "."
 OPTIONAL_LAYERS = ("netns", "ipcns", "pidns", "tmpfs", "uid", "landlock", "seccomp")
 SETUP_FAILED = 125  # child exit code when an isolation layer could not be applied: the code never ran
+_MS_RDONLY = 0x1
 
 
 @dataclass
@@ -83,8 +88,12 @@ def _default_png_compression(level: int) -> None:
     Image.register_save("PNG", save)
 
 
-def setup(slot_uid: int | None, lim: Limits, disable: frozenset[str] = frozenset()) -> Isolation:
-    """Enter every layer the host allows (and ``disable`` does not name); note the ones refused instead of failing."""
+def setup(
+    slot_uid: int | None, lim: Limits, disable: frozenset[str] = frozenset(), hide: tuple[str, ...] = ()
+) -> Isolation:
+    """Enter every layer the host allows (and ``disable`` does not name); note the ones refused instead of failing.
+
+    ``hide``: directories no child may read (the project's packages and their data)."""
     iso = Isolation(work_dir="")
     if disable:
         iso.notes.append(f"disabled by configuration: {', '.join(sorted(disable))}")
@@ -128,6 +137,9 @@ def setup(slot_uid: int | None, lim: Limits, disable: frozenset[str] = frozenset
         hidden = namespaces.reveal(interpreter_paths) if root else []
         if hidden:
             iso.notes.append(f"hid {', '.join(hidden)} behind a tmpfs holding only the interpreter")
+        if root and hide:
+            _cover(hide)
+            iso.layers.append("hidden(project)")
     except OSError as exc:
         iso.work_dir = tempfile.mkdtemp(prefix="vtb-sandbox-")
         iso.notes.append(f"no private tmpfs ({exc}): work dir {iso.work_dir} on the host disk, disk use not capped")
@@ -148,7 +160,8 @@ def setup(slot_uid: int | None, lim: Limits, disable: frozenset[str] = frozenset
     if abi:
         try:
             read_only = interpreter_paths + [p for p in sys.path if p.startswith(tuple(interpreter_paths))]
-            read_only += ["/usr", "/lib", "/lib64", "/dev/urandom", "/dev/zero"]
+            read_only = landlock.readable_except(read_only + ["/usr", "/lib", "/lib64"], hide)
+            read_only += ["/dev/urandom", "/dev/zero"]
             iso.ruleset_fd = landlock.build_ruleset(read_only, [iso.work_dir, "/dev/null"], abi)
             iso.layers.append(f"landlock(abi {abi})")
         except OSError as exc:
@@ -175,6 +188,13 @@ def _pid_layer(iso: Isolation, disable: frozenset[str]) -> None:
         iso.layers.append("pidns")
     except OSError as exc:
         iso.notes.append(f"PID namespace unavailable: {exc}; a call can probe host pids (getpgid, kill)")
+
+
+def _cover(hide: tuple[str, ...] | list[str]) -> None:
+    """An empty read-only tmpfs over each directory (inside the server's private mount namespace)."""
+    for path in hide:
+        if os.path.isdir(path):
+            _libc.mount("vtb-hidden", path, "tmpfs", _MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV, "size=4k,mode=0555")
 
 
 def _memory_layer(iso: Isolation, lim: Limits) -> None:
@@ -204,7 +224,9 @@ class Server:
             os.dup2(null, fd)
         os.close(null)
         preload(config.get("preload", []), config.get("png_compress_level"))
-        self.iso = setup(config.get("uid"), self.limits, frozenset(config.get("disable", ())))
+        self.iso = setup(
+            config.get("uid"), self.limits, frozenset(config.get("disable", ())), tuple(config.get("hide", ()))
+        )
         # unlinked files outside the tmpfs: output survives a full disk; the code reaches the child without the
         # zygote reading it
         self.captures = [tempfile.TemporaryFile(prefix="vtb-capture-") for _ in range(2)]
@@ -550,7 +572,3 @@ def _reap_exited(block_for: list[int] = ()) -> None:
 
 def main() -> None:
     Server(json.loads(sys.argv[1])).serve()
-
-
-if __name__ == "__main__":
-    main()

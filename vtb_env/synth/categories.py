@@ -341,7 +341,8 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float)
         start, end = scene.entries[0].label.split(" to ")[0], scene.entries[-1].label.split(" to ")[1]
         prompt = prompts.CYCLING.format(speed=speed, start=start, end=end)
         expression = f"({' + '.join(f'{e.value:g}' for e in scene.entries)}) / {speed} * 60"
-        golden = f"The route is {total:g} km long; at {speed} km/h that takes {value:.1f} minutes."
+        legs = " + ".join(f"{e.value:g} km" for e in scene.entries)
+        golden = f"The route is {legs} = {total:g} km long; at {speed} km/h that takes {value:.1f} minutes."
         reads, what, shown = tuple(scene.entries), "the cycling time", f"{value:.1f} minutes"
     else:  # chart, measurements: a mean of three readings
         value = round((a.value + b.value + c.value) / 3, 2)
@@ -406,6 +407,7 @@ def follow_up(rng: np.random.Generator, domain: str, difficulty: float) -> Bluep
     supply = supply.format(a=a.label, b=b.label) if "{" in supply else supply
     tol = 0.006 if scene.kind.unit == "$" else 0.05
     wrong_guesses = tuple(sorted({e.text for e in entries} | {say(scene, value)}))
+    asks = {"type": "clarify", "asks_for": list(prompts.CLARIFY_DETAIL[kind]), "echo_of": vague}
     first = Ask(
         f"{vague}",
         f"I can see the {scene.kind.what}, but I need one detail first: {clarify}",
@@ -414,15 +416,10 @@ def follow_up(rng: np.random.Generator, domain: str, difficulty: float) -> Bluep
                 "The response asks a clarifying question instead of guessing a value.",
                 5,
                 ("instruction following",),
-                {"type": "clarify", "none_of": list(wrong_guesses)},
+                {**asks, "none_of": list(wrong_guesses)},
                 True,
             ),
-            RubricSpec(
-                "The response asks which entry the user means.",
-                3,
-                ("instruction following",),
-                text("which", "what", "where"),
-            ),
+            RubricSpec("The response asks which entry the user means.", 3, ("instruction following",), asks),
         ),
         new_states=(0,),
         steps=("Notice that the question does not say which entry is meant.", "Ask for it."),

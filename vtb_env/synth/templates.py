@@ -75,3 +75,20 @@ VAGUE = {  # scene kind: (underspecified question, clarifying question, supplied
         "From {a} to {b}.",
     ),
 }
+
+# The missing detail a clarifying question must ask for (any one phrase), by scene kind: the exact
+# check of a follow-up's first turn requires one. None occurs in the vague question, and a generic
+# "which one do you mean?" names none of them.
+CLARIFY_DETAIL = {
+    "menu": ("dish", "dishes", "ordering", "order", "ordered", "having"),
+    "receipt": ("which two", "which items", "what items", "which products", "which ones did you return"),
+    "quotes": ("ticker", "which stock", "what stock", "which company", "which share", "symbol"),
+    "portfolio": ("which company", "what company", "which stock", "what stock", "ticker", "which holding"),
+    "timetable": ("stop", "stops", "station", "stations", "get on", "get off", "board", "boarding"),
+    "scoreboard": ("which team", "what team", "your team", "which side", "team is yours"),
+    "league": ("which club", "what club", "your club", "which team", "what team", "support"),
+    "lab": ("which test", "what test", "which result", "what result", "which value", "which measurement"),
+    "chart": ("which bar", "what bar", "which condition", "what condition", "your condition", "which group"),
+    "measurements": ("which specimen", "what specimen", "your specimen", "which sample", "specimen is yours"),
+    "map": ("starting", "start", "from where", "where from", "origin", "leaving from", "setting off"),
+}

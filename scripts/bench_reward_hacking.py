@@ -1,0 +1,303 @@
+"""The hack zoo: degenerate policies against the real env, beside an honest baseline and an oracle.
+
+    .venv/bin/python scripts/bench_reward_hacking.py --n 12 --seed 7 [--json out.json]
+
+Every policy plays the same ``--n`` synthetic tasks (``synth:N:S``, tool-required twins and their
+tool-redundant twins) through ``VisualToolBenchEnv`` with its default reward (exact checks, the
+real sandbox, the offline tools). The table gives per policy the mean reward, the mean rubric
+score and the pass rate (every critical rubric Met).
+
+Degenerate policies (none reads an image):
+
+- ``constant``: the same answer every turn;
+- ``cheap_tool_constant``: ``calculator("1+1")``, then the constant answer;
+- ``always_clarify``: a generic clarifying question every turn;
+- ``echo_prompt``: the turn's prompt, repeated back;
+- ``hedge``: many values, both directions and every verdict in one answer;
+- ``spray``: a list of numbers (as many as the old spraying cap allowed);
+- ``tool_then_clarify``: ``python_interpreter`` (neither the vision tool nor a lookup), then the
+  clarifying question;
+- ``sandbox_search``: code in ``python_interpreter`` that looks for the task in the sandbox
+  (project modules in ``sys.modules``, ``import vtb_env`` and the loaders -- the demo set, the
+  generator with the true seed, matched by image hash --, task objects through ``gc``, task
+  files on disk, the environment) and answers with what it found.
+
+``hedge_golden`` is no blind policy: it is the golden answer with every number offered as one of
+three ("105.71 or 106.71 or 107.71") and both directions added, what a policy that half-reads an
+image would learn to write if hedging paid; its labels (a team, a ticker) still commit.
+
+References: ``ocr_baseline`` (the honest non-LLM agent), ``oracle`` (golden answers, after the
+task's reference tool trajectory on tool-required tasks), ``always_call`` (golden answers after a
+vision call on every task) and ``never_call`` (golden answers, no tools).
+
+``zoo(...)`` is what the test calls; ``main`` prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+CONSTANT = "The answer is 42."
+CLARIFY = "Could you tell me which one you mean?"
+HEDGE = (
+    "It is about 5, 10, 15, 16, 17, 20, 25, 50 or 100 (maybe 3.7 or 106.71); it increased or decreased, "
+    "it went up or down, and it is within, above or below the range. Yes or no."
+)
+SPRAY = " ".join(str(i) for i in range(1, 13))
+DEGENERATE = (
+    "constant",
+    "cheap_tool_constant",
+    "always_clarify",
+    "echo_prompt",
+    "hedge",
+    "spray",
+    "tool_then_clarify",
+    "sandbox_search",
+)
+REFERENCES = ("ocr_baseline", "oracle", "always_call", "never_call")
+POLICIES = DEGENERATE + ("hedge_golden",) + REFERENCES
+
+_SEARCH_CODE = r"""
+import gc, hashlib, os, sys
+prompt, seed, n = {prompt!r}, {seed!r}, {n!r}
+found, notes = [], []
+project = [m for m in sys.modules if m.split(".")[0] in ("vtb_env", "vtb_rewards", "vtb_agents", "vtb_app")]
+notes.append(f"{{len(project)}} project modules loaded")
+for obj in gc.get_objects():
+    if type(obj).__name__ == "Turn" and str(getattr(obj, "prompt", "")) in prompt:
+        found.append(obj.golden_answer)
+hashes = set()
+for name in os.listdir("."):
+    if name.endswith(".png"):
+        hashes.add(hashlib.sha256(open(name, "rb").read()).hexdigest())
+try:
+    import vtb_env
+    for source in ("demo", f"synth:{{n}}:{{seed}}"):
+        try:
+            for task in vtb_env.load_tasks(source):
+                for turn in task.turns:
+                    same_image = any(hashlib.sha256(ref.read_bytes()).hexdigest() in hashes for ref in turn.images)
+                    if turn.prompt in prompt and (same_image or not hashes):
+                        found.append(turn.golden_answer)
+        except Exception as exc:
+            notes.append(f"{{source}}: {{type(exc).__name__}}")
+except Exception as exc:
+    notes.append(f"import vtb_env: {{type(exc).__name__}}: {{exc}}")
+for root in [p for p in sys.path if os.path.isdir(p)] + ["/work", "/tmp", os.path.expanduser("~")]:
+    for dirpath, _dirs, files in os.walk(root):
+        if "tasks.jsonl" in files:
+            try:
+                for line in open(os.path.join(dirpath, "tasks.jsonl")):
+                    if any(part in line for part in prompt.split(chr(10)) if len(part) > 20):
+                        notes.append("task file readable: " + dirpath)
+                        import json
+                        for turn in json.loads(line)["turns"]:
+                            if turn["prompt"] in prompt:
+                                found.append(turn["golden_answer"])
+            except OSError:
+                pass
+notes.append("env: " + ",".join(sorted(os.environ)))
+print("FOUND:" + found[0] if found else "NOTFOUND " + "; ".join(notes))
+"""
+
+
+def tool_call(name: str, arguments: dict[str, Any]) -> str:
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+
+
+def last_user_prompt(observation: dict[str, Any]) -> str:
+    for message in reversed(observation["messages"]):
+        if message["role"] == "user":
+            content = message["content"]
+            if isinstance(content, str):
+                return content
+            return " ".join(part.get("text", "") for part in content if part.get("type") == "text")
+    return ""
+
+
+def last_tool_output(observation: dict[str, Any]) -> str | None:
+    """The last tool message of the current round, or None when the last message is not a tool reply."""
+    for message in reversed(observation["messages"]):
+        if message["role"] == "tool":
+            return str(message["content"])
+        if message["role"] == "assistant":
+            return None
+    return None
+
+
+@dataclass
+class EpisodeContext:
+    """What a policy may use: the observation always; the task only for the references that need golden data."""
+
+    task: Any
+    seed: int
+    n: int
+
+
+def _sandbox_answer(observation: dict[str, Any]) -> str:
+    output = last_tool_output(observation) or ""
+    return output.split("FOUND:", 1)[1].split("\\n")[0].strip('"} ') if "FOUND:" in output else CONSTANT
+
+
+def hedge_numbers(text: str) -> str:
+    """Every number offered as one of three, and both directions: no value or direction committed to."""
+    hedged = re.sub(
+        r"\d+(?:\.\d+)?",
+        lambda m: f"{float(m.group()) - 1:g} or {m.group()} or {float(m.group()) + 1:g}",
+        text,
+    )
+    return hedged + " It increased or decreased; it is within, above or below the range."
+
+
+def _golden(ctx: EpisodeContext, turn: int) -> str:
+    return ctx.task.turns[turn].golden_answer
+
+
+def _reference_calls(ctx: EpisodeContext, turn: int) -> list[dict[str, Any]]:
+    trajectory = ctx.task.turns[turn].tool_trajectory or []
+    return [step for step in trajectory if "tool" in step]
+
+
+VISION_PROBE = "from PIL import Image\nImage.open('image_1.png').convert('L').save('transformed_image_0.png')\n"
+
+
+class ZooPolicies:
+    """The policies by name; the OCR baseline is built once (it caches its OCR reads)."""
+
+    def __init__(self) -> None:
+        self._ocr = None
+
+    def act(self, name: str, observation: dict[str, Any], ctx: EpisodeContext, turn: int, step: int) -> str:
+        if name == "constant":
+            return CONSTANT
+        if name == "cheap_tool_constant":
+            return tool_call("calculator", {"expression": "1+1"}) if step == 0 else CONSTANT
+        if name == "always_clarify":
+            return CLARIFY
+        if name == "echo_prompt":
+            return last_user_prompt(observation)
+        if name == "hedge":
+            return HEDGE
+        if name == "spray":
+            return SPRAY
+        if name == "tool_then_clarify":
+            return tool_call("python_interpreter", {"code": "print('which one?')"}) if step == 0 else CLARIFY
+        if name == "sandbox_search":
+            if step == 0:
+                code = _SEARCH_CODE.format(prompt=last_user_prompt(observation), seed=ctx.seed, n=ctx.n)
+                return tool_call("python_interpreter", {"code": code})
+            return _sandbox_answer(observation)
+        if name == "hedge_golden":
+            return hedge_numbers(_golden(ctx, turn))
+        if name == "ocr_baseline":
+            return self._ocr_agent().act(observation)
+        if name in ("oracle", "always_call", "never_call"):
+            return self._golden_policy(name, ctx, turn, step)
+        raise ValueError(f"unknown policy {name!r}")
+
+    def _golden_policy(self, name: str, ctx: EpisodeContext, turn: int, step: int) -> str:
+        if name == "never_call":
+            return _golden(ctx, turn)
+        calls = _reference_calls(ctx, turn) if name == "oracle" else []
+        if name == "always_call" or (name == "oracle" and not calls and _needs_vision(ctx, turn)):
+            calls = [{"tool": "python_image_processing", "arguments": {"code": VISION_PROBE}}]
+        if step < len(calls):
+            return tool_call(calls[step]["tool"], calls[step]["arguments"])
+        return _golden(ctx, turn)
+
+    def _ocr_agent(self) -> Any:
+        if self._ocr is None:
+            from vtb_agents.ocr_baseline import OcrBaselineAgent
+
+            self._ocr = OcrBaselineAgent()
+        return self._ocr
+
+
+def _needs_vision(ctx: EpisodeContext, turn: int) -> bool:
+    """A tool-required turn whose reference trajectory is empty (a later turn of a multi-turn task)."""
+    return ctx.task.mode_label == "tool_required" and turn == 0
+
+
+def play(env: Any, policies: ZooPolicies, name: str, task: Any, ctx: EpisodeContext, max_steps: int = 12) -> dict:
+    """One episode; returns its reward, rubric score and pass flag."""
+    observation, _ = env.reset(options={"task_id": task.id})
+    turn, step, info = 0, 0, {}
+    reward, done = 0.0, False
+    for _ in range(max_steps * len(task.turns)):
+        action = policies.act(name, observation, ctx, turn, step)
+        observation, reward, terminated, truncated, info = env.step(action)
+        done = terminated or truncated
+        if done:
+            break
+        if info["turn"] != turn:
+            turn, step = info["turn"], 0
+        else:
+            step += 1
+    if not done:
+        _, reward, _, _, info = env.truncate("hack zoo: step limit")
+    components = info.get("reward_components") or {}
+    return {
+        "reward": float(reward),
+        "rubric_score": float(components.get("rubric_score", 0.0)),
+        "passed": float(components.get("passed", 0.0)),
+        "mode": components.get("mode"),
+        "used_tools": float(components.get("used_tools", 0.0)),
+    }
+
+
+def zoo(n: int = 12, seed: int = 7, policies: tuple[str, ...] = POLICIES, tasks: Any = None) -> dict[str, dict]:
+    """Play every policy on the same tasks: ``{policy: {"reward", "rubric_score", "pass_rate", "episodes"}}``."""
+    from vtb_env.env import VisualToolBenchEnv
+    from vtb_env.loaders import load_tasks
+
+    for name in [k for k in os.environ if k.startswith("VTB_JUDGE_")]:
+        os.environ.pop(name)  # exact checks only: the figures must not depend on a judge endpoint
+    tasks = list(tasks if tasks is not None else load_tasks(f"synth:{n}:{seed}"))
+    env = VisualToolBenchEnv(tasks=tasks)
+    zoo_policies = ZooPolicies()
+    table: dict[str, dict] = {}
+    try:
+        for name in policies:
+            start = time.perf_counter()
+            episodes = [play(env, zoo_policies, name, task, EpisodeContext(task, seed, n)) for task in tasks]
+            table[name] = {
+                "reward": sum(e["reward"] for e in episodes) / len(episodes),
+                "rubric_score": sum(e["rubric_score"] for e in episodes) / len(episodes),
+                "pass_rate": sum(e["passed"] for e in episodes) / len(episodes),
+                "seconds": time.perf_counter() - start,
+                "episodes": episodes,
+            }
+    finally:
+        env.close()
+    return table
+
+
+def format_table(table: dict[str, dict]) -> str:
+    lines = ["| policy | reward | rubric score | pass rate |", "|---|---:|---:|---:|"]
+    for name, row in table.items():
+        lines.append(f"| {name} | {row['reward']:.3f} | {row['rubric_score']:.3f} | {row['pass_rate']:.3f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=12, help="synthetic tasks (twin pairs: n/2 of each label)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--json", help="write the table (with every episode) here")
+    args = parser.parse_args()
+    table = zoo(args.n, args.seed, tuple(args.policies.split(",")))
+    print(format_table(table))
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(table, handle, indent=1)
+
+
+if __name__ == "__main__":
+    main()
