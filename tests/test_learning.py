@@ -14,7 +14,16 @@ import torch
 
 pytest.importorskip("trl")
 
-from vtb_agents.two_action_vlm import ANSWER_TEXT, CALL_TEXT, action_token_ids, build_two_action_vlm  # noqa: E402
+from transformers import Idefics3ForConditionalGeneration  # noqa: E402
+
+from vtb_agents.two_action_vlm import (  # noqa: E402
+    ANSWER_TEXT,
+    CALL_TEXT,
+    ConvStem,
+    action_token_ids,
+    build_tokenizer,
+    build_two_action_vlm,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,7 +42,9 @@ def test_policy_loads_with_auto_classes_and_starts_uniform(tmp_path):
 
     path = build_two_action_vlm(tmp_path)
     model, processor = AutoModelForImageTextToText.from_pretrained(path), AutoProcessor.from_pretrained(path)
-    assert type(model).__name__ == "Idefics3ForConditionalGeneration"
+    assert type(model).__name__ == "ConvStemIdefics3ForConditionalGeneration"
+    assert isinstance(model, Idefics3ForConditionalGeneration)  # everything but the patch embedding is Idefics3's
+    assert isinstance(model.model.vision_model.embeddings.patch_embedding, ConvStem)
     actions = action_token_ids(processor.tokenizer)
     assert processor.tokenizer.decode([actions["call"]], skip_special_tokens=True) == CALL_TEXT
     assert processor.tokenizer.decode([actions["answer"]], skip_special_tokens=True) == ANSWER_TEXT
@@ -46,6 +57,24 @@ def test_policy_loads_with_auto_classes_and_starts_uniform(tmp_path):
     head = model.get_output_embeddings().weight
     assert torch.equal(head[actions["call"]], head[actions["answer"]])  # uniform start; other rows random
     assert head.abs().sum() > 0
+
+
+def test_template_renders_each_assistant_message_as_its_action_token():
+    """What SFT on the reference conversations trains: CALL where the reference calls, ANSWER where it answers,
+    and only those tokens (assistant mask)."""
+    tokenizer = build_tokenizer()
+    actions = action_token_ids(tokenizer)
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "What is in this image?"}, {"type": "image"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Crop."}], "tool_calls": [{"function": {}}]},
+        {"role": "tool", "content": [{"type": "text", "text": '{"exit_code": 0}'}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Pirates: 77.1%"}]},
+    ]
+    out = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+    trained = [token for token, mask in zip(out["input_ids"], out["assistant_masks"], strict=True) if mask]
+    assert trained == [actions["call"], actions["answer"]]
+    head = tokenizer.apply_chat_template(messages[:1], tokenize=False, add_generation_prompt=True)
+    assert tokenizer.apply_chat_template(messages, tokenize=False).startswith(head)  # prefix-preserving
 
 
 @pytest.mark.slow
