@@ -78,21 +78,26 @@ def test_template_renders_each_assistant_message_as_its_action_token():
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)  # ~2 min alone on 2 cores; several times that on a loaded machine
+@pytest.mark.timeout(1800)  # a few minutes alone on 2 cores; several times that on a loaded machine
 def test_grpo_teaches_mode_selection_on_held_out_twins(tmp_path):
-    # The v1 twins: 12 steps are enough there. On the default v2 twins (issue 17: no pixel-level
-    # label) this tiny policy needs far longer; docs/training.md gives the measured v2 figures.
+    # The v1 twins (--generator v1 turns synth:N:SEED into the first generator's tasks): their label is in
+    # plain sight, so 12 steps show the loop learning. On the default v2 twins this policy's supervised
+    # bound is about 0.5 held-out MCC (docs/training.md), so no shortened GRPO run can clear a fixed bar.
     script = _script()
     args = script.parse_args(
         [
             "--tasks",
-            "synth-v1:64:0",
+            "synth:64:0",
             "--eval-tasks",
-            "synth-v1:32:1",
+            "synth:32:1",
+            "--generator",
+            "v1",
             "--max-steps",
             "12",
             "--eval-modes",
             "sampled",
+            "--eval-samples",
+            "1",
             "--policy-dir",
             str(tmp_path / "policy"),
         ]
@@ -103,9 +108,9 @@ def test_grpo_teaches_mode_selection_on_held_out_twins(tmp_path):
     print(
         f"\nheld-out MCC {before['mcc']:+.3f} -> {after['mcc']:+.3f}, mode reward {before['mode_reward']:.3f} -> "
         f"{after['mode_reward']:.3f}, reward {before['reward']:.4f} -> {after['reward']:.4f} "
-        f"in {result['total_seconds']:.0f} s"
+        f"in {result['total_seconds']:.0f} s ({result['total_cpu_seconds']:.0f} CPU s)"
     )
-    assert len(result["curve"]) == 12
+    assert result["generator"] == "v1" and len(result["curve"]) == 12
     assert before["mcc"] <= 0.4, before  # a fair coin on every input (32 tasks: MCC noise ~0.2)
     assert after["mcc"] >= 0.6 and after["mcc"] - before["mcc"] >= 0.3, (before, after)
     assert after["mode_reward"] > before["mode_reward"] and after["reward"] > before["reward"]
