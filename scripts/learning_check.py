@@ -56,7 +56,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-tool-calls", type=int, default=1, help="per turn; a call after the cap truncates the episode")
     p.add_argument("--image-size", type=int, default=DEFAULT_IMAGE_SIZE, help="policy's image resolution (square)")
     p.add_argument("--patch-size", type=int, default=DEFAULT_PATCH_SIZE, help="pixels per patch (a power of two)")
-    p.add_argument("--stem-width", type=int, default=DEFAULT_STEM_WIDTH, help="CNN patch embedding's first width")
+    p.add_argument(
+        "--stem-width",
+        type=int,
+        default=DEFAULT_STEM_WIDTH,
+        help="CNN patch embedding's first width; 0: Idefics3's own linear patch embedding",
+    )
     p.add_argument(
         "--eval-modes",
         default="sampled,greedy",

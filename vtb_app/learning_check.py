@@ -174,7 +174,7 @@ def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[
             policy_dir / "init",
             image_size=args.image_size,
             patch_size=args.patch_size,
-            stem_width=args.stem_width,
+            stem_width=args.stem_width or None,
             seed=args.seed,
         )
         processor = AutoProcessor.from_pretrained(policy)
