@@ -63,7 +63,7 @@ def reference_conversation(env: VisualToolBenchEnv, task: Task) -> dict[str, Any
         raise ValueError("reference_conversation needs an env with EnvConfig(image_parts='name')")
     observation, _ = env.reset(options={"task_id": task.id})
     tools = observation["tools"]
-    done, n_calls = False, 0
+    n_calls = 0
     for t, turn in enumerate(task.turns):
         for call in reference_calls(task, t):
             if call["tool"] not in env.tools:
