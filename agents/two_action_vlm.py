@@ -30,11 +30,15 @@ Why each choice:
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import torch
+from huggingface_hub.dataclasses import strict
 from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
 from transformers import (
+    AutoConfig,
+    AutoModelForImageTextToText,
     Idefics3Config,
     Idefics3ForConditionalGeneration,
     Idefics3Processor,
@@ -84,20 +88,78 @@ CALL_TEXT = (
 )
 ANSWER_TEXT = "The answer is 42."
 
-# Llama-3-like markup; images as <image>; assistant messages end without <|eot_id|> (see module doc).
+# Llama-3-like markup; images as <image>; an assistant message is its action token (CALL when it calls a
+# tool, ANSWER otherwise), marked for assistant-only SFT losses, with no <|eot_id|> after it (see module doc).
 CHAT_TEMPLATE = (
     "{{- bos_token }}"
     "{%- for message in messages %}"
     "<|start_header_id|>{{ 'ipython' if message['role'] == 'tool' else message['role'] }}<|end_header_id|>"
+    "{%- if message['role'] == 'assistant' %}{% generation %}"
+    "{{ " + json.dumps(CALL_TEXT) + " if message['tool_calls'] else " + json.dumps(ANSWER_TEXT) + " }}"
+    "{% endgeneration %}"
+    "{%- else %}"
     "{% if message['content'] is string %}{{ message['content'] }}"
     "{%- elif message['content'] %}{%- for part in message['content'] %}"
     "{%- if part['type'] == 'image' %}<image>{%- elif part['type'] == 'text' %} {{ part['text'] }}{%- endif %}"
-    "{%- endfor %}{%- endif %}"
-    "{%- if message['tool_calls'] %} <tool_call>{%- endif %}"
-    "{%- if message['role'] != 'assistant' %}<|eot_id|>{%- endif %}"
+    "{%- endfor %}{%- endif %}<|eot_id|>"
+    "{%- endif %}"
     "{%- endfor %}"
     "{%- if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>{% endif %}"
 )
+
+
+CONV_IDEFICS3 = "vtb_conv_idefics3"
+DEFAULT_IMAGE_SIZE, DEFAULT_PATCH_SIZE, DEFAULT_STEM_WIDTH = 384, 32, 16
+
+
+@strict
+class ConvStemIdefics3Config(Idefics3Config):
+    """Idefics3 whose vision tower embeds patches with a small CNN (``stem_width`` channels in its first layer)."""
+
+    model_type = CONV_IDEFICS3
+    stem_width: int = 16
+
+
+class ConvStem(torch.nn.Sequential):
+    """log2(patch) 3x3 convolutions of stride 2 (GroupNorm, GELU between them): one vector per patch.
+
+    Replaces SigLIP's single linear patch projection, which from random weights and a few hundred
+    images cannot learn what separates the twins (faded or turned key pages, notes where the key
+    page should be: strokes, contrast and colour at the scale of a character).
+    """
+
+    def __init__(self, out_channels: int, patch_size: int, width: int):
+        depth = int(math.log2(patch_size))
+        if 2**depth != patch_size or depth < 1:
+            raise ValueError(f"patch_size must be a power of two >= 2, got {patch_size}")
+        layers: list[torch.nn.Module] = []
+        channels = 3
+        for i in range(depth):
+            last = i == depth - 1
+            out = out_channels if last else width * 2**i
+            layers.append(torch.nn.Conv2d(channels, out, kernel_size=3, stride=2, padding=1))
+            if not last:
+                layers += [torch.nn.GroupNorm(min(4, out), out), torch.nn.GELU()]
+            channels = out
+        super().__init__(*layers)
+
+
+class ConvStemIdefics3ForConditionalGeneration(Idefics3ForConditionalGeneration):
+    """``Idefics3ForConditionalGeneration`` with ``ConvStem`` as the vision tower's patch embedding; the rest
+    (SigLIP layers, pixel-shuffle connector, Llama, generation, TRL's VLM paths) is Idefics3's own."""
+
+    config_class = ConvStemIdefics3Config
+
+    def __init__(self, config: ConvStemIdefics3Config):
+        super().__init__(config)
+        vision = config.vision_config
+        self.model.vision_model.embeddings.patch_embedding = ConvStem(
+            vision.hidden_size, vision.patch_size, config.stem_width
+        )
+
+
+AutoConfig.register(CONV_IDEFICS3, ConvStemIdefics3Config, exist_ok=True)  # importing this module lets Auto* load it
+AutoModelForImageTextToText.register(ConvStemIdefics3Config, ConvStemIdefics3ForConditionalGeneration, exist_ok=True)
 
 
 def build_tokenizer() -> PreTrainedTokenizerFast:
@@ -138,12 +200,18 @@ def idefics3_config_and_processor(
     vision_heads: int,
     chat_template: str,
     scale_factor: int = 2,
+    stem_width: int | None = None,
 ) -> tuple[Idefics3Config, Idefics3Processor]:
     """A tiny Idefics3 (one-layer SigLIP tower, pixel shuffle by ``scale_factor``, ``text`` as the
-    language model) and its processor: no image splitting, images resized to ``image_size``, each
+    language model) and its processor: no image splitting, images resized to ``image_size`` square, each
     one ``(image_size / patch_size)**2 / scale_factor**2`` tokens of the tokenizer's image token.
+    ``stem_width``: a ``ConvStemIdefics3Config`` (CNN patch embedding) instead of Idefics3's own.
     Build the model from the config after seeding torch (the config draws no random numbers)."""
-    config = Idefics3Config(
+    config_class, extra = (
+        (Idefics3Config, {}) if stem_width is None else (ConvStemIdefics3Config, {"stem_width": stem_width})
+    )
+    config = config_class(
+        **extra,
         vision_config=dict(
             hidden_size=vision_hidden_size,
             intermediate_size=2 * vision_hidden_size,
@@ -168,16 +236,18 @@ def idefics3_config_and_processor(
 def build_two_action_vlm(
     path: str | Path,
     *,
-    image_size: int = 64,
-    patch_size: int = 8,
+    image_size: int = DEFAULT_IMAGE_SIZE,
+    patch_size: int = DEFAULT_PATCH_SIZE,
+    stem_width: int | None = DEFAULT_STEM_WIDTH,
     hidden_size: int = 64,
     layers: int = 2,
     seed: int = 0,
 ) -> Path:
     """Write the random-weight policy (model, processor, generation config) to ``path`` and return it.
 
-    ``image_size`` is the longest edge images are resized to; each image becomes
-    ``(image_size / patch_size)**2 / 4`` image tokens (pixel shuffle, scale factor 2).
+    Images are resized to ``image_size`` x ``image_size``; each becomes ``(image_size / patch_size)**2 / 4``
+    image tokens (pixel shuffle, scale factor 2). ``stem_width``: the CNN patch embedding's first width
+    (``ConvStemIdefics3ForConditionalGeneration``); None: Idefics3's own linear patch embedding.
     """
     tokenizer = build_tokenizer()
     head_dim = 32
@@ -203,9 +273,11 @@ def build_two_action_vlm(
         vision_hidden_size=hidden_size,
         vision_heads=2,
         chat_template=CHAT_TEMPLATE,
+        stem_width=stem_width,
     )
     torch.manual_seed(seed)
-    model = Idefics3ForConditionalGeneration(config).eval()
+    model_class = Idefics3ForConditionalGeneration if stem_width is None else ConvStemIdefics3ForConditionalGeneration
+    model = model_class(config).eval()
     actions = set(action_token_ids(tokenizer).values())
     with torch.no_grad():  # a uniform initial policy: equal action logits whatever the input (see module doc)
         model.get_output_embeddings().weight[sorted(actions)] = 0.0

@@ -14,7 +14,16 @@ import torch
 
 pytest.importorskip("trl")
 
-from vtb_agents.two_action_vlm import ANSWER_TEXT, CALL_TEXT, action_token_ids, build_two_action_vlm  # noqa: E402
+from transformers import Idefics3ForConditionalGeneration  # noqa: E402
+
+from vtb_agents.two_action_vlm import (  # noqa: E402
+    ANSWER_TEXT,
+    CALL_TEXT,
+    ConvStem,
+    action_token_ids,
+    build_tokenizer,
+    build_two_action_vlm,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,7 +42,9 @@ def test_policy_loads_with_auto_classes_and_starts_uniform(tmp_path):
 
     path = build_two_action_vlm(tmp_path)
     model, processor = AutoModelForImageTextToText.from_pretrained(path), AutoProcessor.from_pretrained(path)
-    assert type(model).__name__ == "Idefics3ForConditionalGeneration"
+    assert type(model).__name__ == "ConvStemIdefics3ForConditionalGeneration"
+    assert isinstance(model, Idefics3ForConditionalGeneration)  # everything but the patch embedding is Idefics3's
+    assert isinstance(model.model.vision_model.embeddings.patch_embedding, ConvStem)
     actions = action_token_ids(processor.tokenizer)
     assert processor.tokenizer.decode([actions["call"]], skip_special_tokens=True) == CALL_TEXT
     assert processor.tokenizer.decode([actions["answer"]], skip_special_tokens=True) == ANSWER_TEXT
@@ -48,22 +59,53 @@ def test_policy_loads_with_auto_classes_and_starts_uniform(tmp_path):
     assert head.abs().sum() > 0
 
 
+def test_template_renders_each_assistant_message_as_its_action_token():
+    """What SFT on the reference conversations trains: CALL where the reference calls, ANSWER where it answers,
+    and only those tokens (assistant mask)."""
+    tokenizer = build_tokenizer()
+    actions = action_token_ids(tokenizer)
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "What is in this image?"}, {"type": "image"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Crop."}], "tool_calls": [{"function": {}}]},
+        {"role": "tool", "content": [{"type": "text", "text": '{"exit_code": 0}'}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Pirates: 77.1%"}]},
+    ]
+    out = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+    trained = [token for token, mask in zip(out["input_ids"], out["assistant_masks"], strict=True) if mask]
+    assert trained == [actions["call"], actions["answer"]]
+    head = tokenizer.apply_chat_template(messages[:1], tokenize=False, add_generation_prompt=True)
+    assert tokenizer.apply_chat_template(messages, tokenize=False).startswith(head)  # prefix-preserving
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(900)  # ~2 min alone on 2 cores; several times that on a loaded machine
+@pytest.mark.timeout(1800)  # a few minutes alone on 2 cores; several times that on a loaded machine
 def test_grpo_teaches_mode_selection_on_held_out_twins(tmp_path):
-    # The v1 twins: 12 steps are enough there. On the default v2 twins (issue 17: no pixel-level
-    # label) this tiny policy needs far longer; docs/training.md gives the measured v2 figures.
+    # The v1 twins (--generator v1 turns synth:N:SEED into the first generator's tasks), whose label is in
+    # plain sight, with the small linear-patch policy (64 px, 8 px patches, --stem-width 0): 12 steps show the
+    # loop learning. The default CNN-stem policy learns slower (measured here: +0.05 -> +0.21 in 12 steps), and
+    # on the default v2 twins its supervised bound is about 0.5 held-out MCC (docs/training.md), so no
+    # shortened GRPO run there can clear a fixed bar.
     script = _script()
     args = script.parse_args(
         [
             "--tasks",
-            "synth-v1:64:0",
+            "synth:64:0",
             "--eval-tasks",
-            "synth-v1:32:1",
+            "synth:32:1",
+            "--generator",
+            "v1",
+            "--image-size",
+            "64",
+            "--patch-size",
+            "8",
+            "--stem-width",
+            "0",
             "--max-steps",
             "12",
             "--eval-modes",
             "sampled",
+            "--eval-samples",
+            "1",
             "--policy-dir",
             str(tmp_path / "policy"),
         ]
@@ -74,9 +116,9 @@ def test_grpo_teaches_mode_selection_on_held_out_twins(tmp_path):
     print(
         f"\nheld-out MCC {before['mcc']:+.3f} -> {after['mcc']:+.3f}, mode reward {before['mode_reward']:.3f} -> "
         f"{after['mode_reward']:.3f}, reward {before['reward']:.4f} -> {after['reward']:.4f} "
-        f"in {result['total_seconds']:.0f} s"
+        f"in {result['total_seconds']:.0f} s ({result['total_cpu_seconds']:.0f} CPU s)"
     )
-    assert len(result["curve"]) == 12
+    assert result["generator"] == "v1" and len(result["curve"]) == 12
     assert before["mcc"] <= 0.4, before  # a fair coin on every input (32 tasks: MCC noise ~0.2)
     assert after["mcc"] >= 0.6 and after["mcc"] - before["mcc"] >= 0.3, (before, after)
     assert after["mode_reward"] > before["mode_reward"] and after["reward"] > before["reward"]

@@ -43,6 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--demo", action="store_true", help="regenerate the bundled demo set, corpus and weather archive"
     )
+    parser.add_argument(
+        "--sft",
+        action="store_true",
+        help="also write OUT/sft.parquet: each task's reference trajectory run in the env, then the golden answer "
+        "(TRL's conversational format; docs/training.md)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -77,4 +83,20 @@ def run(args: argparse.Namespace) -> int:
         out = args.out
     path = save_tasks(tasks, out)
     print(f"wrote {len(tasks)} tasks to {path}")
+    if args.sft:
+        _export_sft(tasks, Path(out))
     return 0
+
+
+def _export_sft(tasks: list, out: Path) -> None:
+    from vtb_env.sft import export_sft
+    from vtb_env.tools import default_tools
+
+    tools = default_tools()
+    try:
+        path, rows, skipped = export_sft(tasks, out, tools)
+    finally:
+        tools.close()
+    print(f"wrote {rows} SFT conversations to {path}")
+    for task_id, why in skipped:
+        print(f"skipped {task_id}: {why}")

@@ -1,0 +1,75 @@
+"""A cold start with TRL's own ``SFTTrainer`` on the reference conversations of ``vtb synth --sft``.
+
+``sft_cold_start`` trains a vision-language checkpoint for a few steps on ``sft.parquet``
+(``vtb_env.sft``: each task's reference trajectory replayed in the env, then the golden answer)
+and saves the result where GRPO (``vtb_app.integrations.trl.train``) can start from it. The loss
+is on the assistant tokens only (``assistant_only_loss``: the template must mark them with
+``{% generation %}``), so the model learns the calls and answers, not the prompts, tool outputs
+or images.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class ColdStart:
+    """Where the SFT model was saved, and TRL's per-step log (``loss``, ``mean_token_accuracy``, ...)."""
+
+    path: Path
+    log_history: list[dict[str, Any]]
+    seconds: float
+
+
+def sft_cold_start(
+    model_path: str | Path,
+    data: str | Path,
+    output_dir: str | Path,
+    *,
+    max_steps: int,
+    learning_rate: float = 1e-3,
+    batch_size: int = 8,
+    seed: int = 0,
+) -> ColdStart:
+    """``max_steps`` steps of TRL's ``SFTTrainer`` on the parquet ``data``; the model and processor saved to
+    ``output_dir`` (its generation config too: a constrained policy keeps its ``suppress_tokens``)."""
+    import time
+
+    from datasets import load_dataset
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+    from trl import SFTConfig, SFTTrainer
+
+    start = time.perf_counter()
+    model = AutoModelForImageTextToText.from_pretrained(model_path)
+    processor = AutoProcessor.from_pretrained(model_path)
+    dataset = load_dataset("parquet", data_files=str(data), split="train")
+    trainer = SFTTrainer(
+        model=model,
+        processing_class=processor,
+        train_dataset=dataset,
+        args=SFTConfig(
+            output_dir=str(output_dir),
+            max_steps=max_steps,
+            per_device_train_batch_size=batch_size,
+            learning_rate=learning_rate,
+            lr_scheduler_type="constant",
+            assistant_only_loss=True,
+            max_length=None,  # images must never be cut from a sequence
+            bf16=False,
+            use_cpu=True,
+            gradient_checkpointing=False,
+            report_to=[],
+            logging_steps=1,
+            save_strategy="no",
+            dataloader_num_workers=0,
+            seed=seed,
+        ),
+    )
+    trainer.train()
+    path = Path(output_dir)
+    trainer.save_model(str(path))
+    processor.save_pretrained(path)
+    return ColdStart(path, list(trainer.state.log_history), time.perf_counter() - start)

@@ -1,0 +1,347 @@
+"""The learning check's experiment (``scripts/learning_check.py`` is its command line; its docstring says what runs).
+
+Held-out evaluation in the real env (``evaluate_modes``), the supervised bound, the SFT cold start,
+GRPO through ``vtb_app.integrations.trl.train``, and the per-step training curve.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from vtb_agents.rollout import ChatRenderer, Episode, HFGenerator, run_episodes
+from vtb_agents.two_action_vlm import build_two_action_vlm
+from vtb_env.batch import EnvPool
+from vtb_env.config import EnvConfig
+from vtb_env.env import VisualToolBenchEnv
+from vtb_env.tasks import Task
+from vtb_env.tools.base import ToolRegistry
+from vtb_rewards.mode import ConfusionMatrix
+
+GREEDY_TEMPERATURE = 1e-4  # HFGenerator always samples; this makes it the argmax
+
+
+# The two-action policy's fixed answer meets no rubric, so only process credit can move it: the check
+# trains on the unweighted process components (the env's default earns them with the rubric score).
+PROCESS_CREDIT = "always"
+
+
+def env_config(max_tool_calls: int) -> EnvConfig:
+    """What ``train_grpo.train`` builds with ``--system-prompt none``; evaluation uses the same."""
+    return EnvConfig.preset(
+        "default",
+        max_tool_calls=max_tool_calls,
+        cap_scope="turn",
+        image_parts="name",
+        system_prompt=None,
+        reward_options={"process_credit": PROCESS_CREDIT},
+    )
+
+
+def episode_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
+    """Held-out figures: MCC, mode reward, tool-call success, composed reward, tool-use rate."""
+    outcomes = [e.mode_outcome for e in episodes if e.mode_outcome is not None]
+    mode_rewards = [e.components["mode"] for e in episodes if "mode" in e.components]
+    calls = [
+        call for e in episodes for call in e.record.tool_calls
+    ]  # calls past the cap count as failed, as in the env's tool_success
+    confusion = ConfusionMatrix.from_outcomes(outcomes)
+    return {
+        "mcc": confusion.mcc(),
+        "mode_reward": sum(mode_rewards) / len(mode_rewards),
+        "tool_call_success": sum(call.error is None for call in calls) / len(calls) if calls else float("nan"),
+        "reward": sum(e.reward for e in episodes) / len(episodes),
+        "tool_use": sum(e.record.used_tools for e in episodes) / len(episodes),
+        **{k: confusion.to_dict()[k] for k in ("TP", "FN", "TN", "FP")},
+    }
+
+
+def evaluate(
+    model: Any,
+    processor: Any,
+    tasks: Sequence[Task],
+    tools: ToolRegistry,
+    max_tool_calls: int,
+    *,
+    temperature: float,
+    seed: int,
+    samples: int = 1,
+) -> dict[str, float]:
+    """``samples`` episodes per task in the real env; metrics of ``episode_metrics`` over all of them."""
+    task_ids = [t.id for t in tasks for _ in range(samples)]
+    pool = EnvPool([VisualToolBenchEnv(tasks=tasks, tools=tools, config=env_config(max_tool_calls)) for _ in task_ids])
+    try:
+        generate = HFGenerator(model, processor, max_new_tokens=1, temperature=temperature)
+        episodes = run_episodes(
+            pool, task_ids, generate, ChatRenderer(processor), max_completion_tokens=4096, seed=seed
+        )
+    finally:
+        pool.close()
+    return episode_metrics(episodes)
+
+
+def evaluate_modes(
+    model: Any, processor: Any, tasks: Sequence[Task], tools: ToolRegistry, args: argparse.Namespace
+) -> dict[str, dict[str, float]]:
+    """``evaluate`` for each of ``--eval-modes`` (sampled: ``--eval-samples`` per task; greedy: one), each from
+    the same torch seed."""
+    import torch
+
+    settings = {"sampled": (args.temperature, args.eval_samples), "greedy": (GREEDY_TEMPERATURE, 1)}
+    figures = {}
+    for mode in args.eval_modes.split(","):
+        temperature, samples = settings[mode]
+        torch.manual_seed(args.seed)
+        figures[mode] = evaluate(
+            model,
+            processor,
+            tasks,
+            tools,
+            args.max_tool_calls,
+            temperature=temperature,
+            seed=args.seed,
+            samples=samples,
+        )
+    return figures
+
+
+def training_curve(log_history: Sequence[dict[str, Any]], window: int = 5) -> list[dict[str, float]]:
+    """Per optimisation step: mean composed reward, mode reward, tool use and mode MCC of the step's rollouts.
+
+    ``mcc_window`` pools the confusion counts of the last ``window`` steps: a single step's MCC
+    is 0 whenever its few tasks happen to share one label.
+    """
+    counts = ("TP", "FN", "TN", "FP")
+    curve = [
+        {
+            "step": entry["step"],
+            "reward": entry["vtb/reward"],
+            "mode_reward": entry.get("vtb/reward/mode", float("nan")),
+            "mcc": entry.get("vtb/mode/mcc", float("nan")),
+            "tool_use": entry.get("vtb/reward/used_tools", float("nan")),
+            **{k: int(entry.get(f"vtb/mode/{k}", 0)) for k in counts},
+        }
+        for entry in log_history
+        if "vtb/reward" in entry
+    ]
+    for i, point in enumerate(curve):
+        pooled = {k.lower(): sum(p[k] for p in curve[max(0, i - window + 1) : i + 1]) for k in counts}
+        point["mcc_window"] = ConfusionMatrix(**pooled).mcc()
+    return curve
+
+
+def load_learning_tasks(spec: str, generator: str) -> list[Task]:
+    """``synth:N:SEED`` from ``generator``; any other ``vtb_env.loaders`` source as it is; every task mode-labelled."""
+    from vtb_env.loaders import load_tasks
+    from vtb_env.loaders.synth import parse_synth_spec
+    from vtb_env.synth import generate
+
+    if spec.strip().startswith("synth:"):
+        n, seed, _ = parse_synth_spec(spec)
+        tasks = generate(n, seed, generator=generator)
+    else:
+        tasks = load_tasks(spec)
+    if not tasks or any(t.mode_label is None for t in tasks):
+        raise SystemExit(f"{spec!r}: every task needs a mode label (tool_required / tool_redundant)")
+    return tasks
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process (all threads) and of its children that have finished."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[str, Any]:
+    """The whole experiment; returns the curve, the held-out figures before/after and timings."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    from vtb_env.tools.python_tools import PythonImageProcessing
+
+    start, cpu_start = time.perf_counter(), cpu_seconds()
+    train_tasks = load_learning_tasks(args.tasks, args.generator)
+    eval_tasks = load_learning_tasks(args.eval_tasks, args.generator)
+    from vtb_app.integrations import trl as train_grpo
+
+    own_tools = tools is None
+    tools = tools if tools is not None else ToolRegistry([PythonImageProcessing()])
+    scratch = None if args.policy_dir else tempfile.TemporaryDirectory(prefix="vtb-learning-")
+    policy_dir = Path(args.policy_dir or scratch.name)
+    result: dict[str, Any] = {
+        "tasks": args.tasks,
+        "eval_tasks": args.eval_tasks,
+        "generator": args.generator,
+        "n_train_tasks": len(train_tasks),
+        "n_eval_tasks": len(eval_tasks),
+        "args": vars(args),
+    }
+    try:
+        policy = build_two_action_vlm(
+            policy_dir / "init",
+            image_size=args.image_size,
+            patch_size=args.patch_size,
+            stem_width=args.stem_width or None,
+            seed=args.seed,
+        )
+        processor = AutoProcessor.from_pretrained(policy)
+        result["before"] = evaluate_modes(
+            AutoModelForImageTextToText.from_pretrained(policy), processor, eval_tasks, tools, args
+        )
+        _print_eval("held-out before training", result["before"])
+        if args.supervised_epochs:
+            result["supervised"] = supervised_bound(policy, processor, train_tasks, eval_tasks, tools, args)
+        if args.sft_steps:
+            result["sft"] = sft_stage(policy, processor, train_tasks, eval_tasks, tools, args, policy_dir / "sft")
+            policy = Path(result["sft"]["path"])
+        train_start, train_cpu = time.perf_counter(), cpu_seconds()
+        trainer = train_grpo.train(
+            _grpo_args(train_grpo, args, policy, policy_dir / "trained"), tasks=train_tasks, tools=tools
+        )
+        result["train_seconds"] = time.perf_counter() - train_start
+        result["train_cpu_seconds"] = cpu_seconds() - train_cpu
+        result["curve"] = training_curve(trainer.state.log_history)
+        result["after"] = evaluate_modes(trainer.model, processor, eval_tasks, tools, args)
+        _print_eval("held-out after training", result["after"])
+    finally:
+        if own_tools:
+            tools.close()
+        if scratch is not None:
+            scratch.cleanup()
+    result["total_seconds"] = time.perf_counter() - start
+    result["total_cpu_seconds"] = cpu_seconds() - cpu_start
+    return result
+
+
+def supervised_bound(
+    policy: Path,
+    processor: Any,
+    train_tasks: Sequence[Task],
+    eval_tasks: Sequence[Task],
+    tools: ToolRegistry,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """A copy of the initial policy trained on the labels (``vtb_agents.mode_supervision``), evaluated held-out."""
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    from vtb_agents.mode_supervision import first_decisions, fit_mode_labels
+
+    start, cpu_start = time.perf_counter(), cpu_seconds()
+    torch.manual_seed(args.seed)
+    model = AutoModelForImageTextToText.from_pretrained(policy)
+    decisions = first_decisions(train_tasks, processor, tools, env_config(args.max_tool_calls))
+    history = fit_mode_labels(
+        model,
+        processor,
+        decisions,
+        epochs=args.supervised_epochs,
+        learning_rate=args.supervised_learning_rate,
+        seed=args.seed,
+    )
+    for entry in history:
+        print(f"supervised epoch {entry['epoch']}: loss {entry['loss']:.4f}  train accuracy {entry['accuracy']:.3f}")
+    figures = evaluate_modes(model, processor, eval_tasks, tools, args)
+    _print_eval("held-out, supervised bound", figures)
+    return {
+        "history": history,
+        "held_out": figures,
+        "seconds": time.perf_counter() - start,
+        "cpu_seconds": cpu_seconds() - cpu_start,
+    }
+
+
+def sft_stage(
+    policy: Path,
+    processor: Any,
+    train_tasks: Sequence[Task],
+    eval_tasks: Sequence[Task],
+    tools: ToolRegistry,
+    args: argparse.Namespace,
+    out: Path,
+) -> dict[str, Any]:
+    """Export the training tasks' reference conversations (all offline tools, no system prompt, a cap they fit in),
+    run ``--sft-steps`` of TRL's SFTTrainer on them from ``policy``, evaluate held-out."""
+    from transformers import AutoModelForImageTextToText
+
+    from vtb_app.integrations.trl_sft import sft_cold_start
+    from vtb_env.sft import export_sft, sft_env_config
+    from vtb_env.tools import default_tools
+
+    start, cpu_start = time.perf_counter(), cpu_seconds()
+    reference_tools = default_tools()
+    try:
+        data, rows, skipped = export_sft(train_tasks, out / "data", reference_tools, sft_env_config(system_prompt=None))
+    finally:
+        reference_tools.close()
+    print(f"SFT data: {rows} reference conversations ({len(skipped)} skipped) in {data}")
+    cold = sft_cold_start(
+        policy,
+        data,
+        out / "model",
+        max_steps=args.sft_steps,
+        learning_rate=args.sft_learning_rate,
+        batch_size=args.sft_batch_size,
+        seed=args.seed,
+    )
+    figures = evaluate_modes(AutoModelForImageTextToText.from_pretrained(cold.path), processor, eval_tasks, tools, args)
+    _print_eval(f"held-out after {args.sft_steps} SFT steps", figures)
+    return {
+        "path": str(cold.path),
+        "rows": rows,
+        "skipped": len(skipped),
+        "log": [e for e in cold.log_history if "loss" in e],
+        "held_out": figures,
+        "seconds": time.perf_counter() - start,
+        "cpu_seconds": cpu_seconds() - cpu_start,
+    }
+
+
+def _grpo_args(train_grpo: Any, args: argparse.Namespace, policy: Path, output_dir: Path) -> argparse.Namespace:
+    return train_grpo.parse_args(
+        [
+            "--model",
+            str(policy),
+            "--output-dir",
+            str(output_dir),
+            "--tasks",
+            args.tasks,
+            "--num-generations",
+            str(args.num_generations),
+            "--tasks-per-step",
+            str(args.tasks_per_step),
+            "--max-steps",
+            str(args.max_steps),
+            "--learning-rate",
+            str(args.learning_rate),
+            "--temperature",
+            str(args.temperature),
+            "--max-new-tokens",
+            "1",
+            "--max-tool-calls",
+            str(args.max_tool_calls),
+            "--cap-scope",
+            "turn",
+            "--system-prompt",
+            "none",
+            "--loss-type",
+            "grpo",
+            "--seed",
+            str(args.seed),
+            "--process-credit",
+            PROCESS_CREDIT,
+        ]
+    )
+
+
+def _print_eval(title: str, figures: dict[str, dict[str, float]]) -> None:
+    for mode, m in figures.items():
+        print(
+            f"{title} ({mode}): MCC {m['mcc']:+.3f}  mode reward {m['mode_reward']:.3f}  "
+            f"tool-call success {m['tool_call_success']:.3f}  reward {m['reward']:.4f}  tool use {m['tool_use']:.2f}  "
+            f"TP/FN/TN/FP {m['TP']}/{m['FN']}/{m['TN']}/{m['FP']}",
+            flush=True,
+        )
