@@ -162,6 +162,20 @@ def test_reference_code_runs_and_names_its_outputs_in_order(demo, tmp_path):
         assert "python_image_processing" in tools
 
 
+@pytest.mark.parametrize("generator", ["v1", "v2", "v3"])
+def test_every_reference_call_fits_its_tool_schema(generator, demo):
+    """The oracle's calls must be calls the policy could make: v3's row cleaning once ran past the
+    5,000-character code limit on pages with many labels (a reference call refused as invalid)."""
+    from vtb_env.tools import default_tools
+
+    tools = default_tools()
+    tasks = generate(40, seed=3, generator=generator) + (list(demo) if generator == "v3" else [])
+    calls = [(t.id, c) for t in tasks for turn in t.turns for c in json.loads(turn.tool_trajectory_raw)]
+    assert calls
+    bad = [(task_id, c["tool"], tools.validate(c["tool"], c["arguments"])) for task_id, c in calls]
+    assert [b for b in bad if b[2] is not None] == []
+
+
 def test_hybrid_lookups_agree_with_the_shipped_archives():
     weather = [json.loads(line) for line in ref.WEATHER_PATH.read_text().splitlines()]
     assert weather == [json.loads(json.dumps(r)) for r in ref.weather_records()]

@@ -141,8 +141,8 @@ def load_learning_tasks(spec: str, generator: str) -> list[Task]:
     from vtb_env.synth import generate
 
     if spec.strip().startswith("synth:"):
-        n, seed, _ = parse_synth_spec(spec)
-        tasks = generate(n, seed, generator=generator)
+        n, seed, _, split = parse_synth_spec(spec)
+        tasks = generate(n, seed, generator=generator, split=split)
     else:
         tasks = load_tasks(spec)
     if not tasks or any(t.mode_label is None for t in tasks):

@@ -111,7 +111,22 @@ BUILDERS: dict[str, Callable[[], bytes]] = {
     "ico_3_sizes": lambda: _save(Image.new("RGBA", (64, 64), "green"), "ICO", sizes=[(16, 16), (32, 32), (64, 64)]),
     "ppm_RGB": lambda: _save(Image.new("RGB", SIZE, "yellow"), "PPM"),
 }
-REFUSED = {"png_16mib_iccp_chunk", "png_truncated", "jpeg_truncated", "svg_named_png", "pdf_named_png"}
+
+
+def _reads_back(name: str) -> bool:
+    """Whether this Pillow decodes the file it wrote (Pillow 12, which gradio via openenv-core pins, writes a
+    YCbCr TIFF it then calls truncated: the env must refuse that one with a note, not raise)."""
+    try:
+        with Image.open(io.BytesIO(BUILDERS[name]())) as image:
+            image.load()
+        return True
+    except OSError:
+        return False
+
+
+REFUSED = {"png_16mib_iccp_chunk", "png_truncated", "jpeg_truncated", "svg_named_png", "pdf_named_png"} | {
+    name for name in ("tiff_YCbCr",) if not _reads_back(name)
+}
 
 
 def hostile_images() -> dict[str, bytes]:

@@ -206,26 +206,38 @@ def reference_code(
         ),
     ]
     margin = max(3, placement.px // 2) * k
-    for j, label in enumerate(labels):
+    boxes = {}
+    for label in labels:
         x0, y0, x1, y1 = placement.row_boxes[label]
-        lines.append(
-            f"row = page.crop({(x0 * k - margin, y0 * k - margin, x1 * k + margin, y1 * k + margin)})  # {label}"
-        )
-        if look.noise or look.jpeg:
-            lines.append("row = row.filter(ImageFilter.MedianFilter(3))  # remove sensor noise and JPEG speckle")
-        if even_light:
-            size = 2 * (30 // 5) + 1  # wider than a stroke of ~30 px text: the filter keeps only paper
-            lines += [
-                "row = row.convert('L')",
-                f"paper = row.filter(ImageFilter.MaxFilter({size})).filter(ImageFilter.GaussianBlur({size}))",
-                "row = Image.fromarray(np.clip(np.asarray(row, float) / np.maximum(np.asarray(paper, float), 1) * 255,"
-                " 0, 255).astype('uint8'))  # even out the light",
-            ]
-        # Ink covers well under a third of a row crop: clipping the brightest 30% to white leaves clean paper.
-        lines.append("row = ImageOps.autocontrast(row.convert('L'), cutoff=(1, 30))  # restore contrast, clean paper")
-        lines.append(
-            "row = row.resize((row.width * 3 // 2, row.height * 3 // 2), Image.Resampling.LANCZOS)  # ~45 px text"
-        )
-        lines.append("row = ImageOps.expand(row, border=24, fill=255)  # a quiet margin around the text")
+        boxes[label] = (x0 * k - margin, y0 * k - margin, x1 * k + margin, y1 * k + margin)
+    clean = _row_cleaning(bool(look.noise or look.jpeg), even_light)
+    if even_light:  # one cleaning function and a loop: the code stays within the tool's 5,000 characters
+        lines.append("\n\ndef clean(row):")
+        lines += [f"    {line}" for line in clean]
+        lines.append("    return row\n\n")
+        lines.append(f"for index, (label, box) in enumerate({list(boxes.items())}, start={first_index}):")
+        lines.append("    clean(page.crop(box)).save(f'transformed_image_{index}.png')")
+        return "\n".join(lines) + "\n"
+    for j, label in enumerate(labels):
+        lines.append(f"row = page.crop({boxes[label]})  # {label}")
+        lines += clean
         lines.append(f"row.save('transformed_image_{first_index + j}.png')")
     return "\n".join(lines) + "\n"
+
+
+def _row_cleaning(denoise: bool, even_light: bool) -> list[str]:
+    """The statements that clean one cropped row ``row`` (v1/v2 code text unchanged)."""
+    lines = ["row = row.filter(ImageFilter.MedianFilter(3))  # remove sensor noise and JPEG speckle"] if denoise else []
+    if even_light:
+        size = 2 * (30 // 5) + 1  # wider than a stroke of ~30 px text: the filter keeps only paper
+        lines += [
+            "row = row.convert('L')",
+            f"paper = row.filter(ImageFilter.MaxFilter({size})).filter(ImageFilter.GaussianBlur({size}))",
+            "row = Image.fromarray(np.clip(np.asarray(row, float) / np.maximum(np.asarray(paper, float), 1) * 255,"
+            " 0, 255).astype('uint8'))  # even out the light",
+        ]
+    # Ink covers well under a third of a row crop: clipping the brightest 30% to white leaves clean paper.
+    lines.append("row = ImageOps.autocontrast(row.convert('L'), cutoff=(1, 30))  # restore contrast, clean paper")
+    lines.append("row = row.resize((row.width * 3 // 2, row.height * 3 // 2), Image.Resampling.LANCZOS)  # ~45 px text")
+    lines.append("row = ImageOps.expand(row, border=24, fill=255)  # a quiet margin around the text")
+    return lines
