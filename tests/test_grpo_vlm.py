@@ -88,7 +88,15 @@ def test_qwen3_vl_grpo_step_through_environment_factory_sends_tool_images_to_the
 
     policy = _policy(tmp_path_factory, "qwen3_vl")
     single = [t for t in generate(40, seed=0) if len(t.turns) == 1 and len(t.turns[0].images) == 1][:2]
-    config = EnvConfig.preset("default", image_parts="name", system_prompt=None, max_tool_calls=2)
+    # the two-action policy's fixed answer meets no rubric: with the default (process credit earned by the
+    # rubric score) every reward is 0 and GRPO has no spread to learn from, so process credit is paid as such
+    config = EnvConfig.preset(
+        "default",
+        image_parts="name",
+        system_prompt=None,
+        max_tool_calls=2,
+        reward_options={"process_credit": "always"},
+    )
     factory = vtb_trl.VTBEnvironmentFactory(single, tools, config, show_images=True)
     made: list = []
 
