@@ -91,6 +91,9 @@ def clean_environment() -> dict[str, str]:
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
         "NUMEXPR_NUM_THREADS": "1",
+        # glibc reserves 64 MiB of address space per malloc arena, and how many a call's threads create
+        # depends on how they happen to interleave: two arenas make RLIMIT_AS measure what the code allocates
+        "MALLOC_ARENA_MAX": "2",
     }
 
 
