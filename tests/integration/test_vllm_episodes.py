@@ -27,7 +27,7 @@ from vtb_env.env import VisualToolBenchEnv
 from vtb_env.loaders.project import save_tasks
 from vtb_env.tasks import ImageRef, Rubric, Task, Turn
 from vtb_env.tools import ALL_TOOLS, default_tools
-from vtb_rewards.compose import EpisodeReward, RewardConfig
+from vtb_rewards.compose import PROCESS_COMPONENTS, EpisodeReward, RewardConfig
 from vtb_rewards.judge.backends import OpenAIChatBackend
 from vtb_rewards.judge.judge import Judge
 
@@ -137,7 +137,10 @@ def test_full_episode_through_the_server(scripted_vlm_server, vllm_metrics, mode
     assert components["judge_errors"] == 1.0
     weights = RewardConfig().weights()
     used = {name: w for name, w in weights.items() if w > 0 and name in components}
-    assert reward == pytest.approx(sum(w * components[name] for name, w in used.items()) / sum(used.values()))
+    # process credit (mode, format, tool success) is earned by the rubric score (the default, docs/rewards.md)
+    earned = {name: components["rubric_score"] if name in PROCESS_COMPONENTS else 1.0 for name in used}
+    expected = sum(w * components[name] * earned[name] for name, w in used.items()) / sum(used.values())
+    assert reward == pytest.approx(expected)
     vllm_metrics[f"episode_{mode}_model_s"] = round(sum(c.latency_s for c in calls), 3)
     vllm_metrics[f"episode_{mode}_tool_s"] = round(call.latency_s, 3)
 
