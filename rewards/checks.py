@@ -138,11 +138,6 @@ def numbers_in(text: str) -> list[float]:
     return [mention.value for mention in _number_mentions(text)]
 
 
-def _normalize(text: str) -> str:
-    """Lower-case words separated by single spaces; a dot survives only inside a number (3.5)."""
-    return " " + " ".join(_WORD.findall(text.lower())) + " "
-
-
 def _negated(text: str, start: int) -> bool:
     """A negation among the few words before ``start``, in the same clause."""
     before = text[:start].lower()
