@@ -159,6 +159,14 @@ _KIND_OF_TEMPLATE = {
     "LATEST": "highest",
     "MORE_THAN_THAT": "that",
     "MINUTES_AFTER": "that",
+    "WEATHER_LOW": "weather",
+    "RAIN": "weather",
+    "ELEVATION": "elevation",
+    "FOUNDED": "founded",
+    "COMPOUND": "compound",
+    "MEDIAN": "median",
+    "STDEV": "stdev",
+    "MILES": "route",
 }
 _KIND_OF_VAGUE = {  # the underspecified question merged with the user's reply to the clarifying question
     "menu": "two_values",
@@ -193,6 +201,8 @@ _FIELDS = {
     "later": "the same menu a year later",
     "row": "dish",
     "highest": "most expensive dish",
+    "values": "readings",
+    "years": 7,
 }
 
 
@@ -202,13 +212,16 @@ def test_the_rules_know_every_question_template_of_the_generator():
     from vtb_agents.ocr_baseline.rules import rule_for
     from vtb_env.synth import templates
 
-    names = {name for name, value in vars(templates).items() if name.isupper() and isinstance(value, str)}
-    assert names == set(_KIND_OF_TEMPLATE)  # a new template needs its kind here (and a rule that knows it)
+    names = {name for name, value in vars(templates).items() if name.isupper() and isinstance(value, tuple)}
+    assert names == set(_KIND_OF_TEMPLATE)  # a new template needs its kind here
     for name, kind in _KIND_OF_TEMPLATE.items():
-        prompt = getattr(templates, name).format(**_FIELDS)
-        question = Question(prompt, prompt, "", False)
-        assert (name, rule_for(question).kind) == (name, kind)
-        assert not sounds_vague(question), name
+        wordings = getattr(templates, name)
+        assert len(wordings) >= 3 and len(set(wordings)) == len(wordings), name  # paraphrases (generator v3)
+        for wording in wordings:  # every wording is taken for its kind
+            prompt = wording.format(**_FIELDS)
+            question = Question(prompt, prompt, "", False)
+            assert (name, prompt, rule_for(question).kind) == (name, prompt, kind)
+            assert not sounds_vague(question), prompt
     assert set(templates.VAGUE) == set(_KIND_OF_VAGUE)
     for scene, (vague, _ask, reply) in templates.VAGUE.items():
         assert sounds_vague(Question(vague, vague, "", False)), scene  # asks before answering
