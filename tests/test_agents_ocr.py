@@ -203,6 +203,7 @@ _FIELDS = {
     "highest": "most expensive dish",
     "values": "readings",
     "years": 7,
+    "title": "Specimen masses (g)",
 }
 
 

@@ -9,7 +9,7 @@ import statistics
 
 from vtb_agents.ocr_baseline.episode import EpisodeView
 from vtb_agents.ocr_baseline.questions import Question
-from vtb_agents.ocr_baseline.solving import Missing, Named, Outcome, fmt, largest_reading, on_named
+from vtb_agents.ocr_baseline.solving import Missing, Named, Outcome, fmt, on_named, titled_rows
 
 
 @on_named(1)
@@ -23,15 +23,13 @@ def compound_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     return f"{row.label} is {row.text}; after {years.group(1)} years at {pct.group(1)}% a year it is {shown}."
 
 
-def _values(ep: EpisodeView) -> list[float] | Missing:
-    rows = largest_reading(ep)
-    if len(rows) < 3:
-        return Missing("every entry of the document", tuple(ep.in_view()))
-    return [r.value for r in rows]
+def _values(ep: EpisodeView, q: Question) -> list[float] | Missing:
+    rows = titled_rows(ep, q)
+    return rows if isinstance(rows, Missing) else [r.value for r in rows]
 
 
 def median_rule(ep: EpisodeView, q: Question) -> Outcome:
-    values = _values(ep)
+    values = _values(ep, q)
     if isinstance(values, Missing):
         return values
     median = statistics.median(values)
@@ -40,7 +38,7 @@ def median_rule(ep: EpisodeView, q: Question) -> Outcome:
 
 
 def stdev_rule(ep: EpisodeView, q: Question) -> Outcome:
-    values = _values(ep)
+    values = _values(ep, q)
     if isinstance(values, Missing):
         return values
     return f"Across the {len(values)} entries read, the sample standard deviation is {statistics.stdev(values):.2f}."

@@ -9,7 +9,7 @@ import re
 from vtb_agents.ocr_baseline.episode import EpisodeView
 from vtb_agents.ocr_baseline.questions import Question
 from vtb_agents.ocr_baseline.reading import group_lines
-from vtb_agents.ocr_baseline.solving import Missing, Named, Outcome, largest_reading, on_named
+from vtb_agents.ocr_baseline.solving import Missing, Named, Outcome, on_named, titled_rows
 
 # What the weather question asks for, by its words: (archive field, how the answer names it, unit)
 _WEATHER_FIELDS = (
@@ -101,9 +101,9 @@ def elevation_rule(ep: EpisodeView, q: Question) -> Outcome:
 
 def founded_rule(ep: EpisodeView, q: Question) -> Outcome:
     """The statement's largest holding (every row read) and its company's founding year."""
-    rows = largest_reading(ep)
-    if len(rows) < 3:
-        return Missing("the holdings in the statement", tuple(ep.in_view()))
+    rows = titled_rows(ep, q)
+    if isinstance(rows, Missing):
+        return rows
     top = max(rows, key=lambda r: r.value)
     if "web_search" not in ep.offered:
         return f"The largest holding is {top.label} with {top.text} shares, but I cannot look up its founding year."

@@ -3,7 +3,9 @@ names, and how answers format numbers."""
 
 from __future__ import annotations
 
+import difflib
 import functools
+import re
 from dataclasses import dataclass
 from typing import Callable, Sequence, Union
 
@@ -127,8 +129,29 @@ def say(row: Row) -> str:
     return f"{row.label} is {row.text}"
 
 
-def largest_reading(ep: EpisodeView) -> list[Row]:
-    """The rows of the reading (an image in view, or a region the vision tool repaired) with the most rows:
-    a question about every entry of a document means one document, not a decoy page beside it."""
-    readings = [r.rows for n in ep.in_view() for r in ep.region_readings(n)]
-    return max(readings, key=len, default=[])
+_TITLE = re.compile(r'"([^"]+)"')
+
+
+def titled_rows(ep: EpisodeView, q: Question) -> list[Row] | Missing:
+    """The rows of the document a question about every entry names by its printed title ("..."): the
+    reading (an image in view, or a region the vision tool repaired) whose text holds the title, else the
+    largest repaired region's. A v3 photo also shows a look-alike decoy document of the same kind."""
+    names = tuple(ep.in_view())
+    readings = [(i > 0, r) for n in names for i, r in enumerate(ep.region_readings(n))]
+    title = _TITLE.search(q.text)
+    titled = [r for _repaired, r in readings if title and holds_title(r.text, title.group(1))]
+    pool = titled or [r for repaired, r in readings if repaired]
+    best = max(pool, key=lambda r: len(r.rows), default=None)
+    if best is None or len(best.rows) < 3:
+        return Missing("every entry of the document the question names", names)
+    return best.rows
+
+
+def holds_title(text: str, title: str) -> bool:
+    """``title`` occurs in ``text``, allowing OCR slips (a close match of as many words)."""
+    words, target = re.findall(r"[a-z0-9#%]+", text.lower()), re.findall(r"[a-z0-9#%]+", title.lower())
+    n, wanted = len(target), " ".join(target)
+    return any(
+        difflib.SequenceMatcher(None, " ".join(words[i : i + n]), wanted).ratio() >= 0.8
+        for i in range(len(words) - n + 1)
+    )

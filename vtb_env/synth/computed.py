@@ -56,13 +56,13 @@ def python_task(rng: np.random.Generator, domain: str, difficulty: float, option
         value = statistics.median(numbers)
         code = f"import statistics\n{listing}\nprint(statistics.median(values))"
         prompt, what = (
-            options.wording(prompts.MEDIAN, values=values, what=scene.kind.what),
+            options.wording(prompts.MEDIAN, values=values, title=scene.title),
             f"the median of the {values}",
         )
     elif how == "stdev":
         value = round(statistics.stdev(numbers), 2)
         code = f"import statistics\n{listing}\nprint(round(statistics.stdev(values), 2))"
-        prompt = options.wording(prompts.STDEV, values=values, what=scene.kind.what)
+        prompt = options.wording(prompts.STDEV, values=values, title=scene.title)
         what = f"the sample standard deviation of the {values}"
     else:  # miles: the whole route
         value = round(sum(numbers) / KM_PER_MILE, 2)

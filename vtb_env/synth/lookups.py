@@ -165,7 +165,7 @@ def founded(rng: np.random.Generator, difficulty: float, options: Options) -> Bl
         },
     )
     ask = Ask(
-        options.wording(prompts.FOUNDED),
+        options.wording(prompts.FOUNDED, title=scene.title),
         golden,
         rubrics,
         (0,),

@@ -122,26 +122,28 @@ ELEVATION = (
     "this train ticket, in metres?",
 )
 FOUNDED = (
-    "Which company is behind the largest holding in this statement, and in which year was it founded?",
-    "Find the holding with the most shares in this statement: which company is it, and when was it founded?",
-    "In this statement, which company has the largest holding by shares, and what is its founding year?",
+    'Which company is behind the largest holding in "{title}", and in which year was it founded?',
+    'Find the holding with the most shares in "{title}": which company is it, and when was it founded?',
+    'In "{title}", which company has the largest holding by shares, and what is its founding year?',
 )
 
 # --- hybrid, generator v3: computations naturally done in code (python_interpreter) ------------------
+# A question about every entry names its document by its printed title: the photo also shows a
+# look-alike decoy document of the same kind (generator v3), and "this statement" would not say which.
 COMPOUND = (
     "If {phrase} rises by {pct}% a year, compounded, what will it be in {years} years?",
     "At {pct}% growth a year, compounded, what will {phrase} be after {years} years?",
     "What will {phrase} be in {years} years if it grows by {pct}% a year, compounded?",
 )
 MEDIAN = (
-    "What is the median of all the {values} in this {what}?",
-    "Across every entry of this {what}, what is the median of the {values}?",
-    "Taking all the {values} in this {what}, what is their median?",
+    'What is the median of all the {values} in "{title}"?',
+    'Across every entry of "{title}", what is the median of the {values}?',
+    'Taking all the {values} listed in "{title}", what is their median?',
 )
 STDEV = (
-    "What is the sample standard deviation of all the {values} in this {what}, to two decimals?",
-    "Across every entry of this {what}, what is the sample standard deviation of the {values} (two decimals)?",
-    "To two decimals, how large is the sample standard deviation of the {values} in this {what}?",
+    'What is the sample standard deviation of all the {values} in "{title}", to two decimals?',
+    'Across every entry of "{title}", what is the sample standard deviation of the {values} (two decimals)?',
+    'To two decimals, how large is the sample standard deviation of the {values} in "{title}"?',
 )
 MILES = (
     "How long is the marked route on this map in miles (1 mile = 1.609344 km), to two decimals, from {start} to {end}?",
