@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import pytest
 
@@ -208,7 +209,7 @@ _FIELDS = {
 
 
 def test_the_rules_know_every_question_template_of_the_generator():
-    from vtb_agents.ocr_baseline.agent import sounds_vague
+    from vtb_agents.ocr_baseline.agent import clarify, sounds_vague
     from vtb_agents.ocr_baseline.questions import Question
     from vtb_agents.ocr_baseline.rules import rule_for
     from vtb_env.synth import templates
@@ -224,11 +225,17 @@ def test_the_rules_know_every_question_template_of_the_generator():
             assert (name, prompt, rule_for(question).kind) == (name, prompt, kind)
             assert not sounds_vague(question), prompt
     assert set(templates.VAGUE) == set(_KIND_OF_VAGUE)
-    for scene, (vague, _ask, reply) in templates.VAGUE.items():
-        assert sounds_vague(Question(vague, vague, "", False)), scene  # asks before answering
-        reply = reply.format(**_FIELDS)
-        merged = Question(f"{vague} {reply}", reply, "Which one do you mean?", True)
-        assert (scene, rule_for(merged).kind) == (scene, _KIND_OF_VAGUE[scene])
+    for scene, (wordings, _ask, reply) in templates.VAGUE.items():
+        assert len(set(wordings)) >= 3, scene
+        for vague in wordings:
+            assert sounds_vague(Question(vague, vague, "", False)), vague  # asks before answering
+            merged = Question(f"{vague} {reply.format(**_FIELDS)}", reply.format(**_FIELDS), "Which one?", True)
+            assert (vague, rule_for(merged).kind) == (vague, _KIND_OF_VAGUE[scene])
+            # the clarifying question the baseline asks passes the exact check the generator writes for it
+            asked = clarify(SimpleNamespace(question=Question(vague, vague, "", False)))
+            check = {"type": "clarify", "asks_for": list(templates.CLARIFY_DETAIL[scene]), "echo_of": vague}
+            assert run_check(check, asked), (vague, asked)
+            assert not run_check(check, vague), vague  # the question itself names no missing detail
 
 
 @pytest.mark.slow

@@ -112,7 +112,8 @@ def region_switch(rng: np.random.Generator, domain: str, difficulty: float, opti
 def follow_up(rng: np.random.Generator, domain: str, difficulty: float, options: Options) -> Blueprint:
     kind = str(rng.choice(DOMAIN_KINDS[domain]))
     scene = make_scene(kind, rng, n_entries(difficulty, rng))
-    vague, clarify, supply = prompts.VAGUE[kind]
+    wordings, clarify, supply = prompts.VAGUE[kind]
+    vague = options.wording(wordings)
     entries = scene.entries
     a, b = pick(rng, entries, 2)
     if kind in ("scoreboard", "league"):

@@ -196,31 +196,99 @@ MINUTES_AFTER = (
 )
 
 # --- follow-up: an underspecified question, the clarifying question it deserves, the user's reply ---
-VAGUE = {  # scene kind: (underspecified question, clarifying question, supplied fact)
+VAGUE = {  # scene kind: (wordings of the underspecified question, clarifying question, supplied fact)
     "menu": (
-        "What will my dinner cost from this menu?",
+        (
+            "What will my dinner cost from this menu?",
+            "How much will my dinner cost on this menu?",
+            "What does my dinner cost at these menu prices?",
+        ),
         "Which dishes are you ordering?",
         "I'm having the {a} and the {b}.",
     ),
     "receipt": (
-        "How much did I pay for the two items I returned?",
+        (
+            "How much did I pay for the two items I returned?",
+            "What did the two items I returned cost me on this receipt?",
+            "How much money do I get back for the two items I returned?",
+        ),
         "Which two items did you return?",
         "The {a} and the {b}.",
     ),
-    "quotes": ("What was the last price of the stock I own?", "Which ticker do you own?", "I own {a}."),
-    "portfolio": ("How many shares of my favourite company do I hold?", "Which company do you mean?", "I mean {a}."),
+    "quotes": (
+        (
+            "What was the last price of the stock I own?",
+            "At what price did the stock I own last trade?",
+            "What is the latest quoted price of my stock?",
+        ),
+        "Which ticker do you own?",
+        "I own {a}.",
+    ),
+    "portfolio": (
+        (
+            "How many shares of my favourite company do I hold?",
+            "How many shares do I own in my favourite company?",
+            "How many of my favourite company's shares are in my account?",
+        ),
+        "Which company do you mean?",
+        "I mean {a}.",
+    ),
     "timetable": (
-        "How long is my ride on this line?",
+        (
+            "How long is my ride on this line?",
+            "How many minutes does my ride on this line take?",
+            "How long will my trip on this line take?",
+        ),
         "At which stops do you get on and off?",
         "I get on at {a} and off at {b}.",
     ),
-    "scoreboard": ("How far behind the leader is my team?", "Which team is yours?", "My team is the {a}."),
-    "league": ("How many points behind the top club is my club?", "Which club do you support?", "I support {a}."),
-    "lab": ("Is my result normal?", "Which test result do you mean?", "I mean my {a} result."),
-    "chart": ("What value did our condition get?", "Which bar is your condition?", "Ours is {a}."),
-    "measurements": ("What is the reading for my specimen?", "Which specimen is yours?", "Mine is {a}."),
+    "scoreboard": (
+        (
+            "How far behind the leader is my team?",
+            "How many points behind the leader is my team?",
+            "What is my team's deficit behind the leader?",
+        ),
+        "Which team is yours?",
+        "My team is the {a}.",
+    ),
+    "league": (
+        (
+            "How many points behind the top club is my club?",
+            "How far behind the top club is my club?",
+            "By how many points does my club trail behind the top club?",
+        ),
+        "Which club do you support?",
+        "I support {a}.",
+    ),
+    "lab": (
+        ("Is my result normal?", "Is my result within the normal range?", "Is my lab result okay?"),
+        "Which test result do you mean?",
+        "I mean my {a} result.",
+    ),
+    "chart": (
+        (
+            "What value did our condition get?",
+            "What did our condition score on this chart?",
+            "How high did our condition come out on this chart?",
+        ),
+        "Which bar is your condition?",
+        "Ours is {a}.",
+    ),
+    "measurements": (
+        (
+            "What is the reading for my specimen?",
+            "What did my specimen read?",
+            "What reading did my specimen give?",
+        ),
+        "Which specimen is yours?",
+        "Mine is {a}.",
+    ),
     "map": (
-        "How far is it to where I'm going?",
+        (
+            "How far is it to where I'm going?",
+            "How far is it on this map to where I'm going?",
+            "How far do I have to go to get where I'm going?",
+        ),
         "Where are you starting from and where are you going?",
         "From {a} to {b}.",
     ),
