@@ -65,12 +65,12 @@ def page_fact(ep: EpisodeView, query: str, title: str, pattern: str) -> str | Ou
     except (ValueError, AttributeError):
         results = []
     url = next((r.get("url") for r in results if title in str(r.get("title", ""))), None)
-    if url is None or "browser_get_page_text" not in ep.offered:
+    if url is None:
         return ""
-    page = ep.lookup("browser_get_page_text", {"url": url})
+    page = ep.lookup("browser_get_page_text", {"url": url}) if "browser_get_page_text" in ep.offered else ""
     if page is None:
         return ep.call("browser_get_page_text", {"url": url})
-    fact = re.search(pattern, page)
+    fact = re.search(pattern, page + " " + json.dumps(results))  # a snippet may hold it when no page can be opened
     return fact.group(1) if fact else ""
 
 
@@ -123,25 +123,14 @@ def dividend_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     ticker = row.label
     if "web_search" not in ep.offered:
         return f"The statement shows {row.text} shares of {ticker}, but I have no way to look up its dividend."
-    search = {"query": f"{ticker} annual dividend per share", "num_results": 5}
-    found = ep.lookup("web_search", search)
-    if found is None:
-        return ep.call("web_search", search)
-    try:
-        results = json.loads(found).get("results", [])
-    except (ValueError, AttributeError):
-        results = []
-    url = next((r.get("url") for r in results if f"({ticker})" in str(r.get("title", ""))), None)
-    if url is None:
-        return f"The statement shows {row.text} shares of {ticker}, but I found no dividend figure for it."
-    page = ep.lookup("browser_get_page_text", {"url": url}) if "browser_get_page_text" in ep.offered else ""
-    if page is None:
-        return ep.call("browser_get_page_text", {"url": url})
-    source = page + " " + json.dumps(results)
-    per_share = re.search(r"annual dividend of \$([\d.]+) per share", source)
-    if not per_share:
+    fact = page_fact(
+        ep, f"{ticker} annual dividend per share", f"({ticker})", r"annual dividend of \$([\d.]+) per share"
+    )
+    if not isinstance(fact, str):
+        return fact
+    if not fact:
         return f"The statement shows {row.text} shares of {ticker}, but I found no annual dividend figure."
-    dividend = float(per_share.group(1))
+    dividend = float(fact)
     income = row.value * dividend
     return (
         f"The statement shows {row.text} shares of {ticker}; "

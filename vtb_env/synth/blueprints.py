@@ -112,6 +112,14 @@ def label_rubric(what: str, label: str, others: list[str]) -> RubricSpec:
     )
 
 
+def page_lookup(query: str, url: str, find: str, read: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A web search for ``query`` and the opening of the result at ``url`` (purposes ``find``, ``read``)."""
+    return (
+        {"tool": "web_search", "arguments": {"query": query, "num_results": 5}, "purpose": find},
+        {"tool": "browser_get_page_text", "arguments": {"url": url}, "purpose": read},
+    )
+
+
 def calculator(expression: str, purpose: str) -> dict[str, Any]:
     return {"tool": "calculator", "arguments": {"expression": expression}, "purpose": purpose}
 

@@ -16,6 +16,7 @@ from vtb_env.synth.blueprints import (
     final_rubric,
     n_entries,
     number,
+    page_lookup,
     pick,
     read_rubric,
     text,
@@ -115,16 +116,12 @@ def _hybrid_corpus(rng: np.random.Generator, difficulty: float, options: Options
         ),
     )
     calls = (
-        {
-            "tool": "web_search",
-            "arguments": {"query": f"{entry.label} {name} annual dividend per share", "num_results": 5},
-            "purpose": "Find the company's dividend page.",
-        },
-        {
-            "tool": "browser_get_page_text",
-            "arguments": {"url": ref.company_url(entry.label)},
-            "purpose": "Read the annual dividend per share.",
-        },
+        *page_lookup(
+            f"{entry.label} {name} annual dividend per share",
+            ref.company_url(entry.label),
+            "Find the company's dividend page.",
+            "Read the annual dividend per share.",
+        ),
         calculator(f"{int(entry.value)} * {dividend:.2f}", "Multiply shares by the dividend per share."),
     )
     ask = Ask(

@@ -12,7 +12,17 @@ import numpy as np
 
 from vtb_env.synth import reference_data as ref
 from vtb_env.synth import templates as prompts
-from vtb_env.synth.blueprints import Ask, Blueprint, Options, RubricSpec, calculator, final_rubric, n_entries, text
+from vtb_env.synth.blueprints import (
+    Ask,
+    Blueprint,
+    Options,
+    RubricSpec,
+    calculator,
+    final_rubric,
+    n_entries,
+    page_lookup,
+    text,
+)
 from vtb_env.synth.scenes import Scene, make_scene, make_ticket
 
 
@@ -97,18 +107,12 @@ def _elevation(scene: Scene, options: Options) -> Blueprint:
     )
     calls = []
     for city in (origin, destination):
-        calls += [
-            {
-                "tool": "web_search",
-                "arguments": {"query": f"{city} travel guide elevation", "num_results": 5},
-                "purpose": f"Find the city guide of {city}.",
-            },
-            {
-                "tool": "browser_get_page_text",
-                "arguments": {"url": ref.city_url(city)},
-                "purpose": f"Read the elevation of {city}.",
-            },
-        ]
+        calls += page_lookup(
+            f"{city} travel guide elevation",
+            ref.city_url(city),
+            f"Find the city guide of {city}.",
+            f"Read the elevation of {city}.",
+        )
     calls.append(calculator(f"{high} - ({low})", "Subtract the departure city's elevation."))
     ask = Ask(
         options.wording(prompts.ELEVATION),
@@ -152,17 +156,11 @@ def founded(rng: np.random.Generator, difficulty: float, options: Options) -> Bl
             True,
         ),
     )
-    calls = (
-        {
-            "tool": "web_search",
-            "arguments": {"query": f"{top.label} {name} company profile founded", "num_results": 5},
-            "purpose": "Find the company's profile.",
-        },
-        {
-            "tool": "browser_get_page_text",
-            "arguments": {"url": ref.company_url(top.label)},
-            "purpose": "Read the founding year.",
-        },
+    calls = page_lookup(
+        f"{top.label} {name} company profile founded",
+        ref.company_url(top.label),
+        "Find the company's profile.",
+        "Read the founding year.",
     )
     ask = Ask(
         options.wording(prompts.FOUNDED, title=scene.title),
