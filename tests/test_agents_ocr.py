@@ -202,6 +202,7 @@ _FIELDS = {
     "later": "the same menu a year later",
     "row": "dish",
     "highest": "most expensive dish",
+    "top": "the most expensive dish",
     "values": "readings",
     "years": 7,
     "title": "Specimen masses (g)",

@@ -338,7 +338,12 @@ def progressive(rng: np.random.Generator, domain: str, difficulty: float, option
         shown = say(scene, diff) if kind != "timetable" else f"{diff:g} minutes"
         asks = [
             Ask(
-                options.wording(prompts.HIGHEST, row=ROW_WORDS[kind][0], highest=ROW_WORDS[kind][1].split(" ", 1)[1])
+                options.wording(
+                    prompts.HIGHEST,
+                    row=ROW_WORDS[kind][0],
+                    highest=ROW_WORDS[kind][1].split(" ", 1)[1],
+                    top=ROW_WORDS[kind][1],
+                )
                 if kind != "timetable"
                 else options.wording(prompts.LATEST),
                 f"{top.label} is {ROW_WORDS[kind][1]}, with {top.text}.",

@@ -174,10 +174,10 @@ IN_RANGE = (
     "Does that fall inside the reference range? If not, by how much does it miss it?",
     "Compared with its reference range, is that value normal? If it is outside, how far outside?",
 )
-HIGHEST = (
+HIGHEST = (  # {highest}: "club with the most points" (v1's wording), {top}: "the club with the most points"
     "Which {row} is {highest}?",
-    "Which {row} in this picture is {highest}?",
-    "Looking at every entry, which {row} is {highest}?",
+    "Looking at every entry, which one is {top}?",
+    "Which entry is {top}?",
 )
 LATEST = (
     "Which stop has the latest departure, and when is it?",
