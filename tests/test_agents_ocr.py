@@ -259,3 +259,24 @@ def test_reads_a_v3_pair_with_the_tool_only_where_the_label_says_it_is_needed():
     assert not shown.used_tools
     assert _passes(required, hidden.final_answers) == [True, True]
     assert _passes(redundant, shown.final_answers) == [True, True]
+
+
+@pytest.mark.slow
+def test_solves_v3_computations_and_lookups_with_its_own_arithmetic_and_the_offline_tools():
+    """A median and a standard deviation read from the twins' pictures (no tools), and an elevation
+    difference that needs two city guides (web_search, browser_get_page_text)."""
+    from vtb_env.synth import generate_pair
+    from vtb_env.tools import default_tools
+
+    cases = [("Finance", 1, 1, []), ("Sports", 3, 1, []), ("Generalist", 3, 0, None)]  # (domain, index, which, tools)
+    for domain, index, which, tool_names in cases:
+        task = generate_pair(9, index, domain=domain, category="hybrid_tool_reasoning")[which]
+        tools = default_tools() if tool_names is None else default_tools({"tools": tool_names})
+        env = _env([task], tools)
+        try:
+            record, _, _ = run_episode(env, OcrBaselineAgent(), task)
+        finally:
+            env.close()
+        assert _passes(task, record.final_answers) == [True], (task.metadata["variant"], record.final_answers)
+        if tool_names is None:
+            assert {"web_search", "browser_get_page_text"} <= {c.name for c in record.tool_calls}
