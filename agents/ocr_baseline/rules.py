@@ -13,113 +13,42 @@ solver for those tasks, not a general reader of questions.
 from __future__ import annotations
 
 import difflib
-import functools
-import json
 import re
-from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence, Union
+from typing import Mapping, Sequence
 
-from vtb_agents.base import Action
+from vtb_agents.ocr_baseline import compute_rules, lookup_rules
 from vtb_agents.ocr_baseline.episode import EpisodeView
 from vtb_agents.ocr_baseline.questions import Question, named_rows
-from vtb_agents.ocr_baseline.reading import Reading, Row, group_lines, label_key, map_distances, parse_number
+from vtb_agents.ocr_baseline.reading import Row, label_key, map_distances, parse_number
+from vtb_agents.ocr_baseline.solving import (
+    Missing,
+    Named,
+    Outcome,
+    Rule,
+    clarified_text,
+    find_named,
+    fmt,
+    fmt_change,
+    is_clock,
+    is_money,
+    on_named,
+    read_table,
+    say,
+)
 
-SURE = 0.75  # OCR confidence below which a value the question needs is not trusted without the vision tool
-
-
-@dataclass(frozen=True)
-class Missing:
-    """What the question needs that was not read (clearly enough) yet, and the images it is in."""
-
-    what: str
-    images: tuple[str, ...] = ()
-
-
-Outcome = Union[Action, Missing]  # an answer text, a tool-call message, or what is still missing
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A kind of question: its cue (a test of the lowercased question) and its solver."""
-
-    kind: str
-    cue: Callable[[str], bool]
-    solve: Callable[[EpisodeView, Question], Outcome]
-
-
-# The cues follow the wording of ``vtb_env.synth.templates`` (tests check every template's kind).
-_ORDER = re.compile(r"i want (\d+) \w+ of (.+?) and (\d+) \w+ of (.+?) at the prices shown, plus a (\d+(?:\.\d+)?)%")
-_SPEED = re.compile(r"is (\d+(?:\.\d+)?) km long.*average speed")
+_ORDER = re.compile(r"(\d+) \w+ of (.+?) and (\d+) \w+ of (.+?) .*?(\d+(?:\.\d+)?)% (?:tip|sales tax|broker)")
+_SPEED = re.compile(r"(\d+(?:\.\d+)?) km\b.*average speed")
 _FROM_TO = re.compile(r"from ([a-z][a-z ]+?) to ([a-z][a-z ]+?)[?.,]")
-_WHICH_TOP = re.compile(r"^which .*(highest|most|tallest|longest|latest)")
-_THAT = re.compile(r"how much more is that than|how many minutes after (.+) is that")
+_WHICH_TOP = re.compile(r"(?:^|[.,:] )which .*\b(highest|most|tallest|longest|latest|last)\b")
+_THAT = re.compile(
+    r"how much more is that than|does that exceed|between that and|how many minutes (?:after|later than) .+ is that"
+    r"|how long after .+ is that"
+)
+_CHANGED_MOST = re.compile(r"changed the most|rose the most|largest increase")
+_CHANGED_SINCE = re.compile(r"changed since|change in .+ compared with")
 _LAB = re.compile(r"reference range|result normal|my .+ result")
+KM_PER_MILE = 1.609344
 _BEHIND = re.compile(r"behind the (leader|top)")
-
-
-@dataclass(frozen=True)
-class Table:
-    """The rows read in some images, and which images they are (the ones to repair if rows are missing)."""
-
-    images: tuple[str, ...]
-    rows: list[Row]
-
-    def missing(self, what: str) -> Missing:
-        return Missing(what, self.images)
-
-
-def read_table(ep: EpisodeView, names: Sequence[str]) -> Table:
-    """Every row read in ``names`` (a label read in an earlier image wins)."""
-    rows: list[Row] = []
-    for name in names:
-        rows = Reading(rows).merged(ep.reading(name)).rows
-    return Table(tuple(names), rows)
-
-
-@dataclass(frozen=True)
-class Named:
-    """The rows the question names (in its order), and the table they were found in."""
-
-    rows: list[Row]
-    table: Table
-
-
-def find_named(ep: EpisodeView, q: Question, count: int, text: str | None = None) -> Named | Missing:
-    """At least ``count`` rows named in ``text`` (default: the question) among the rows in view,
-    each read with confidence unless the vision tool can no longer help."""
-    table = read_table(ep, ep.in_view())
-    found = named_rows(text if text is not None else q.text, table.rows)
-    if len(found) < count:
-        return table.missing("the entries the question names")
-    if any(row.confidence < SURE for row in found[:count]) and ep.can_repair(table.images):
-        return table.missing("the entries the question names clearly")
-    return Named(found, table)
-
-
-def _clarified_text(q: Question) -> str | None:
-    """Entries are named in the user's clarifying reply when there is one."""
-    return q.prompt if q.clarified else None
-
-
-NamedSolver = Callable[[EpisodeView, Question, Named], Outcome]
-
-
-def on_named(
-    count: int, *, in_reply: bool = False
-) -> Callable[[NamedSolver], Callable[[EpisodeView, Question], Outcome]]:
-    """A rule on the ``count`` entries the question names (in the user's clarifying reply, when
-    ``in_reply`` and there is one): it returns ``Missing`` while they cannot be read, else
-    ``solve(ep, q, named)``."""
-
-    def wrap(solve: NamedSolver) -> Callable[[EpisodeView, Question], Outcome]:
-        @functools.wraps(solve)
-        def rule(ep: EpisodeView, q: Question) -> Outcome:
-            named = find_named(ep, q, count, text=_clarified_text(q) if in_reply else None)
-            return named if isinstance(named, Missing) else solve(ep, q, named)
-
-        return rule
-
-    return wrap
 
 
 def solve(ep: EpisodeView, q: Question) -> Outcome:
@@ -127,96 +56,7 @@ def solve(ep: EpisodeView, q: Question) -> Outcome:
     return rule_for(q).solve(ep, q)
 
 
-# --- formatting ---------------------------------------------------------------------------------
-
-
-def _fmt(value: float, money: bool = False) -> str:
-    if money:
-        return f"${value:,.2f}"
-    if float(value).is_integer():
-        return str(int(value))
-    return f"{value:.2f}".rstrip("0").rstrip(".") if abs(value - round(value, 2)) < 1e-9 else f"{value:.2f}"
-
-
-def _fmt_change(value: float) -> str:
-    return f"{abs(value):.2f}"
-
-
-def _is_money(rows: Sequence[Row]) -> bool:
-    return any(r.text.startswith("$") for r in rows)
-
-
-def _clock(rows: Sequence[Row]) -> bool:
-    return any(":" in r.text for r in rows)
-
-
-def _say(row: Row) -> str:
-    return f"{row.label} is {row.text}"
-
-
 # --- the rules ----------------------------------------------------------------------------------
-
-
-def weather_rule(ep: EpisodeView, q: Question) -> Outcome:
-    names = ep.in_view()
-    text = "\n".join(
-        " ".join(w.text for w in line) for n in names for words in ep.word_sets(n) for line in group_lines(words)
-    )
-    city = re.search(r"\bTo:?\s+([A-Z][a-z]+)", text)
-    date = re.search(r"\b(\d{4}-\d{2}-\d{2})\b", text)
-    if not city or not date:
-        return Missing("the destination and date", tuple(names))
-    if "historical_weather" not in ep.offered:
-        return (
-            f"The ticket is to {city.group(1)} on {date.group(1)}, "
-            "but I have no weather archive to look up the temperature."
-        )
-    arguments = {"location": city.group(1), "date": date.group(1)}
-    result = ep.lookup("historical_weather", arguments)
-    if result is None:
-        return ep.call("historical_weather", arguments)
-    found = re.search(r'"temperature_max_c":\s*(-?[\d.]+)', result)
-    if not found:
-        return (
-            f"The ticket is to {city.group(1)} on {date.group(1)}; "
-            "the weather archive had no maximum temperature for that day."
-        )
-    return (
-        f"The ticket is to {city.group(1)} on {date.group(1)}. The weather archive reports a maximum temperature of "
-        f"{float(found.group(1)):.1f} °C there that day."
-    )
-
-
-@on_named(1)
-def dividend_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
-    (row,) = named.rows  # more than one named entry is an error the agent reports (see OcrBaselineAgent.act)
-    ticker = row.label
-    if "web_search" not in ep.offered:
-        return f"The statement shows {row.text} shares of {ticker}, but I have no way to look up its dividend."
-    search = {"query": f"{ticker} annual dividend per share", "num_results": 5}
-    found = ep.lookup("web_search", search)
-    if found is None:
-        return ep.call("web_search", search)
-    try:
-        results = json.loads(found).get("results", [])
-    except (ValueError, AttributeError):
-        results = []
-    url = next((r.get("url") for r in results if f"({ticker})" in str(r.get("title", ""))), None)
-    if url is None:
-        return f"The statement shows {row.text} shares of {ticker}, but I found no dividend figure for it."
-    page = ep.lookup("browser_get_page_text", {"url": url}) if "browser_get_page_text" in ep.offered else ""
-    if page is None:
-        return ep.call("browser_get_page_text", {"url": url})
-    source = page + " " + json.dumps(results)
-    per_share = re.search(r"annual dividend of \$([\d.]+) per share", source)
-    if not per_share:
-        return f"The statement shows {row.text} shares of {ticker}, but I found no annual dividend figure."
-    dividend = float(per_share.group(1))
-    income = row.value * dividend
-    return (
-        f"The statement shows {row.text} shares of {ticker}; "
-        f"at ${dividend:.2f} a year per share that is ${income:,.2f} a year."
-    )
 
 
 @on_named(2)
@@ -243,7 +83,7 @@ def speed_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     speed = float(m.group(1)) / (minutes / 60)
     return (
         f"It leaves {a.label} at {a.text} and {b.label} at {b.text}: "
-        f"{_fmt(minutes)} minutes, an average speed of {speed:.1f} km/h."
+        f"{fmt(minutes)} minutes, an average speed of {speed:.1f} km/h."
     )
 
 
@@ -261,7 +101,7 @@ def limit_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
         return named.table.missing("the reference range")
     high = a.extra[-1]
     return (
-        f"The {a.label} result is {a.text} and the upper limit is {_fmt(high)}, "
+        f"The {a.label} result is {a.text} and the upper limit is {fmt(high)}, "
         f"so it is {100 * a.value / high:.1f}% of the limit."
     )
 
@@ -283,14 +123,16 @@ def route_rule(ep: EpisodeView, q: Question) -> Outcome:
     if not chosen:
         return Missing("the segments of the route", names)
     total = sum(d for _x, d in chosen)
-    speed = re.search(r"at (\d+(?:\.\d+)?) km/h", q.low)
-    parts = " + ".join(f"{_fmt(d)} km" for _x, d in chosen)
+    speed = re.search(r"(\d+(?:\.\d+)?) km/h", q.low)
+    parts = " + ".join(f"{fmt(d)} km" for _x, d in chosen)
+    if "mile" in q.low:
+        return f"The route is {parts} = {fmt(total)} km, which is {total / KM_PER_MILE:.2f} miles."
     if speed:
         return (
-            f"The route is {parts} = {_fmt(total)} km; "
+            f"The route is {parts} = {fmt(total)} km; "
             f"at {speed.group(1)} km/h that takes {total / float(speed.group(1)) * 60:.1f} minutes."
         )
-    return f"Adding the segments along the route ({parts}) gives {_fmt(total)} km."
+    return f"Adding the segments along the route ({parts}) gives {fmt(total)} km."
 
 
 def _close(name: str, known: Mapping[str, float]) -> str | None:
@@ -306,7 +148,7 @@ def change_most_rule(ep: EpisodeView, q: Question) -> Outcome:
     if len(pairs) < min(len(before), len(after)) or len(pairs) < 2:
         return Missing("every entry in both images", first.images + last.images)
     growth, a, b = max(pairs, key=lambda p: p[0])
-    return f"{a.label} rose the most: from {b.text} to {a.text}, +{_fmt_change(growth)}."
+    return f"{a.label} rose the most: from {b.text} to {a.text}, +{fmt_change(growth)}."
 
 
 @on_named(1)
@@ -322,7 +164,7 @@ def changed_since_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
         before = Row(now.label, said[-1], value)
     delta = now.value - before.value
     direction = "an increase" if delta > 0 else "a decrease" if delta < 0 else "no change"
-    return f"It went from {before.text} to {now.text}, {direction} of {_fmt_change(delta)}."
+    return f"It went from {before.text} to {now.text}, {direction} of {fmt_change(delta)}."
 
 
 def highest_rule(ep: EpisodeView, q: Question) -> Outcome:
@@ -350,8 +192,8 @@ def that_rule(ep: EpisodeView, q: Question) -> Outcome:
         return table.missing("the entries being compared")
     a, b = that[0], other[0]
     diff = a.value - b.value
-    unit = " minutes" if _clock([a, b]) else ""
-    return f"{a.text} versus {b.text}: a difference of {_fmt(round(diff, 2))}{unit}."
+    unit = " minutes" if is_clock([a, b]) else ""
+    return f"{a.text} versus {b.text}: a difference of {fmt(round(diff, 2))}{unit}."
 
 
 def lab_range_rule(ep: EpisodeView, q: Question) -> Outcome:
@@ -367,10 +209,10 @@ def lab_range_rule(ep: EpisodeView, q: Question) -> Outcome:
     low, high = row.extra[0], row.extra[-1]
     verdict = "below" if row.value < low else "above" if row.value > high else "within"
     gap = low - row.value if verdict == "below" else row.value - high if verdict == "above" else 0.0
-    tail = f" by {_fmt(round(gap, 1))}" if gap else ""
+    tail = f" by {fmt(round(gap, 1))}" if gap else ""
     return (
         f"The {row.label} result is {row.text}; "
-        f"the reference range is {_fmt(low)}-{_fmt(high)}, so it is {verdict} the range{tail}."
+        f"the reference range is {fmt(low)}-{fmt(high)}, so it is {verdict} the range{tail}."
     )
 
 
@@ -379,26 +221,26 @@ def behind_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
     a, leader = named.rows[0], max(named.table.rows, key=lambda r: r.value)
     return (
         f"The {a.label} have {a.text}; the leader, {leader.label}, has {leader.text}, "
-        f"so they are {_fmt(leader.value - a.value)} points behind."
+        f"so they are {fmt(leader.value - a.value)} points behind."
     )
 
 
 def _two_values_kind(low: str) -> str | None:
-    if "mean of" in low:
+    if re.search(r"mean of|average of|their mean", low):
         return "mean"
     if re.search(r"\bride\b|get on at", low):
         return "ride"
-    if "difference" in low:
+    if re.search(r"difference|differ\b", low):
         return "diff"
-    if re.search(r"total|cost|returned|combined", low):
+    if re.search(r"total|cost|returned|combined|add up", low):
         return "sum"
-    return "both" if re.search(r"what are the .+ and .+", low) else None
+    return "both" if re.search(r"what are the .+ and .+|the .+ and .+ results", low) else None
 
 
 def two_values_rule(ep: EpisodeView, q: Question) -> Outcome:
     """Totals, differences, rides, means and "what are A and B"."""
     kind = _two_values_kind(q.low)
-    named = find_named(ep, q, 3 if kind == "mean" else 2, text=_clarified_text(q))
+    named = find_named(ep, q, 3 if kind == "mean" else 2, text=clarified_text(q))
     if isinstance(named, Missing):
         return named
     found = named.rows
@@ -412,11 +254,11 @@ def two_values_rule(ep: EpisodeView, q: Question) -> Outcome:
     if kind == "ride":
         return (
             f"It departs {a.label} at {a.text} and {b.label} at {b.text}, "
-            f"so the ride takes {_fmt(abs(b.value - a.value))} minutes."
+            f"so the ride takes {fmt(abs(b.value - a.value))} minutes."
         )
     if kind == "diff":
-        return f"{_say(a)} and {_say(b)}; the difference is {abs(a.value - b.value):.2f}."
-    return f"{_say(a)} and {_say(b)}; together that is {_fmt(a.value + b.value, _is_money(found))}."
+        return f"{say(a)} and {say(b)}; the difference is {abs(a.value - b.value):.2f}."
+    return f"{say(a)} and {say(b)}; together that is {fmt(a.value + b.value, is_money(found))}."
 
 
 @on_named(1, in_reply=True)
@@ -428,19 +270,28 @@ def lookup_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
 
 LOOKUP = Rule("lookup", lambda low: True, lookup_rule)
 RULES: tuple[Rule, ...] = (  # in order: the first whose cue matches the question solves it
-    Rule("weather", lambda low: "temperature" in low and "ticket" in low, weather_rule),
-    Rule("dividend", lambda low: "dividend" in low, dividend_rule),
+    Rule("weather", lookup_rules.weather_cue, lookup_rules.weather_rule),
+    Rule(
+        "elevation",
+        lambda low: "ticket" in low and bool(re.search(r"elevation|sea level", low)),
+        lookup_rules.elevation_rule,
+    ),
+    Rule("dividend", lambda low: "dividend" in low, lookup_rules.dividend_rule),
+    Rule("founded", lambda low: "founded" in low or "founding year" in low, lookup_rules.founded_rule),
+    Rule("compound", lambda low: "compounded" in low, compute_rules.compound_rule),
+    Rule("median", lambda low: "median" in low, compute_rules.median_rule),
+    Rule("stdev", lambda low: "standard deviation" in low, compute_rules.stdev_rule),
     Rule("order", lambda low: bool(_ORDER.search(low)), order_rule),
     Rule("speed", lambda low: bool(_SPEED.search(low)), speed_rule),
-    Rule("share", lambda low: "share of the combined total" in low, share_rule),
+    Rule("share", lambda low: "of the combined total" in low, share_rule),
     Rule("limit", lambda low: "upper limit" in low, limit_rule),
     Rule(
         "route",
         lambda low: bool(("route" in low or "how far" in low) and _FROM_TO.search(low)) and "ride" not in low,
         route_rule,
     ),
-    Rule("change_most", lambda low: "changed the most" in low, change_most_rule),
-    Rule("changed_since", lambda low: "changed since" in low, changed_since_rule),
+    Rule("change_most", lambda low: bool(_CHANGED_MOST.search(low)), change_most_rule),
+    Rule("changed_since", lambda low: bool(_CHANGED_SINCE.search(low)), changed_since_rule),
     Rule("highest", lambda low: bool(_WHICH_TOP.search(low)) and "changed" not in low, highest_rule),
     Rule("that", lambda low: bool(_THAT.search(low)), that_rule),
     Rule("lab_range", lambda low: bool(_LAB.search(low)) and "upper limit" not in low, lab_range_rule),

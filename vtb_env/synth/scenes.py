@@ -378,9 +378,9 @@ def make_scene(kind: str | Kind, rng: np.random.Generator, n_entries: int) -> Sc
 TICKET_CITIES = ("Lisbon", "Madrid", "Vienna", "Oslo", "Dublin", "Prague", "Zurich", "Warsaw", "Athens", "Helsinki")
 
 
-def make_ticket(rng: np.random.Generator, dates: Sequence[str]) -> Scene:
+def make_ticket(rng: np.random.Generator, dates: Sequence[str], cities: Sequence[str] = TICKET_CITIES) -> Scene:
     """A train ticket: its destination and date are the facts a weather lookup needs."""
-    origin, destination = (str(c) for c in rng.permutation(TICKET_CITIES)[:2])
+    origin, destination = (str(c) for c in rng.permutation(list(cities))[:2])
     date = str(rng.choice(list(dates)))
     fields = {
         "From": origin,

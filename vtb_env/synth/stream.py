@@ -12,13 +12,15 @@ from typing import Callable, Iterator, Mapping, Union
 
 import numpy as np
 
-from vtb_env.synth.categories import BUILDERS, Blueprint
+from vtb_env.synth.blueprints import Blueprint, Options
+from vtb_env.synth.categories import BUILDERS
 from vtb_env.synth.matched import SPLITS, Hide, plan_hiding
+from vtb_env.synth.templates import Wording
 from vtb_env.synth.twins import GENERATORS, TOOL_REDUNDANT, TOOL_REQUIRED, assemble
 from vtb_env.tasks import DOMAINS, TASK_CATEGORIES, Task
 
 Difficulty = Union[float, Callable[[int], float]]
-_FACTS, _CHOICE, _RENDER_REQUIRED, _RENDER_REDUNDANT, _LOOK, _HIDE = 1, 0, 2, 3, 4, 5
+_FACTS, _CHOICE, _RENDER_REQUIRED, _RENDER_REDUNDANT, _LOOK, _HIDE, _WORDING = 1, 0, 2, 3, 4, 5, 6
 DEFAULT_GENERATOR = "v3"
 
 
@@ -83,7 +85,10 @@ def generate_pair(
     category = category or str(choice.choice(TASK_CATEGORIES))
     if domain not in DOMAINS or category not in BUILDERS:
         raise ValueError(f"unknown domain {domain!r} or category {category!r}")
-    blueprint = BUILDERS[category](np.random.default_rng([seed, index, _FACTS]), domain, difficulty)
+    options = Options()  # v1, v2: the first wording of every question and the original hybrids
+    if generator == "v3":  # a wording per question drawn for the pair; more lookups and Python computations
+        options = Options(Wording(np.random.default_rng([seed, index, _WORDING])), richer=True)
+    blueprint = BUILDERS[category](np.random.default_rng([seed, index, _FACTS]), domain, difficulty, options)
     hiding = None
     if generator == "v3":
         hiding = _hiding(blueprint, np.random.default_rng([seed, index, _HIDE]), difficulty, split)

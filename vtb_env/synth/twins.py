@@ -21,13 +21,14 @@ from PIL import Image
 
 from vtb_env.image_names import task_image_name
 from vtb_env.synth import degrade, desk, matched, photo
-from vtb_env.synth.categories import Blueprint
+from vtb_env.synth.blueprints import Blueprint
 from vtb_env.synth.render import Panel, png_bytes
 from vtb_env.synth.scenes import Scene, render
 from vtb_env.tasks import ImageRef, Rubric, Task, Turn
 from vtb_env.toolsets import VISION_TOOL
 
 TOOL_REQUIRED, TOOL_REDUNDANT = "tool_required", "tool_redundant"
+COMPUTE_TOOLS = ("calculator", "python_interpreter")  # what a tool-redundant twin's text reasoning replaces
 CLEAR_PX = 32  # body text of tool-redundant renderings (OCR misreads some bold digits below ~30 px)
 
 
@@ -236,7 +237,9 @@ def assemble(
                     }
                 )
         if label == TOOL_REQUIRED or blueprint.needs_lookup:
-            trajectory += [call for call in ask.tool_calls if label == TOOL_REQUIRED or call["tool"] != "calculator"]
+            trajectory += [
+                call for call in ask.tool_calls if label == TOOL_REQUIRED or call["tool"] not in COMPUTE_TOOLS
+            ]
         steps += ask.steps
         rubrics = tuple(
             Rubric(
