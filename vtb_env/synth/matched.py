@@ -19,15 +19,15 @@ for the pair (``plan_hiding`` and the look); the label only decides which page o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw
 
-from vtb_env.synth import desk, photo
+from vtb_env.synth import desk, photo, scenery
 from vtb_env.synth.decoys import decoy_scene
-from vtb_env.synth.render import Panel
+from vtb_env.synth.render import Panel, typeface
 from vtb_env.synth.scenes import Entry, Scene, render
 
 PATCHES = ("glare", "shadow")
@@ -135,12 +135,38 @@ class Picture:
     panels: list[Panel]  # the key panels at hero size (their row boxes name the labels)
     placements: list[photo.KeyPlacement]
     look: desk.Look
+    names: list[str]  # the shared look's names (room, camera, surface, lens, a moved viewpoint)
 
 
 def render_state(
-    scene: Scene, split: bool, hides: Sequence[Hide], hidden: bool, look_rng: np.random.Generator, difficulty: float
+    scene: Scene,
+    split: bool,
+    hides: Sequence[Hide],
+    hidden: bool,
+    look_rng: np.random.Generator,
+    difficulty: float,
+    style: scenery.Style,
+    view_rng: np.random.Generator | None = None,
 ) -> Picture:
-    """The picture of one scene state; ``hidden`` (tool-required) applies ``hides``, else the twin's layout."""
+    """The picture of one scene state; ``hidden`` (tool-required) applies ``hides``, else the twin's layout.
+
+    Every print is in ``style.face``. ``view_rng`` (later snapshots) moves the camera: the same room and
+    pages seen from another place, so the key page must be found again.
+    """
+    with typeface(style.face):
+        return _render_state(scene, split, hides, hidden, look_rng, difficulty, style, view_rng)
+
+
+def _render_state(
+    scene: Scene,
+    split: bool,
+    hides: Sequence[Hide],
+    hidden: bool,
+    look_rng: np.random.Generator,
+    difficulty: float,
+    style: scenery.Style,
+    view_rng: np.random.Generator | None,
+) -> Picture:
     parts = panel_parts(scene, split)
     decoy = decoy_scene(scene, np.random.default_rng(int(look_rng.integers(2**31))))
     decoy_parts = panel_parts(decoy, split)
@@ -158,26 +184,50 @@ def render_state(
     big_sizes = [size(k, d) for k, d in zip(key_big, decoy_big, strict=True)]
     small_sizes = [size(k, d) for k, d in zip(key_small, decoy_small, strict=True)]
     look = desk.choose_look(look_rng, len(parts), difficulty)
+    setting = "wall" if style.surface == "wall" else "desk"
+    look = replace(look, setting=setting, screen=look.screen and setting == "wall")
+    lens = scenery.choose_lens(look_rng)
     layout = desk.frame_layout(big_sizes, small_sizes, look, look_rng)
-    canvas = desk.background(look_rng, layout.size, look)
+    # The room extends past the picture on every side, so a moved camera still sees a full frame.
+    (width, height), pad = layout.size, int(0.08 * max(layout.size))
+    layout = replace(
+        layout, offset=(layout.offset[0] + pad, layout.offset[1] + pad), size=(width + 2 * pad, height + 2 * pad)
+    )
+    if setting == "wall":
+        canvas = desk.background(look_rng, layout.size, look)
+    else:
+        canvas = scenery.surface(style.surface, look_rng, layout.size)
+        scenery.clutter(canvas, look_rng, look.clutter)
+    canvas = scenery.defocus(canvas, lens, look_rng)
     desk.scatter_decoy_papers(canvas, layout, look, look_rng)
     pen = ImageDraw.Draw(canvas)
     paper = key_big[0].background
-    placements = []
+    keys, pages = [], []
     for i, hide in enumerate(hides):
         hero, side = desk.page_corners(pen, layout, look, i, big_sizes[i])
+        pages += [[layout.shot(p) for p in hero], [layout.shot(p) for p in side]]
         swap = hidden and hide.how == "corner"
         hero_panel, side_panel = (decoy_big[i], key_small[i]) if swap else (key_big[i], decoy_small[i])
         hero_page, side_page = _on_paper(hero_panel, big_sizes[i], paper), _on_paper(side_panel, small_sizes[i], paper)
         if hide.how in PATCHES:
             rows = [key_big[i].boxes[r] for r in (hide.key_rows if hidden else hide.decoy_rows)]
             hero_page = _fade_rows(hero_page, rows, hide, paper, photo.HERO_PX)
-        desk.paste(canvas, hero_page, [layout.shot(p) for p in hero])
-        desk.paste(canvas, side_page, [layout.shot(p) for p in side])
+        desk.paste(canvas, hero_page, pages[-2])
+        desk.paste(canvas, side_page, pages[-1])
         key_panel, key_corners, px = (key_small[i], side, small_px) if swap else (key_big[i], hero, photo.HERO_PX)
-        corners = tuple((round(x, 2), round(y, 2)) for x, y in (layout.shot(p) for p in key_corners))
-        placements.append(
-            photo.KeyPlacement(corners, (small_sizes if swap else big_sizes)[i], px, dict(key_panel.boxes))
-        )
-    image, jpeg = desk.finish(canvas, look, look_rng)
-    return Picture(image, jpeg, key_big, placements, look)
+        keys.append((key_panel, [layout.shot(p) for p in key_corners], (small_sizes if swap else big_sizes)[i], px))
+    names = [f"surface_{style.surface}", f"font_{style.face}", *lens.names()]
+    coeffs = None if view_rng is None else scenery.viewpoint(view_rng, (width, height), pad, pages)
+    if coeffs is None:
+        image = canvas.crop((pad, pad, pad + width, pad + height))
+        to_picture = lambda p: (p[0] - pad, p[1] - pad)  # noqa: E731
+    else:
+        image = scenery.view(canvas, (width, height), coeffs)
+        to_picture = lambda p: scenery.to_picture(coeffs, p)  # noqa: E731
+        names.append("viewpoint_moved")
+    placements = []
+    for key_panel, corners, page_size, px in keys:
+        shot = tuple((round(x, 2), round(y, 2)) for x, y in (to_picture(p) for p in corners))
+        placements.append(photo.KeyPlacement(shot, page_size, px, dict(key_panel.boxes)))
+    image, jpeg = desk.finish(scenery.light(image, lens), look, look_rng)
+    return Picture(image, jpeg, key_big, placements, look, look.names() + names)

@@ -14,11 +14,12 @@ import numpy as np
 
 from vtb_env.synth.categories import BUILDERS, Blueprint
 from vtb_env.synth.matched import SPLITS, Hide, plan_hiding
+from vtb_env.synth.scenery import choose_style
 from vtb_env.synth.twins import GENERATORS, TOOL_REDUNDANT, TOOL_REQUIRED, assemble
 from vtb_env.tasks import DOMAINS, TASK_CATEGORIES, Task
 
 Difficulty = Union[float, Callable[[int], float]]
-_FACTS, _CHOICE, _RENDER_REQUIRED, _RENDER_REDUNDANT, _LOOK, _HIDE = 1, 0, 2, 3, 4, 5
+_FACTS, _CHOICE, _RENDER_REQUIRED, _RENDER_REDUNDANT, _LOOK, _HIDE, _STYLE = 1, 0, 2, 3, 4, 5, 6
 DEFAULT_GENERATOR = "v3"
 
 
@@ -84,11 +85,12 @@ def generate_pair(
     if domain not in DOMAINS or category not in BUILDERS:
         raise ValueError(f"unknown domain {domain!r} or category {category!r}")
     blueprint = BUILDERS[category](np.random.default_rng([seed, index, _FACTS]), domain, difficulty)
-    hiding = None
+    hiding, style = None, None
     if generator == "v3":
         hiding = _hiding(blueprint, np.random.default_rng([seed, index, _HIDE]), difficulty, split)
         if hiding is None:
             return []
+        style = choose_style(np.random.default_rng([seed, index, _STYLE]), split)
     ids = (_task_id(seed, index, label, generator, split) for label in (TOOL_REQUIRED, TOOL_REDUNDANT))
     required_id, redundant_id = ids
     with_twin = twins and not blueprint.needs_lookup
@@ -99,9 +101,11 @@ def generate_pair(
         "pair_id": _task_id(seed, index, "", generator, split).strip()
         if generator != "v1"
         else hashlib.sha1(f"vtb-synth:{seed}:{index}".encode()).hexdigest()[:24],
-        **({"split": split} if generator == "v3" else {}),
+        **({"split": split, "font": style.face, "surface": style.surface} if style else {}),
     }
-    render = dict(difficulty=difficulty, generator=generator, look_seed=(seed, index, _LOOK), hiding=hiding)
+    render = dict(
+        difficulty=difficulty, generator=generator, look_seed=(seed, index, _LOOK), hiding=hiding, style=style
+    )
     tasks = [
         assemble(
             blueprint,
