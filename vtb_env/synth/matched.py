@@ -174,7 +174,7 @@ def _render_state(
     small_px = int(round(10 - 2 * min(1.0, max(0.0, difficulty))))
 
     def draw(s: Scene, part, px: int, seed: int) -> Panel:
-        return render(s, px, part, np.random.default_rng(seed), printable=True, pale=True)
+        return render(s, px, part, np.random.default_rng(seed), printable=True, pale=True, fit_header=True)
 
     key_big = [draw(scene, p, photo.HERO_PX, map_seed) for p in parts]
     key_small = [draw(scene, p, small_px, map_seed) for p in parts]
