@@ -27,6 +27,7 @@ from PIL import Image, ImageDraw
 
 from vtb_env.synth import desk, photo, scenery
 from vtb_env.synth.decoys import decoy_scene
+from vtb_env.synth.desk import rect
 from vtb_env.synth.render import Panel, typeface
 from vtb_env.synth.scenes import Entry, Scene, render
 
@@ -190,44 +191,45 @@ def _render_state(
     layout = desk.frame_layout(big_sizes, small_sizes, look, look_rng)
     # The room extends past the picture on every side, so a moved camera still sees a full frame.
     (width, height), pad = layout.size, int(0.08 * max(layout.size))
-    layout = replace(
-        layout, offset=(layout.offset[0] + pad, layout.offset[1] + pad), size=(width + 2 * pad, height + 2 * pad)
-    )
-    if setting == "wall":
-        canvas = desk.background(look_rng, layout.size, look)
-    else:
-        canvas = scenery.surface(style.surface, look_rng, layout.size)
-        scenery.clutter(canvas, look_rng, look.clutter)
-    canvas = scenery.defocus(canvas, lens, look_rng)
+    offset = (layout.offset[0] + pad, layout.offset[1] + pad)
+    room_layout = replace(layout, offset=offset, size=(width + 2 * pad, height + 2 * pad))
+    room = scenery.room(style, look, lens, room_layout.size, look_rng)
+    names = [f"surface_{style.surface}", f"font_{style.face}", *lens.names()]
+    pages = [
+        [room_layout.shot(p) for p in corners]
+        for i in range(len(hides))
+        for corners in (
+            rect(layout.hero_pos[i], big_sizes[i]),
+            rect(layout.side_pos[i], small_sizes[i], look.side_angles[i]),
+        )
+    ]
+    view = None if view_rng is None else scenery.viewpoint(view_rng, (width, height), pad, pages)
+    if view is None:
+        canvas = room.crop((pad, pad, pad + width, pad + height))
+    else:  # the room seen from the moved camera; the pages are then drawn through both maps at once (one resampling)
+        canvas = scenery.view(room, (width, height), view)
+        flat = [(0.0, 0.0), (layout.desk[0], 0.0), (layout.desk[0], layout.desk[1]), (0.0, layout.desk[1])]
+        seen = [scenery.to_picture(view, room_layout.shot(p)) for p in flat]
+        layout = replace(layout, camera=desk.perspective_coeffs(flat, seen), offset=(0.0, 0.0))
+        names.append("viewpoint_moved")
     desk.scatter_decoy_papers(canvas, layout, look, look_rng)
     pen = ImageDraw.Draw(canvas)
     paper = key_big[0].background
-    keys, pages = [], []
+    placements = []
     for i, hide in enumerate(hides):
         hero, side = desk.page_corners(pen, layout, look, i, big_sizes[i])
-        pages += [[layout.shot(p) for p in hero], [layout.shot(p) for p in side]]
         swap = hidden and hide.how == "corner"
         hero_panel, side_panel = (decoy_big[i], key_small[i]) if swap else (key_big[i], decoy_small[i])
         hero_page, side_page = _on_paper(hero_panel, big_sizes[i], paper), _on_paper(side_panel, small_sizes[i], paper)
         if hide.how in PATCHES:
             rows = [key_big[i].boxes[r] for r in (hide.key_rows if hidden else hide.decoy_rows)]
             hero_page = _fade_rows(hero_page, rows, hide, paper, photo.HERO_PX)
-        desk.paste(canvas, hero_page, pages[-2])
-        desk.paste(canvas, side_page, pages[-1])
+        desk.paste(canvas, hero_page, [layout.shot(p) for p in hero])
+        desk.paste(canvas, side_page, [layout.shot(p) for p in side])
         key_panel, key_corners, px = (key_small[i], side, small_px) if swap else (key_big[i], hero, photo.HERO_PX)
-        keys.append((key_panel, [layout.shot(p) for p in key_corners], (small_sizes if swap else big_sizes)[i], px))
-    names = [f"surface_{style.surface}", f"font_{style.face}", *lens.names()]
-    coeffs = None if view_rng is None else scenery.viewpoint(view_rng, (width, height), pad, pages)
-    if coeffs is None:
-        image = canvas.crop((pad, pad, pad + width, pad + height))
-        to_picture = lambda p: (p[0] - pad, p[1] - pad)  # noqa: E731
-    else:
-        image = scenery.view(canvas, (width, height), coeffs)
-        to_picture = lambda p: scenery.to_picture(coeffs, p)  # noqa: E731
-        names.append("viewpoint_moved")
-    placements = []
-    for key_panel, corners, page_size, px in keys:
-        shot = tuple((round(x, 2), round(y, 2)) for x, y in (to_picture(p) for p in corners))
-        placements.append(photo.KeyPlacement(shot, page_size, px, dict(key_panel.boxes)))
-    image, jpeg = desk.finish(scenery.light(image, lens), look, look_rng)
+        corners = tuple((round(x, 2), round(y, 2)) for x, y in (layout.shot(p) for p in key_corners))
+        placements.append(
+            photo.KeyPlacement(corners, (small_sizes if swap else big_sizes)[i], px, dict(key_panel.boxes))
+        )
+    image, jpeg = desk.finish(scenery.light(canvas, lens), look, look_rng)
     return Picture(image, jpeg, key_big, placements, look, look.names() + names)
