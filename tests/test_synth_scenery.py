@@ -42,10 +42,12 @@ def test_v3_face_and_surface_are_recorded_and_shared_by_the_twins():
     pairs = [generate_pair(41, i) for i in range(16)]
     pairs = [p for p in pairs if p]
     for pair in pairs:
-        assert len({t.metadata["font"] for t in pair}) == 1 and len({t.metadata["surface"] for t in pair}) == 1
+        for what in ("font", "small_font", "surface"):
+            assert len({t.metadata[what] for t in pair}) == 1, what
         face = pair[0].metadata["font"]
         assert all(f"font_{face}" in looks for t in pair for looks in t.metadata["looks"].values())
     assert len({p[0].metadata["font"] for p in pairs}) >= 4 and len({p[0].metadata["surface"] for p in pairs}) >= 4
+    assert {p[0].metadata["small_font"] for p in pairs} <= scenery.SMALL_PRINT_FACES | {DEFAULT_FACE}
     assert "font" not in generate_pair(41, 0, generator="v2")[0].metadata
 
 

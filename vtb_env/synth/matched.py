@@ -151,8 +151,9 @@ def render_state(
 ) -> Picture:
     """The picture of one scene state; ``hidden`` (tool-required) applies ``hides``, else the twin's layout.
 
-    Every print is in ``style.face``. ``view_rng`` (later snapshots) moves the camera: the same room and
-    pages seen from another place, so the key page must be found again.
+    Large prints are in ``style.face``, small ones in ``style.small_face``. ``view_rng`` (later
+    snapshots) moves the camera: the same room and pages seen from another place, so the key page must
+    be found again.
     """
     with typeface(style.face):
         return _render_state(scene, split, hides, hidden, look_rng, difficulty, style, view_rng)
@@ -175,7 +176,8 @@ def _render_state(
     small_px = int(round(10 - 2 * min(1.0, max(0.0, difficulty))))
 
     def draw(s: Scene, part, px: int, seed: int) -> Panel:
-        return render(s, px, part, np.random.default_rng(seed), printable=True, pale=True, fit_header=True)
+        with typeface(style.face if px >= photo.HERO_PX else style.small_face):  # small print: a face OCR reads
+            return render(s, px, part, np.random.default_rng(seed), printable=True, pale=True, fit_header=True)
 
     key_big = [draw(scene, p, photo.HERO_PX, map_seed) for p in parts]
     key_small = [draw(scene, p, small_px, map_seed) for p in parts]

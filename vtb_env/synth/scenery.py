@@ -22,16 +22,22 @@ from vtb_env.synth.desk import CLUTTER_WORDS, Look, Point, background, perspecti
 from vtb_env.synth.render import FACES, font, text_width
 
 SURFACES = ("wood", "fabric", "marble", "concrete", "carpet", "paper", "wall")
+SMALL_PRINT_FACES = frozenset({"source-sans"})  # faces whose 8-10 px print the OCR reads once flattened
 HELDOUT_FACES = frozenset({"caladea"})  # the train split never prints in these
 HELDOUT_SURFACES = frozenset({"marble"})  # nor shows these
 
 
 @dataclass(frozen=True)
 class Style:
-    """What a pair's pictures share: the typeface of every print and the surface the pages lie on."""
+    """What a pair's pictures share: the typeface of the large prints (and of the small ones when it
+    is a ``SMALL_PRINT_FACES`` face, else Source Sans Pro) and the surface the pages lie on."""
 
     face: str
     surface: str
+
+    @property
+    def small_face(self) -> str:
+        return self.face if self.face in SMALL_PRINT_FACES else "source-sans"
 
 
 def choose_style(rng: np.random.Generator, split: str = "all") -> Style:

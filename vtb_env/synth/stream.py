@@ -101,7 +101,11 @@ def generate_pair(
         "pair_id": _task_id(seed, index, "", generator, split).strip()
         if generator != "v1"
         else hashlib.sha1(f"vtb-synth:{seed}:{index}".encode()).hexdigest()[:24],
-        **({"split": split, "font": style.face, "surface": style.surface} if style else {}),
+        **(
+            {"split": split, "font": style.face, "small_font": style.small_face, "surface": style.surface}
+            if style
+            else {}
+        ),
     }
     render = dict(
         difficulty=difficulty, generator=generator, look_seed=(seed, index, _LOOK), hiding=hiding, style=style
