@@ -125,7 +125,7 @@ def surface(kind: str, rng: np.random.Generator, size: tuple[int, int]) -> Image
         period = float(rng.uniform(3.0, 6.0))
         weave = np.sin(2 * np.pi * xx / period) * np.sin(2 * np.pi * yy / period)
         fibres = rng.random((h, w)).astype(np.float32)
-        shade = 0.85 + 0.06 * weave + 0.05 * (fibres - 0.5) + 0.25 * (folds - 0.5)
+        shade = 0.85 + 0.06 * weave + 0.02 * (fibres - 0.5) + 0.25 * (folds - 0.5)
     elif kind == "marble":  # pale stone with dark veins
         base = _colour(rng, (200, 200, 195), (245, 245, 240))
         angle = float(rng.uniform(0, np.pi))
@@ -136,12 +136,12 @@ def surface(kind: str, rng: np.random.Generator, size: tuple[int, int]) -> Image
         base = np.full(3, float(rng.integers(120, 190)), np.float32) + _colour(rng, (0, 0, 0), (12, 12, 12))
         pits = (rng.random((h, w)) < 0.004).astype(np.float32)
         grit = rng.random((h, w)).astype(np.float32)
-        shade = 0.85 + 0.25 * (folds - 0.5) + 0.08 * (grit - 0.5) - 0.3 * pits
+        shade = 0.85 + 0.25 * (folds - 0.5) + 0.03 * (grit - 0.5) - 0.3 * pits
     elif kind == "carpet":  # dense coloured pile
         base = _colour(rng, (40, 30, 30), (170, 140, 140))
         tufts = rng.random((h, w)).astype(np.float32)
         pile = (tufts + np.roll(tufts, 1, axis=0) + np.roll(tufts, 1, axis=1)) / 3  # tufts of a few fibres
-        shade = 0.8 + 0.45 * (pile - 0.5) + 0.2 * (folds - 0.5)
+        shade = 0.8 + 0.18 * (pile - 0.5) + 0.2 * (folds - 0.5)
     elif kind == "paper":  # a large blank sheet (kraft or white) over a darker table
         table, sheet = _colour(rng, (60, 50, 40), (130, 110, 90)), _colour(rng, (190, 160, 120), (250, 245, 235))
         x0, y0 = w * float(rng.uniform(-0.2, 0.25)), h * float(rng.uniform(-0.2, 0.25))
@@ -149,7 +149,7 @@ def surface(kind: str, rng: np.random.Generator, size: tuple[int, int]) -> Image
         ImageDraw.Draw(mask).polygon(_rotated_rect((x0 + w * 0.55, y0 + h * 0.55), (w * 1.0, h * 0.95), rng), fill=255)
         m = np.asarray(mask.filter(ImageFilter.GaussianBlur(1.5)), np.float32)[..., None] / 255
         fibres = rng.random((h, w)).astype(np.float32)
-        shade = (0.9 + 0.04 * (fibres - 0.5) + 0.12 * (folds - 0.5))[..., None]
+        shade = (0.9 + 0.015 * (fibres - 0.5) + 0.12 * (folds - 0.5))[..., None]
         return _to_image((table * (1 - m) + sheet * m) * shade)
     else:
         raise ValueError(f"unknown surface {kind!r}; choose from {list(SURFACES)}")
