@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 
+from vtb_env import ocr
 from vtb_env.synth import TOOL_REQUIRED, generate, generate_pair, scenery
 from vtb_env.synth.render import DEFAULT_FACE, FACES, font, text_width, typeface
 
@@ -87,6 +88,7 @@ def test_temporal_snapshots_show_the_room_from_a_moved_camera():
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not ocr.is_available(), reason="tesseract is not installed (scripts/setup.sh installs it)")
 @pytest.mark.parametrize("face", sorted(FACES))
 def test_reference_code_output_reads_in_every_face(face):
     """The OCR probe reads the key facts after the reference code, whatever the typeface."""
