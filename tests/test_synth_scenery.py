@@ -91,16 +91,19 @@ def test_temporal_snapshots_show_the_room_from_a_moved_camera():
 @pytest.mark.skipif(not ocr.is_available(), reason="tesseract is not installed (scripts/setup.sh installs it)")
 @pytest.mark.parametrize("face", sorted(FACES))
 def test_reference_code_output_reads_in_every_face(face):
-    """The OCR probe reads the key facts after the reference code, whatever the typeface."""
+    """The OCR probe reads the key facts after the reference code on a page printed in ``face``: the first
+    tool-required task whose key rows lie, in that face, under a glare or shadow band on the large page
+    (small prints use ``Style.small_face``, covered by the probe figures in docs/synth.md)."""
     from vtb_env.synth.probe import probe_task
 
-    tasks = []
-    for index in range(200):
-        pair = generate_pair(77, index, category="region_switch_qa")
-        if pair and pair[0].metadata["font"] == face:
-            tasks.append(pair[0])
-        if len(tasks) == 2:
-            break
-    results = [probe_task(t) for t in tasks if t.mode_label == TOOL_REQUIRED]
-    facts = sum(r.facts for r in results)
-    assert facts and sum(r.read_after for r in results) >= 0.8 * facts, [(r.read_after, r.facts) for r in results]
+    task = None
+    for index in range(400):
+        pair = generate_pair(77, index)
+        names = {n for v in (pair[0].metadata["degradations"].values() if pair else ()) for n in v}
+        if pair and pair[0].metadata["font"] == face and names & {"low_contrast_glare", "low_contrast_shadow"}:
+            if "small_text_in_corner" not in names:
+                task = pair[0]
+                break
+    assert task is not None and task.mode_label == TOOL_REQUIRED
+    result = probe_task(task)
+    assert result.read_after >= 0.8 * result.facts and result.read_before < result.facts, result
