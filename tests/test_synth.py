@@ -234,8 +234,8 @@ def test_probe_tool_required_needs_tools_and_twin_reads_directly():
 @pytest.mark.slow
 @pytest.mark.skipif(not ocr.is_available(), reason="tesseract is not installed (scripts/setup.sh installs it)")
 def test_solvable_stream_skips_the_pairs_the_probe_cannot_solve():
-    """Index 5 of this stream is a residue pair (the reference code leaves one key fact unread): skipped."""
-    options = dict(mix={"region_switch_qa": 1}, domains={"Medical": 1}, start=5)
+    """Index 5 of this stream is a residue pair (the reference code leaves a key fact unread): skipped."""
+    options = dict(mix={"region_switch_qa": 1}, domains={"Generalist": 1}, start=5)
     plain = list(islice(stream(2024, **options), 4))
     solvable = list(islice(stream(2024, solvable=True, **options), 4))
     assert plain[0].metadata["index"] == 5 and solvable[0].metadata["index"] > 5
