@@ -5,7 +5,7 @@
 Speed: tasks/s generated in this process (one core), for every generator. Probe (tesseract,
 ``vtb_env.synth.probe``): the share of tool-required tasks whose key facts the OCR cannot all read
 as shown but reads after the reference code, and the share of tool-redundant twins it reads
-directly; then the same per scene type, per category and per hiding mechanism (the solvability
+directly; then the same per scene type, category, hiding mechanism, font and surface (the solvability
 residue: tool-required tasks whose reference code still leaves a key fact unread).
 """
 
@@ -56,6 +56,7 @@ def main() -> None:
     groups: dict[str, list] = defaultdict(list)
     for task, result in zip(tasks, results, strict=False):
         keys = [f"scene {task.metadata['scene']}", f"category {task.eval_focus}"]
+        keys += [f"{what} {task.metadata[what]}" for what in ("font", "surface") if what in task.metadata]  # v3
         keys += [f"hidden by {m}" for m in sorted({m for v in task.metadata["degradations"].values() for m in v})]
         for key in keys:
             groups[key].append(result)

@@ -27,6 +27,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   if ! command -v nvidia-smi >/dev/null 2>&1; then
     .venv/bin/python -m pip install -q "torch==2.13.0"
   fi
+  # The core dependencies include the synthetic tasks' six pinned font packages (font-source-sans-pro,
+  # -source-serif-pro, -roboto (an sdist: built once), -lato, -caladea, -manrope; OFL / Apache-2.0).
   .venv/bin/python -m pip install -q -e ".[hf,dev,eval,train,ray,serve,verifiers,skyrl]"
   echo "$want" > "$stamp"
 fi

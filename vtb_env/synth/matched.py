@@ -19,15 +19,16 @@ for the pair (``plan_hiding`` and the look); the label only decides which page o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw
 
-from vtb_env.synth import desk, photo
+from vtb_env.synth import desk, photo, scenery
 from vtb_env.synth.decoys import decoy_scene
-from vtb_env.synth.render import Panel
+from vtb_env.synth.desk import rect
+from vtb_env.synth.render import Panel, typeface
 from vtb_env.synth.scenes import Entry, Scene, render
 
 PATCHES = ("glare", "shadow")
@@ -135,49 +136,92 @@ class Picture:
     panels: list[Panel]  # the key panels at hero size (their row boxes name the labels)
     placements: list[photo.KeyPlacement]
     look: desk.Look
+    names: list[str]  # the shared look's names (room, camera, surface, lens, a moved viewpoint)
 
 
 def render_state(
-    scene: Scene, split: bool, hides: Sequence[Hide], hidden: bool, look_rng: np.random.Generator, difficulty: float
+    scene: Scene,
+    split: bool,
+    hides: Sequence[Hide],
+    hidden: bool,
+    look_rng: np.random.Generator,
+    difficulty: float,
+    style: scenery.Style,
+    view_rng: np.random.Generator | None = None,
 ) -> Picture:
-    """The picture of one scene state; ``hidden`` (tool-required) applies ``hides``, else the twin's layout."""
-    parts = panel_parts(scene, split)
-    decoy = decoy_scene(scene, np.random.default_rng(int(look_rng.integers(2**31))))
-    decoy_parts = panel_parts(decoy, split)
-    map_seed, decoy_map_seed = (int(v) for v in look_rng.integers(2**31, size=2))
-    small_px = int(round(10 - 2 * min(1.0, max(0.0, difficulty))))
+    """The picture of one scene state; ``hidden`` (tool-required) applies ``hides``, else the twin's layout.
 
-    def draw(s: Scene, part, px: int, seed: int) -> Panel:
-        return render(s, px, part, np.random.default_rng(seed), printable=True, pale=True)
+    Large prints are in ``style.face``, small ones in ``style.small_face``. ``view_rng`` (later
+    snapshots) moves the camera: the same room and pages seen from another place, so the key page must
+    be found again.
+    """
+    with typeface(style.face):  # notes, signs and large prints; ``draw`` picks the small prints' face
+        parts = panel_parts(scene, split)
+        decoy = decoy_scene(scene, np.random.default_rng(int(look_rng.integers(2**31))))
+        decoy_parts = panel_parts(decoy, split)
+        map_seed, decoy_map_seed = (int(v) for v in look_rng.integers(2**31, size=2))
+        small_px = int(round(10 - 2 * min(1.0, max(0.0, difficulty))))
 
-    key_big = [draw(scene, p, photo.HERO_PX, map_seed) for p in parts]
-    key_small = [draw(scene, p, small_px, map_seed) for p in parts]
-    decoy_big = [draw(decoy, p, photo.HERO_PX, decoy_map_seed) for p in decoy_parts]
-    decoy_small = [draw(decoy, p, small_px, decoy_map_seed) for p in decoy_parts]
-    size = lambda a, b: (max(a.image.width, b.image.width), max(a.image.height, b.image.height))  # noqa: E731
-    big_sizes = [size(k, d) for k, d in zip(key_big, decoy_big, strict=True)]
-    small_sizes = [size(k, d) for k, d in zip(key_small, decoy_small, strict=True)]
-    look = desk.choose_look(look_rng, len(parts), difficulty)
-    layout = desk.frame_layout(big_sizes, small_sizes, look, look_rng)
-    canvas = desk.background(look_rng, layout.size, look)
-    desk.scatter_decoy_papers(canvas, layout, look, look_rng)
-    pen = ImageDraw.Draw(canvas)
-    paper = key_big[0].background
-    placements = []
-    for i, hide in enumerate(hides):
-        hero, side = desk.page_corners(pen, layout, look, i, big_sizes[i])
-        swap = hidden and hide.how == "corner"
-        hero_panel, side_panel = (decoy_big[i], key_small[i]) if swap else (key_big[i], decoy_small[i])
-        hero_page, side_page = _on_paper(hero_panel, big_sizes[i], paper), _on_paper(side_panel, small_sizes[i], paper)
-        if hide.how in PATCHES:
-            rows = [key_big[i].boxes[r] for r in (hide.key_rows if hidden else hide.decoy_rows)]
-            hero_page = _fade_rows(hero_page, rows, hide, paper, photo.HERO_PX)
-        desk.paste(canvas, hero_page, [layout.shot(p) for p in hero])
-        desk.paste(canvas, side_page, [layout.shot(p) for p in side])
-        key_panel, key_corners, px = (key_small[i], side, small_px) if swap else (key_big[i], hero, photo.HERO_PX)
-        corners = tuple((round(x, 2), round(y, 2)) for x, y in (layout.shot(p) for p in key_corners))
-        placements.append(
-            photo.KeyPlacement(corners, (small_sizes if swap else big_sizes)[i], px, dict(key_panel.boxes))
-        )
-    image, jpeg = desk.finish(canvas, look, look_rng)
-    return Picture(image, jpeg, key_big, placements, look)
+        def draw(s: Scene, part, px: int, seed: int) -> Panel:
+            with typeface(style.face if px >= photo.HERO_PX else style.small_face):  # small print: a face OCR reads
+                return render(s, px, part, np.random.default_rng(seed), printable=True, pale=True, fit_header=True)
+
+        key_big = [draw(scene, p, photo.HERO_PX, map_seed) for p in parts]
+        key_small = [draw(scene, p, small_px, map_seed) for p in parts]
+        decoy_big = [draw(decoy, p, photo.HERO_PX, decoy_map_seed) for p in decoy_parts]
+        decoy_small = [draw(decoy, p, small_px, decoy_map_seed) for p in decoy_parts]
+        size = lambda a, b: (max(a.image.width, b.image.width), max(a.image.height, b.image.height))  # noqa: E731
+        big_sizes = [size(k, d) for k, d in zip(key_big, decoy_big, strict=True)]
+        small_sizes = [size(k, d) for k, d in zip(key_small, decoy_small, strict=True)]
+        look = desk.choose_look(look_rng, len(parts), difficulty)
+        setting = "wall" if style.surface == "wall" else "desk"
+        look = replace(look, setting=setting, screen=look.screen and setting == "wall")
+        lens = scenery.choose_lens(look_rng)
+        layout = desk.frame_layout(big_sizes, small_sizes, look, look_rng)
+        # The room extends past the picture on every side, so a moved camera still sees a full frame.
+        (width, height), pad = layout.size, int(0.08 * max(layout.size))
+        offset = (layout.offset[0] + pad, layout.offset[1] + pad)
+        room_layout = replace(layout, offset=offset, size=(width + 2 * pad, height + 2 * pad))
+        room = scenery.room(style, look, lens, room_layout.size, look_rng)
+        names = [f"surface_{style.surface}", f"font_{style.face}", *lens.names()]
+        pages = [
+            [room_layout.shot(p) for p in corners]
+            for i in range(len(hides))
+            for corners in (
+                rect(layout.hero_pos[i], big_sizes[i]),
+                rect(layout.side_pos[i], small_sizes[i], look.side_angles[i]),
+            )
+        ]
+        view = None if view_rng is None else scenery.viewpoint(view_rng, (width, height), pad, pages)
+        if view is None:
+            canvas = room.crop((pad, pad, pad + width, pad + height))
+        else:  # the room seen from the moved camera; pages are drawn through both maps at once (one resampling)
+            canvas = scenery.view(room, (width, height), view)
+            flat = [(0.0, 0.0), (layout.desk[0], 0.0), (layout.desk[0], layout.desk[1]), (0.0, layout.desk[1])]
+            seen = [scenery.to_picture(view, room_layout.shot(p)) for p in flat]
+            layout = replace(layout, camera=desk.perspective_coeffs(flat, seen), offset=(0.0, 0.0))
+            names.append("viewpoint_moved")
+        desk.scatter_decoy_papers(canvas, layout, look, look_rng)
+        pen = ImageDraw.Draw(canvas)
+        paper = key_big[0].background
+        placements = []
+        for i, hide in enumerate(hides):
+            hero, side = desk.page_corners(pen, layout, look, i, big_sizes[i])
+            swap = hidden and hide.how == "corner"
+            hero_panel, side_panel = (decoy_big[i], key_small[i]) if swap else (key_big[i], decoy_small[i])
+            hero_page, side_page = (
+                _on_paper(hero_panel, big_sizes[i], paper),
+                _on_paper(side_panel, small_sizes[i], paper),
+            )
+            if hide.how in PATCHES:
+                rows = [key_big[i].boxes[r] for r in (hide.key_rows if hidden else hide.decoy_rows)]
+                hero_page = _fade_rows(hero_page, rows, hide, paper, photo.HERO_PX)
+            desk.paste(canvas, hero_page, [layout.shot(p) for p in hero])
+            desk.paste(canvas, side_page, [layout.shot(p) for p in side])
+            key_panel, key_corners, px = (key_small[i], side, small_px) if swap else (key_big[i], hero, photo.HERO_PX)
+            corners = tuple((round(x, 2), round(y, 2)) for x, y in (layout.shot(p) for p in key_corners))
+            placements.append(
+                photo.KeyPlacement(corners, (small_sizes if swap else big_sizes)[i], px, dict(key_panel.boxes))
+            )
+        image, jpeg = desk.finish(scenery.light(canvas, lens), look, look_rng)
+        return Picture(image, jpeg, key_big, placements, look, look.names() + names)

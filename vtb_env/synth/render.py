@@ -1,18 +1,23 @@
 """Fonts and drawing primitives shared by all scenes.
 
-The font ships with a pinned PyPI wheel (``font-source-sans-pro==0.0.1``), so no system font
-is assumed, and text is laid out with Pillow's BASIC engine (no raqm/HarfBuzz, whose presence
-differs between machines). PNGs are written with fixed settings; the pixel content is
+Every typeface ships with a pinned PyPI package (``FACES``), so no system font is assumed, and text
+is laid out with Pillow's BASIC engine (no raqm/HarfBuzz, whose presence differs between machines).
+Generators v1 and v2 draw everything in Source Sans Pro; v3 picks a face per pair and draws a
+picture inside ``with typeface(name):``. PNGs are written with fixed settings; the pixel content is
 identical for a seed on any machine (PNG bytes also match when Pillow's zlib does).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import io
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -21,21 +26,76 @@ Box = tuple[int, int, int, int]
 RGB = tuple[int, int, int]
 
 
-def font_file(weight: str = "Regular") -> str:
-    """Path of a Source Sans Pro TTF (``Regular``, ``Semibold`` or ``Bold``)."""
+@dataclass(frozen=True)
+class Face:
+    """A typeface from a pinned font package: its module and its regular and bold file names."""
+
+    module: str
+    package: str  # pip requirement, for the error message
+    regular: str
+    bold: str
+    look: str  # sans | serif | humanist | geometric (how it reads, for the docs and metadata)
+
+
+FACES: dict[str, Face] = {
+    "source-sans": Face(
+        "font_source_sans_pro",
+        "font-source-sans-pro==0.0.1",
+        "SourceSansPro-Regular.ttf",
+        "SourceSansPro-Bold.ttf",
+        "sans",
+    ),
+    "source-serif": Face(
+        "font_source_serif_pro",
+        "font-source-serif-pro==0.0.1",
+        "SourceSerifPro-Regular.ttf",
+        "SourceSerifPro-Bold.ttf",
+        "serif",
+    ),
+    "roboto": Face("font_roboto", "font-roboto==0.0.1", "Roboto-Regular.ttf", "Roboto-Bold.ttf", "sans"),
+    "lato": Face("font_lato", "font-lato==0.1.0", "Lato-Regular.ttf", "Lato-Bold.ttf", "humanist"),
+    "caladea": Face("font_caladea", "font-caladea==0.0.2", "Caladea-Regular.ttf", "Caladea-Bold.ttf", "serif"),
+    "manrope": Face("font_manrope", "font-manrope==0.0.2", "Manrope-Regular.ttf", "Manrope-Bold.ttf", "geometric"),
+}
+DEFAULT_FACE = "source-sans"  # generators v1 and v2
+_FACE: ContextVar[str] = ContextVar("vtb_synth_face", default=DEFAULT_FACE)
+
+
+@contextmanager
+def typeface(name: str) -> Iterator[None]:
+    """Draw every text inside the block in ``name`` (a ``FACES`` key)."""
+    if name not in FACES:
+        raise ValueError(f"unknown typeface {name!r}; choose from {sorted(FACES)}")
+    token = _FACE.set(name)
     try:
-        import font_source_sans_pro
+        yield
+    finally:
+        _FACE.reset(token)
+
+
+def font_file(weight: str = "Regular", face: str = DEFAULT_FACE) -> str:
+    """Path of a face's TTF (``weight``: ``Regular`` or ``Bold``)."""
+    spec = FACES[face]
+    try:
+        module = importlib.import_module(spec.module)
     except ImportError as exc:  # pragma: no cover - a core dependency
-        raise RuntimeError("font-source-sans-pro is not installed: pip install font-source-sans-pro==0.0.1") from exc
-    path = Path(font_source_sans_pro.font_directory) / f"SourceSansPro-{weight}.ttf"
+        raise RuntimeError(f"{spec.package} is not installed: pip install {spec.package}") from exc
+    path = Path(module.font_directory) / (spec.bold if weight == "Bold" else spec.regular)
     if not path.is_file():
         raise RuntimeError(f"font file missing: {path}")
     return str(path)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=512)
+def _font(face: str, px: int, bold: bool) -> ImageFont.FreeTypeFont:
+    return ImageFont.truetype(
+        font_file("Bold" if bold else "Regular", face), int(px), layout_engine=ImageFont.Layout.BASIC
+    )
+
+
 def font(px: int, bold: bool = False) -> ImageFont.FreeTypeFont:
-    return ImageFont.truetype(font_file("Bold" if bold else "Regular"), int(px), layout_engine=ImageFont.Layout.BASIC)
+    """The current typeface (``typeface``; Source Sans Pro outside any block) at ``px`` pixels."""
+    return _font(_FACE.get(), int(px), bool(bold))
 
 
 def text_box(draw: ImageDraw.ImageDraw, xy: tuple[int, int], text: str, px: int, fill: RGB, bold: bool = False) -> Box:

@@ -422,12 +422,14 @@ def render(
     *,
     printable: bool = False,
     pale: bool = False,
+    fit_header: bool = False,
 ) -> Panel:
     """Draw ``scene`` (or a subset of its entries) with body text of ``px`` pixels.
 
     ``printable`` draws dark-themed documents (scoreboards, quote boards) dark-on-light, as a
     clear printout would show them; ``pale`` also mixes paper colours three quarters of the way to white
     (Tesseract binarises colour pictures per channel: dark blue ink on saturated yellow vanishes).
+    ``fit_header`` (v3, whose typefaces differ in width) also makes the label column as wide as its header.
     """
     rows = tuple(entries) if entries is not None else scene.entries
     style = scene.kind.style
@@ -435,10 +437,12 @@ def render(
         return _render_chart(scene, rows, px)
     if style == "map":
         return _render_map(scene, rows, px, rng or np.random.default_rng(0))
-    return _render_table(scene, rows, px, printable, pale)
+    return _render_table(scene, rows, px, printable, pale, fit_header)
 
 
-def _render_table(scene: Scene, rows: Sequence[Entry], px: int, printable: bool = False, pale: bool = False) -> Panel:
+def _render_table(
+    scene: Scene, rows: Sequence[Entry], px: int, printable: bool = False, pale: bool = False, fit_header: bool = False
+) -> Panel:
     background, ink, accent = STYLES[scene.kind.name]
     if printable and sum(background) < 384:
         background, ink, accent = (255, 255, 255), background, (60, 60, 60)
@@ -446,6 +450,8 @@ def _render_table(scene: Scene, rows: Sequence[Entry], px: int, printable: bool 
         background = tuple((c + 3 * 255) // 4 for c in background)  # type: ignore[assignment]
     pad, line = px, int(px * 1.8)
     label_w = max(text_width(e.label, px) for e in rows)
+    if fit_header:
+        label_w = max(label_w, text_width(scene.kind.header[0], px, bold=True))
     value_w = max(text_width(e.text, px, bold=True) for e in rows)
     extra_w = max((text_width(e.extra, px) for e in rows), default=0)
     gap = 2 * px

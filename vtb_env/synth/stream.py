@@ -15,12 +15,13 @@ import numpy as np
 from vtb_env.synth.blueprints import Blueprint, Options
 from vtb_env.synth.categories import BUILDERS
 from vtb_env.synth.matched import SPLITS, Hide, plan_hiding
+from vtb_env.synth.scenery import choose_style
 from vtb_env.synth.templates import Wording
 from vtb_env.synth.twins import GENERATORS, TOOL_REDUNDANT, TOOL_REQUIRED, assemble
 from vtb_env.tasks import DOMAINS, TASK_CATEGORIES, Task
 
 Difficulty = Union[float, Callable[[int], float]]
-_FACTS, _CHOICE, _RENDER_REQUIRED, _RENDER_REDUNDANT, _LOOK, _HIDE, _WORDING = 1, 0, 2, 3, 4, 5, 6
+_FACTS, _CHOICE, _RENDER_REQUIRED, _RENDER_REDUNDANT, _LOOK, _HIDE, _WORDING, _STYLE = 1, 0, 2, 3, 4, 5, 6, 7
 DEFAULT_GENERATOR = "v3"
 
 
@@ -89,11 +90,12 @@ def generate_pair(
     if generator == "v3":  # a wording per question drawn for the pair; more lookups and Python computations
         options = Options(Wording(np.random.default_rng([seed, index, _WORDING])), richer=True)
     blueprint = BUILDERS[category](np.random.default_rng([seed, index, _FACTS]), domain, difficulty, options)
-    hiding = None
+    hiding, style = None, None
     if generator == "v3":
         hiding = _hiding(blueprint, np.random.default_rng([seed, index, _HIDE]), difficulty, split)
         if hiding is None:
             return []
+        style = choose_style(np.random.default_rng([seed, index, _STYLE]), split)
     ids = (_task_id(seed, index, label, generator, split) for label in (TOOL_REQUIRED, TOOL_REDUNDANT))
     required_id, redundant_id = ids
     with_twin = twins and not blueprint.needs_lookup
@@ -104,9 +106,15 @@ def generate_pair(
         "pair_id": _task_id(seed, index, "", generator, split).strip()
         if generator != "v1"
         else hashlib.sha1(f"vtb-synth:{seed}:{index}".encode()).hexdigest()[:24],
-        **({"split": split} if generator == "v3" else {}),
+        **(
+            {"split": split, "font": style.face, "small_font": style.small_face, "surface": style.surface}
+            if style
+            else {}
+        ),
     }
-    render = dict(difficulty=difficulty, generator=generator, look_seed=(seed, index, _LOOK), hiding=hiding)
+    render = dict(
+        difficulty=difficulty, generator=generator, look_seed=(seed, index, _LOOK), hiding=hiding, style=style
+    )
     tasks = [
         assemble(
             blueprint,

@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image
 
 from vtb_env.image_names import task_image_name
-from vtb_env.synth import degrade, desk, matched, photo
+from vtb_env.synth import degrade, desk, matched, photo, scenery
 from vtb_env.synth.blueprints import Blueprint
 from vtb_env.synth.render import Panel, png_bytes
 from vtb_env.synth.scenes import Scene, render
@@ -142,12 +142,14 @@ def _render_state_v3(
     hides: Sequence[matched.Hide],
     look_rng: np.random.Generator,
     difficulty: float,
+    style: scenery.Style,
+    view_rng: np.random.Generator | None,
 ) -> _Rendered:
     """Generator v3: the same pages and print for both labels; the label decides which page or rows
     hold the key facts (``matched``)."""
     hidden = label == TOOL_REQUIRED
-    picture = matched.render_state(scene, split, hides, hidden, look_rng, difficulty)
-    look = picture.look.names() + [f"row_patch_{h.how}" for h in hides if h.how in matched.PATCHES]
+    picture = matched.render_state(scene, split, hides, hidden, look_rng, difficulty, style, view_rng)
+    look = picture.names + [f"row_patch_{h.how}" for h in hides if h.how in matched.PATCHES]
     if not hidden:
         return _Rendered(picture.image, picture.panels, data=picture.jpeg, look=look, compress_level=3)
     names = list(dict.fromkeys(matched.NAMES[h.how] for h in hides))
@@ -169,6 +171,7 @@ def _render_state_v3(
 
 
 GENERATORS = ("v1", "v2", "v3")
+V3_STYLE = scenery.Style("source-sans", "wood")  # when a caller gives none
 
 
 def assemble(
@@ -182,12 +185,14 @@ def assemble(
     generator: str = "v3",
     look_seed: Sequence[int] = (),
     hiding: Mapping[int, Sequence[matched.Hide]] | None = None,
+    style: scenery.Style | None = None,
 ) -> Task:
     """Render every scene state for ``label`` and build the Task.
 
     ``generator`` v2 and v3 draw each state's camera and room from ``[*look_seed, state]``, the same
-    for both twins (v3 also its pages, from ``hiding``, one plan per state drawn for the pair);
-    v1 renders each label on its own (see docs/synth.md).
+    for both twins (v3 also its pages, from ``hiding``, one plan per state drawn for the pair, and its
+    typeface and surface from ``style``; v3's later snapshots show the first one's room from a camera
+    drawn from ``[*look_seed, state]``); v1 renders each label on its own (see docs/synth.md).
     """
     if generator not in GENERATORS:
         raise ValueError(f"unknown generator {generator!r}; choose from {list(GENERATORS)}")
@@ -205,9 +210,12 @@ def assemble(
                 look_rng = np.random.default_rng([*look_seed, state])
                 rendered[state] = _render_state_v2(blueprint.states[state], split, label, rng, look_rng, difficulty)
             else:
-                look_rng = np.random.default_rng([*look_seed, state])
+                look_rng = np.random.default_rng([*look_seed, 0])  # every snapshot: the same room
+                view_rng = np.random.default_rng([*look_seed, state]) if state else None
                 hides = (hiding or {})[state]
-                rendered[state] = _render_state_v3(blueprint.states[state], split, label, hides, look_rng, difficulty)
+                rendered[state] = _render_state_v3(
+                    blueprint.states[state], split, label, hides, look_rng, difficulty, style or V3_STYLE, view_rng
+                )
             name = image_names[state] = task_image_name(len(image_names) + 1)
             refs.append(ImageRef(name=name, data=rendered[state].data))
             if rendered[state].degradations:
