@@ -37,10 +37,10 @@ from vtb_app.evaluation.records import (
 from vtb_env.image_names import turn_image_names
 from vtb_env.reward import score_episode
 from vtb_env.tasks import ModeLabel, Task
-from vtb_env.toolsets import ALL_TOOLS
 from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.compose import EpisodeReward, RewardConfig
 from vtb_rewards.judge.judge import Judge, judge_task
+from vtb_rewards.mode import needs_lookup, reference_tools
 from vtb_rewards.process import classify_errors, judge_key_steps, judge_tool_effectiveness, kcoverage_of
 from vtb_rewards.scoring import score_task, scored_report
 
@@ -110,14 +110,8 @@ def task_summary(task: Task) -> dict[str, Any]:
             for i, turn in enumerate(task.turns)
         ],
         "reference_tools": reference_tools(task),
+        "needs_lookup": needs_lookup(task),
     }
-
-
-def reference_tools(task: Task) -> list[str]:
-    """The tools the task's reference trajectories name (JSON or the dataset's free text; the
-    toolkit's ``google_search`` is ``web_search``): the report's vision reading of MCC reads it."""
-    text = " ".join(turn.tool_trajectory_raw for turn in task.turns).replace("google_search", "web_search")
-    return [name for name in ALL_TOOLS if name in text]
 
 
 class _ImageStore:
