@@ -8,9 +8,9 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from vtb_app.errors import ExitCode, all_unreachable, error_kinds
+from vtb_app.evaluation.failures import print_failures, report_failures, run_failures
 from vtb_app.evaluation.records import (
     RECORDS_FILE,
     RunConflictError,
@@ -389,36 +389,7 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
         f"({concurrency} in flight); records in {out / RECORDS_FILE}"
     )
     print_comparison([out])
-    return _report_failures(out, nothing_done=not (result.succeeded or result.skipped)), out, tasks
-
-
-def _report_failures(out: Path, nothing_done: bool) -> ExitCode:
-    """Print the run's failed items and judge calls by kind (first message of each) on stderr; the exit code
-    the items make: UNREACHABLE when nothing ran because a server could not be reached."""
-    failures, judging = _failures(latest_records(out / RECORDS_FILE).values())
-    if nothing_done and all_unreachable(failures):
-        print(f"error: no item could run, a server could not be reached: {error_kinds(failures)[0]}", file=sys.stderr)
-        return ExitCode.UNREACHABLE
-    _print_failures(failures, judging)
-    return ExitCode.FAILED_ITEMS if failures else ExitCode.OK
-
-
-def _failures(records: Iterable[dict[str, Any]]) -> tuple[list[str], list[str]]:
-    """The errors of a run's failed items, and of its judge calls that left a verdict unjudged."""
-    items, judging = [], []
-    for record in records:
-        if record.get("status") != "ok":
-            items.append(str(record.get("error")))
-            continue
-        for turn in record.get("verdicts") or ():
-            judging += [str(v["error"]) for v in turn or () if isinstance(v, dict) and v.get("error")]
-    return items, judging
-
-
-def _print_failures(failures: list[str], judging: list[str]) -> None:
-    for label, messages in (("errors", failures), ("judge errors", judging)):
-        for line in error_kinds(messages):
-            print(f"{label}: {line}", file=sys.stderr)
+    return report_failures(out, nothing_done=not (result.succeeded or result.skipped)), out, tasks
 
 
 def _evaluate_on_ray(
@@ -574,7 +545,7 @@ def run_judge(args: argparse.Namespace) -> int:
         run_work([lambda r=r: rejudge_one(r) for r in records], args.concurrency, keep)
     latest = latest_records(out / RECORDS_FILE)
     incomplete = sum(1 for r in latest.values() if r.get("status") == "ok" and not judging_complete(r))
-    _print_failures(*_failures(latest.values()))
+    print_failures(*run_failures(latest.values()))
     stats = judge.stats
     print(
         f"re-judged {len(records)} records ({len(done)} already done) with {judge.judge_id}: "
