@@ -8,8 +8,9 @@ What "used tools" means is a *reading* (``used_tools``):
 
 - ``"vision"`` (the RL reward's default): the decision the seed defines, "visual tool invocation is
   necessary": a call of the vision tool on a task with images, or, on a task that needs a lookup
-  (``metadata["needs_lookup"]``), of a lookup tool. A ``calculator("1+1")`` is not that decision, so
-  it earns no mode credit (and no ``tool_success`` credit: ``relevant_calls``).
+  (``metadata["needs_lookup"]``, or a reference trajectory that uses one: ``needs_lookup``), of a
+  lookup tool. A ``calculator("1+1")`` is not that decision, so it earns no mode credit (and no
+  ``tool_success`` credit: ``relevant_calls``). The rule is ``counted_tools``; the report's MCC uses it too.
 - ``"any"``: any tool call (the paper's reading, and Table 7's proactivity, which counts every tool).
 """
 
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Iterable, Literal, Mapping, Sequence
 
 from vtb_env.tasks import ModeLabel, Task
-from vtb_env.toolsets import LOOKUP_TOOLS, VISION_TOOL
+from vtb_env.toolsets import ALL_TOOLS, LOOKUP_TOOLS, VISION_TOOL
 from vtb_env.trajectory import EpisodeRecord, ToolCallRecord
 
 Outcome = Literal["TP", "FN", "TN", "FP"]
@@ -35,28 +36,47 @@ TOOL_REDUNDANT: ModeLabel = "tool_redundant"
 MCC_EPSILON = 1e-12
 
 
+def reference_tools(task: Task) -> list[str]:
+    """The tools the task's reference trajectories name (JSON or the dataset's free text; the
+    toolkit's ``google_search`` is ``web_search``)."""
+    text = " ".join(turn.tool_trajectory_raw for turn in task.turns).replace("google_search", "web_search")
+    return [name for name in ALL_TOOLS if name in text]
+
+
+def needs_lookup(task: Task) -> bool:
+    """Does the task need a lookup tool? The generator says so (``metadata["needs_lookup"]``) or the
+    task's reference trajectory uses one."""
+    return bool(task.metadata.get("needs_lookup")) or bool(set(reference_tools(task)) & set(LOOKUP_TOOLS))
+
+
+def counted_tools(reading: Reading, has_images: bool, lookup_needed: bool) -> frozenset[str] | None:
+    """The tools whose calls count as "using tools" under ``reading``; None when every call counts
+    (``"any"``, or a task with neither images nor a lookup need: it has no vision decision to make).
+    The one rule behind the reward's ``relevant_calls`` and the report's MCC (``vtb_app.evaluation.modes``)."""
+    if reading == "any":
+        return None
+    if reading != "vision":
+        raise ValueError(f"unknown used-tools reading {reading!r}; choose one of {READINGS}")
+    if not has_images and not lookup_needed:
+        return None
+    return frozenset(({VISION_TOOL} if has_images else set()) | (set(LOOKUP_TOOLS) if lookup_needed else set()))
+
+
 def relevant_calls(
     record: EpisodeRecord, reading: Reading = "vision", task: Task | None = None
 ) -> list[ToolCallRecord]:
     """The episode's calls that count as "using tools" under ``reading`` (see the module docstring).
 
-    The task's images and lookup need come from ``task`` when given, else from the record's metadata
-    (what the env stores: ``images``, and the task's ``metadata``). A task with neither images nor a
-    lookup need has no vision decision to make: every call counts.
+    The task's images and lookup need come from ``task`` when given (``needs_lookup``), else from the
+    record's metadata (what the env stores: ``images``, and the task's ``metadata``).
     """
-    if reading == "any":
-        return list(record.tool_calls)
-    if reading != "vision":
-        raise ValueError(f"unknown used-tools reading {reading!r}; choose one of {READINGS}")
     if task is not None:
-        has_images, needs_lookup = bool(task.images), bool(task.metadata.get("needs_lookup"))
+        has_images, lookup_needed = bool(task.images), needs_lookup(task)
     else:
         has_images = bool(record.metadata.get("images"))
-        needs_lookup = bool((record.metadata.get("metadata") or {}).get("needs_lookup"))
-    if not has_images and not needs_lookup:
-        return list(record.tool_calls)
-    names = ({VISION_TOOL} if has_images else set()) | (set(LOOKUP_TOOLS) if needs_lookup else set())
-    return [call for call in record.tool_calls if call.name in names]
+        lookup_needed = bool((record.metadata.get("metadata") or {}).get("needs_lookup"))
+    names = counted_tools(reading, has_images, lookup_needed)
+    return [call for call in record.tool_calls if names is None or call.name in names]
 
 
 def used_tools(record: EpisodeRecord, reading: Reading = "vision", task: Task | None = None) -> bool:

@@ -19,9 +19,10 @@ import time
 from pathlib import Path
 
 from vtb_agents.ocr_baseline import OcrBaselineAgent
+from vtb_app.evaluation.judging import episode_reward
 from vtb_app.evaluation.ray_executor import RunSpec, evaluate_on_ray
 from vtb_app.evaluation.records import iter_records
-from vtb_app.evaluation.runner import episode_reward, evaluate
+from vtb_app.evaluation.runner import evaluate
 from vtb_app.evaluation.specs import judge_from_spec
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv

@@ -172,7 +172,7 @@ def test_judge_rescores_saved_answers_with_another_rule(tmp_path):
 def test_progress_writes_plain_lines_about_every_tenth_when_not_a_terminal():
     import io
 
-    from vtb_app.evaluation.runner import Progress
+    from vtb_app.evaluation.progress import Progress
 
     stream = io.StringIO()
     progress = Progress(25, stream=stream)

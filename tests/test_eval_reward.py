@@ -11,8 +11,9 @@ from tests.support.cli import eval_args
 from tests.support.menu_tasks import write_menu_tasks
 from vtb_agents.base import BaseAgent
 from vtb_app.cli import main
+from vtb_app.evaluation.judging import episode_reward, judge_episode
 from vtb_app.evaluation.records import latest_records
-from vtb_app.evaluation.runner import episode_reward, evaluate, judge_episode
+from vtb_app.evaluation.runner import evaluate
 from vtb_env.env import VisualToolBenchEnv
 from vtb_env.loaders import load_tasks
 from vtb_env.tools.base import ToolRegistry
@@ -91,7 +92,7 @@ def test_an_evaluated_episode_is_judged_once_by_the_env_reward(tmp_path, same_sc
 
 def test_judging_a_saved_record_again_checks_each_rubric_once(tmp_path, monkeypatch):
     """``vtb judge`` / ``--resume`` re-judging: the reward's verdicts are the record's, not a second pass."""
-    from vtb_app.evaluation.runner import JudgePasses, rejudge
+    from vtb_app.evaluation.judging import JudgePasses, rejudge
     from vtb_rewards.judge import judge as judge_module
 
     tasks = load_tasks(str(write_menu_tasks(tmp_path / "data", n=2)))  # two rubrics each

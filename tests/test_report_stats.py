@@ -308,6 +308,27 @@ def test_mcc_reading_any_tool_or_the_vision_tool(tmp_path):
         assert f"MCC ({'any tool' if reading == 'any' else 'vision tool'})" in header
     assert matrices == {"any": (3, 0, "any"), "vision": (2, 1, "vision")}  # t0's calculator call is not tool use
 
+    # One rule: the reward's reading of the same episodes (EpisodeRecord and Task) agrees with the report's.
+    from vtb_app.evaluation.modes import used_tools as report_used_tools
+    from vtb_env.loaders import load_tasks
+    from vtb_env.trajectory import EpisodeRecord
+    from vtb_rewards.mode import used_tools as reward_used_tools
+
+    tasks = {task.id: task for task in load_tasks(data)}
+    records = {r["task_id"]: r for r in latest_records(tmp_path / "run" / "records.jsonl").values()}
+    readings = {
+        (record["task_id"], reading): (
+            report_used_tools(record, reading),
+            reward_used_tools(EpisodeRecord.from_dict(record["episode"]), reading, tasks[record["task_id"]]),
+        )
+        for record in records.values()
+        for reading in ("any", "vision")
+    }
+    assert all(report == reward for report, reward in readings.values()), readings
+    assert readings[("t0", "vision")] == (False, False) and readings[("t2", "vision")] == (True, True)
+    stripped = {**records["t2"], "task": {k: v for k, v in records["t2"]["task"].items() if k != "needs_lookup"}}
+    assert report_used_tools(stripped, "vision")  # a record written before needs_lookup: its reference_tools
+
 
 # -- image operations ---------------------------------------------------------------------------------------
 

@@ -16,9 +16,9 @@ import pytest
 
 from vtb_env.loaders import load_tasks
 from vtb_env.sandbox import Sandbox
+from vtb_env.sandbox.isolation import OPTIONAL_LAYERS
 from vtb_env.sandbox.landlock import readable_except
 from vtb_env.sandbox.pool import project_dirs
-from vtb_env.sandbox.server import OPTIONAL_LAYERS
 
 PROBE = r"""
 import gc, json, os, sys

@@ -153,7 +153,9 @@ def test_import_rescore_and_report_a_toolkit_run(tmp_path, capsys):
         str(run),
     ]
     assert main(args) == 0
-    assert "imported 3 toolkit episodes (1 harness errors, 0 already imported)" in capsys.readouterr().out
+    assert (
+        "imported 3 toolkit episodes (1 errors: 1 x toolkit API Error; 0 already imported)" in capsys.readouterr().out
+    )
 
     records = {r["task_id"]: r for r in latest_records(run / "records.jsonl").values()}
     assert records["menu-2"]["status"] == "error" and "rate limited" in records["menu-2"]["error"]
@@ -180,7 +182,9 @@ def test_import_rescore_and_report_a_toolkit_run(tmp_path, capsys):
     assert capped["hit_tool_cap"] and capped["final_answer"] == "Model hit the maximum number of tool calls"
 
     assert main(args) == 0  # re-running adds nothing
-    assert "imported 0 toolkit episodes (1 harness errors, 3 already imported)" in capsys.readouterr().out
+    assert (
+        "imported 0 toolkit episodes (1 errors: 1 x toolkit API Error; 3 already imported)" in capsys.readouterr().out
+    )
 
     # Re-score with the exact checks (r1: the price; r2: the word "answer"): menu-1 ($12 for a $13 item) now fails.
     assert main(["judge", str(run), "--judge", "exact", "--out", str(tmp_path / "rejudged")]) == 0
@@ -231,3 +235,41 @@ def test_the_toolkits_judge_failure_placeholder_imports_as_judge_error(tmp_path,
     assert (
         json.loads((tmp_path / "report" / "summary.json").read_text())["runs"][0]["n_judge_incomplete"] == 2
     )  # menu-0 and menu-1
+
+
+def test_malformed_rows_and_harness_failures_are_counted_by_kind(tmp_path, capsys):
+    """Rows of the wrong shape become error records (the import goes on); the summary counts the errors by kind."""
+    data = write_menu_tasks(tmp_path / "data", n=6)
+    responses, judged = write_toolkit_output(tmp_path)
+    rows = json.loads(responses.read_text())
+    rows[1]["tool_use_list"], rows[1]["content_list"] = "not a list", 5  # menu-1
+    rows += [
+        single_turn_row("menu-4", "Processing Error: image file missing", {}, {}, 0),
+        {"id": "menu-5", "task_id": "menu-5", "turncase": "multi-turn", "turns": ["not a turn"]},
+    ]
+    responses.write_text(json.dumps(rows))
+    verdicts = json.loads(judged.read_text())
+    verdicts[0]["judge_result"] = {"r1": "Met"}  # not the toolkit's list: menu-0's rubrics stay unjudged
+    judged.write_text(json.dumps(verdicts))
+    run = tmp_path / "imported"
+    args = ["import-toolkit", str(responses), "--judge-results", str(judged), "--data", str(data), "--out", str(run)]
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    assert (
+        "imported 2 toolkit episodes (4 errors: 2 x ToolkitRowError, 1 x toolkit API Error, "
+        "1 x toolkit Processing Error; 0 already imported)"
+    ) in out
+    assert "errors: 2 x ToolkitRowError, first: ToolkitRowError: turn 0: tool_use_list is a str, not a list" in err
+    assert "errors: 1 x toolkit Processing Error, first: toolkit Processing Error: image file missing" in err
+    assert "judge errors: 2 x the toolkit's judge results have no verdict for this rubric" in err
+    records = {r["task_id"]: r for r in latest_records(run / "records.jsonl").values()}
+    assert {tid: r["status"] for tid, r in records.items()} == {
+        "menu-0": "ok",
+        "menu-1": "error",
+        "menu-2": "error",
+        "menu-3": "ok",
+        "menu-4": "error",
+        "menu-5": "error",
+    }
+    assert records["menu-5"]["error"] == "ToolkitRowError: turns is a list, not a list of objects"
+    assert [v["status"] for v in records["menu-0"]["verdicts"][0]] == ["judge_error", "judge_error"]

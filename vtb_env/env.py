@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import time
-from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -15,28 +13,23 @@ import gymnasium as gym
 
 from vtb_env.config import CAP_PLACEHOLDER_ANSWER, EnvConfig, resolve_config
 from vtb_env.episode import EpisodeOverError, EpisodeState, PendingStep, resolve_tasks, task_info
-from vtb_env.image_names import first_image_number, task_image_name
-from vtb_env.observation import ImageAsset, reingestion_message, user_message
+from vtb_env.observation import ImageAsset, user_message
 from vtb_env.parsers import ParsedAction, ParsedCall, action_text, parse_action
 from vtb_env.prompts import resolve_system_prompt
 from vtb_env.render import render_ansi, render_html
 from vtb_env.reward import RewardFn, default_reward, score_episode
-from vtb_env.safe_text import clean_action, clean_parsed_action, clean_tool_result
+from vtb_env.safe_text import clean_action, clean_parsed_action
 from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
 from vtb_env.stepping import StepGuard, gives, holds, takes
+from vtb_env.task_images import TaskImageCache
 from vtb_env.tasks import Task
+from vtb_env.tool_round import blocked_reason, cap_message, cap_used, round_messages, run_calls
 from vtb_env.tools import default_tools
-from vtb_env.tools.base import ToolContext, ToolRegistry, ToolResult
+from vtb_env.tools.base import ToolContext, ToolRegistry
 from vtb_env.toolsets import ablate
 from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
 
 logger = logging.getLogger(__name__)
-
-CAP_PROMPT = (
-    "You have reached the limit of {limit} tool {unit} for this {scope}. "
-    "Tools are no longer available: reply now with your final answer."
-)
-_TASK_IMAGE_CACHE_SIZE = 32
 
 
 class VisualToolBenchEnv(gym.Env):
@@ -115,7 +108,7 @@ class VisualToolBenchEnv(gym.Env):
         self.render_mode = render_mode
         self.action_space = AssistantActionSpace()
         self.observation_space = DialogueObservationSpace()
-        self._task_assets: OrderedDict[tuple[str, int], ImageAsset] = OrderedDict()
+        self._task_images = TaskImageCache()
         self._episode: EpisodeState | None = None
         self._guard = StepGuard()  # one stepping thread: a concurrent step()/reset() raises ConcurrentStepError
 
@@ -195,7 +188,7 @@ class VisualToolBenchEnv(gym.Env):
         for call in parsed.calls:
             call_id = self._call_id(episode, call.call_id)
             record = ToolCallRecord.from_call(call, call_id, round_index=episode.rounds_in_turn)
-            blocked = self._blocked_reason(episode, len(pending.calls))
+            blocked = blocked_reason(episode, self.config, len(pending.calls))
             if record.error is None and blocked is not None:
                 record.error, record.error_kind = blocked
             pending.calls.append(record)
@@ -255,16 +248,12 @@ class VisualToolBenchEnv(gym.Env):
     def _open_turn(self, index: int) -> None:
         episode = self._require_episode()
         turn = episode.task.turns[index]
-        first = first_image_number(episode.task, index)
-        assets = [self._task_asset(episode.task, first + j, ref) for j, ref in enumerate(turn.images)]
+        assets = self._task_images.turn_images(episode.task, index)
         episode.record.metadata["images"].extend({"name": a.name, "sha256": a.sha256, "turn": index} for a in assets)
         if self.config.cap_scope == "turn":  # per task (the paper), the counts run on across turns
             episode.calls_in_turn, episode.rounds_in_turn = 0, 0
-        used = episode.calls_in_turn if self.config.cap_unit == "calls" else episode.rounds_in_turn
-        episode.turn_index, episode.awaiting_final = (
-            index,
-            used >= self.config.max_tool_calls,
-        )  # task budget spent: no tools
+        episode.turn_index = index
+        episode.awaiting_final = cap_used(episode, self.config) >= self.config.max_tool_calls  # budget spent: no tools
         episode.turn_record = TurnRecord(index=index)
         episode.record.turns.append(episode.turn_record)
         episode.turn_start = len(episode.dialogue)
@@ -288,76 +277,26 @@ class VisualToolBenchEnv(gym.Env):
         return False
 
     def _append_round(self, episode: "EpisodeState", pending: "PendingStep") -> None:
-        """The assistant message, one tool message per call, then one user message with the new images."""
-        episode.dialogue.append(
-            {
-                "role": "assistant",
-                "content": pending.parsed.content,
-                "tool_calls": [
-                    {
-                        "id": call.call_id,
-                        "type": "function",
-                        "function": {
-                            "name": call.name or "invalid_tool_call",
-                            "arguments": _arguments_text(call.arguments),
-                        },
-                    }
-                    for call in pending.calls
-                ],
-            }
-        )
-        for call in pending.calls:
-            episode.dialogue.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call.call_id,
-                    "content": call.output or json.dumps({"error": call.error}),
-                }
-            )
-        if pending.new_images:
-            episode.dialogue.append(reingestion_message(pending.new_images))
+        """The round's messages (``vtb_env.tool_round.round_messages``) into the dialogue; the cap's counts move on."""
+        for message in round_messages(pending):
+            episode.dialogue.append(message)
         episode.calls_in_turn += len(pending.calls)
         episode.rounds_in_turn += 1
 
     def _after_round(self, episode: "EpisodeState", step: StepRecord) -> tuple[bool, bool]:
         """Apply the cap after a round: (terminated, truncated)."""
-        used = episode.calls_in_turn if self.config.cap_unit == "calls" else episode.rounds_in_turn
-        if used < self.config.max_tool_calls:
+        if cap_used(episode, self.config) < self.config.max_tool_calls:
             return False, False
         episode.turn_record.hit_tool_cap = True
         if self.config.at_cap == "ask_final":
             episode.awaiting_final = True
-            episode.dialogue.append(
-                {
-                    "role": "user",
-                    "content": CAP_PROMPT.format(
-                        limit=self.config.max_tool_calls, unit=self.config.cap_unit, scope=self.config.cap_scope
-                    ),
-                }
-            )
+            episode.dialogue.append(cap_message(self.config))
             return False, False
         last_turn = episode.turn_index + 1 >= len(episode.task.turns)
         self._close_turn(CAP_PLACEHOLDER_ANSWER, step)
         if last_turn:
             episode.turn_record.truncated = True
         return False, last_turn
-
-    def _blocked_reason(self, episode: "EpisodeState", position: int) -> tuple[str, str] | None:
-        """Why the call at ``position`` of this round is not run, as (error, kind), or None."""
-        if episode.awaiting_final:
-            return (
-                "tools are no longer available in this turn: the tool-call limit was reached; give your final answer",
-                "tools_withdrawn",
-            )
-        if self.config.cap_unit == "calls" and episode.calls_in_turn + position >= self.config.max_tool_calls:
-            return (
-                f"not executed: the limit of {self.config.max_tool_calls} tool calls per {self.config.cap_scope} "
-                "was reached",
-                "over_cap",
-            )
-        if position >= self.config.max_calls_per_round:
-            return f"not executed: at most {self.config.max_calls_per_round} tool calls run per round", "over_round_cap"
-        return None
 
     # ---- tools ---------------------------------------------------------------------------
 
@@ -385,35 +324,8 @@ class VisualToolBenchEnv(gym.Env):
         if not pending.calls:
             return pending
         episode = self._require_running()
-        budget = self.config.round_time_budget_s
-        deadline = None if budget is None else time.monotonic() + budget
-        for call in pending.calls:
-            if call.error is None and deadline is not None and time.monotonic() >= deadline:
-                call.error, call.error_kind = (
-                    f"not executed: this round's tool time budget of {budget:g} s was spent",
-                    "round_time_budget",
-                )
-            if call.error is not None:
-                call.output = json.dumps({"error": call.error})
-                continue
-            result = clean_tool_result(
-                self.tools.call(call.name, call.arguments, self.tool_context(pending.new_images))
-            )
-            call.output, call.latency_s = result.text, result.latency_s
-            if result.error is not None:
-                call.error, call.error_kind = result.error, str(result.meta.get("kind", "tool_error"))
-            for note in self._ingest_images(episode, pending, call, result):
-                call.output += f"\n[{note}]"
+        run_calls(pending, self.tools, self.tool_context, episode.tool_images, self.config.round_time_budget_s)
         return pending
-
-    def _ingest_images(
-        self, episode: "EpisodeState", pending: "PendingStep", call: ToolCallRecord, result: ToolResult
-    ) -> list[str]:
-        """Admit the call's images (``vtb_env.tool_images``); returns the notes for the tool message."""
-        kept, notes = episode.tool_images.admit(result.images)
-        pending.new_images.extend(kept)
-        call.images.extend({"name": asset.name, "sha256": asset.sha256} for asset in kept)
-        return notes
 
     # ---- helpers -------------------------------------------------------------------------
 
@@ -428,18 +340,6 @@ class VisualToolBenchEnv(gym.Env):
                 raise IndexError(f"task index {index} outside 0..{len(self.tasks) - 1}")
             return index
         return int(self.np_random.integers(len(self.tasks)))
-
-    def _task_asset(self, task: Task, k: int, ref: Any) -> ImageAsset:
-        """Task image k as ``image_<k>.png``, cached across episodes so repeated tasks are not re-read or re-encoded."""
-        key = (task.id, k)
-        asset = self._task_assets.get(key)
-        if asset is None:
-            asset = self._task_assets[key] = ImageAsset(task_image_name(k), ref.read_bytes)
-            if len(self._task_assets) > _TASK_IMAGE_CACHE_SIZE:
-                self._task_assets.popitem(last=False)
-        else:
-            self._task_assets.move_to_end(key)
-        return asset
 
     def _call_id(self, episode: "EpisodeState", given: str | None) -> str:
         episode.call_counter += 1
@@ -484,7 +384,3 @@ class VisualToolBenchEnv(gym.Env):
         if episode.done:
             raise EpisodeOverError("the episode has ended (terminated or truncated): call reset() to start another")
         return episode
-
-
-def _arguments_text(arguments: Any) -> str:
-    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False, default=str)

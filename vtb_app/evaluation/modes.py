@@ -9,11 +9,11 @@ Labels come from the evaluated model's own text-only pass. With several samples 
 - ``majority``: Tool-Redundant when more than half of the run's samples pass, Tool-Required when
   at least half fail (a tie is not a majority for "can be solved"); otherwise no label.
 
-"Used tools" for the confusion matrix (``MCC_READINGS``): ``any`` (the paper's reading, default)
-counts a call of any tool; ``vision`` counts the decision the seed defines: the vision tool on a
-task with images, or a lookup tool on a task whose reference trajectory names one (the record's
-``task.reference_tools``; records written before it had that field count the vision tool only). Table 7's
-proactivity counts every tool under both readings.
+"Used tools" for the confusion matrix (``MCC_READINGS``) is the reward's rule,
+``vtb_rewards.mode.counted_tools``: ``any`` (the paper's reading, default) counts a call of any tool;
+``vision`` counts the decision the seed defines: the vision tool on a task with images, or a lookup
+tool on a task that needs one (the record's ``task.needs_lookup``; records written before it had that
+field: a lookup in ``task.reference_tools``). Table 7's proactivity counts every tool under both readings.
 """
 
 from __future__ import annotations
@@ -21,29 +21,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from vtb_app.evaluation.records import episode_calls, judging_complete
-from vtb_env.toolsets import VISION_TOOL
-from vtb_rewards.mode import ModeLabelStore, label_from_text_only
+from vtb_env.toolsets import LOOKUP_TOOLS
+from vtb_rewards.mode import ModeLabelStore, counted_tools, label_from_text_only
 
 if TYPE_CHECKING:
     from vtb_app.evaluation.metrics import Run
 
 LABEL_RULES = ("any", "majority")
 MCC_READINGS = ("any", "vision")
-# Tools that look something up outside the images: where the reference trajectory uses one, so may the model.
-LOOKUP_TOOLS = frozenset({"web_search", "browser_get_page_text", "historical_weather"})
 
 
 def used_tools(record: Mapping[str, Any], reading: str = "any") -> bool:
-    """Did the episode take the tool-use decision that mode selection scores? (see the module doc)"""
-    names = {str(call.get("name")) for call in episode_calls(record)}
-    if reading == "any":
-        return bool(names)
-    if reading != "vision":
+    """Did the stored episode take the tool-use decision that mode selection scores? The reward's
+    reading (``vtb_rewards.mode.counted_tools``) over the record's task summary (``runner.task_summary``)."""
+    if reading not in MCC_READINGS:
         raise ValueError(f"unknown MCC reading {reading!r}; choose one of {MCC_READINGS}")
     task = record.get("task") or {}
     has_images = any(turn.get("images") for turn in task.get("turns", []))
-    needs_lookup = bool(set(task.get("reference_tools") or ()) & LOOKUP_TOOLS)  # runner.reference_tools
-    return (has_images and VISION_TOOL in names) or (needs_lookup and bool(names & LOOKUP_TOOLS))
+    lookup_needed = task.get("needs_lookup")
+    if lookup_needed is None:  # a record written before the field
+        lookup_needed = bool(set(task.get("reference_tools") or ()) & set(LOOKUP_TOOLS))
+    names = counted_tools(reading, has_images, bool(lookup_needed))
+    return any(names is None or call.get("name") in names for call in episode_calls(record))
 
 
 def text_only_results(run: "Run", rule: str = "any") -> dict[str, bool]:

@@ -10,7 +10,7 @@ nesting far shallower (a model's 600-level tool arguments).
 
 The work is the threads executor's, planned by ``runner.plan_run`` and done by the same work
 items (``runner.evaluate_item`` plays and judges one (task, sample) with its own seed;
-``runner.rejudge_item`` judges an incompletely judged record of a resumed run again), so the
+``judging.rejudge_item`` judges an incompletely judged record of a resumed run again), so the
 records are the same. The driver alone appends them to ``records.jsonl`` through
 ``runner.RecordKeeper``, one per item, so the run file keeps its format and its resume rules:
 
@@ -46,16 +46,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from vtb_app.evaluation.judging import JudgePasses, rejudge_item
+from vtb_app.evaluation.progress import Progress
 from vtb_app.evaluation.records import RECORDS_FILE, RunLog, encode_record, error_record, record_key
 from vtb_app.evaluation.runner import (
     EvalResult,
-    JudgePasses,
-    Progress,
     RecordKeeper,
     _ImageStore,
     evaluate_item,
     plan_run,
-    rejudge_item,
     sample_seed,
     task_summary,
 )
@@ -109,7 +108,7 @@ class EpisodeWorker:
 
     def __init__(self, spec: RunSpec, tasks: Sequence[Task], cpus: int, run_dir: str, node_token: str):
         from vtb_agents.ablations import ablate_agent
-        from vtb_app.evaluation.runner import episode_reward
+        from vtb_app.evaluation.judging import episode_reward
         from vtb_app.evaluation.specs import judge_from_spec, make_agent
         from vtb_env.sandbox.pool import PROFILES, shared_sandbox
         from vtb_env.tools import default_tools

@@ -14,16 +14,17 @@ import functools
 import hashlib
 import io
 import os
-import sys
 import threading
 import time
 import traceback
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TextIO
+from typing import Any, Callable, Mapping, Sequence
 
 from vtb_agents.base import Agent, summarize_calls
+from vtb_app.evaluation.judging import JudgePasses, judge_record, rejudge_item, reward_judged
+from vtb_app.evaluation.progress import Progress
 from vtb_app.evaluation.records import (
     RECORDS_FILE,
     RunConflictError,
@@ -35,24 +36,14 @@ from vtb_app.evaluation.records import (
     rejudge_records,
 )
 from vtb_env.image_names import turn_image_names
-from vtb_env.reward import score_episode
 from vtb_env.tasks import ModeLabel, Task
-from vtb_env.toolsets import ALL_TOOLS
 from vtb_env.trajectory import EpisodeRecord
-from vtb_rewards.compose import EpisodeReward, RewardConfig
-from vtb_rewards.judge.judge import Judge, judge_task
-from vtb_rewards.process import classify_errors, judge_key_steps, judge_tool_effectiveness, kcoverage_of
-from vtb_rewards.scoring import score_task, scored_report
+from vtb_rewards.compose import RewardConfig
+from vtb_rewards.judge.judge import Judge
+from vtb_rewards.mode import needs_lookup, reference_tools
 
 EnvFactory = Callable[[Sequence[Task]], Any]  # tasks -> a VisualToolBenchEnv
 MAX_STEPS_PER_TURN = 64  # a policy that never answers and never hits the cap cannot hang a run
-
-
-def episode_reward(
-    judge: Judge, scoring: RewardConfig, mode_labels: Mapping[str, ModeLabel] | None = None
-) -> EpisodeReward:
-    """The env's reward for an evaluation: this run's judge, scoring configuration and labels."""
-    return EpisodeReward(scoring, judge, mode_labels)
 
 
 def ok_record(played: PlayedEpisode, judged: Mapping[str, Any], mode_label: str | None = None) -> dict[str, Any]:
@@ -82,21 +73,6 @@ def ok_record(played: PlayedEpisode, judged: Mapping[str, Any], mode_label: str 
     }
 
 
-def judge_episode(task: Task, answers: Sequence[str | None], judge: Judge, scoring: RewardConfig) -> dict[str, Any]:
-    """Verdicts (per turn, with rubric text and weight, for reports) and the task score."""
-    verdicts = judge_task(judge, task, list(answers))
-    score = score_task(task, verdicts, scoring.critical_rule, scoring.multi_turn)
-    return {**scored_report(task, verdicts, score, scoring.critical_rule), "judge": judge.judge_id}
-
-
-def reward_judged(details: Mapping[str, Any] | None, judge: Judge, scoring: RewardConfig) -> dict[str, Any] | None:
-    """The verdicts and task score a reward's details hold (``info["reward_details"]``, ``EpisodeScore.details``),
-    when they are this run's: same judge and scoring. None: the answers must be judged here."""
-    if details is None or details.get("judge") != judge.judge_id or details.get("scoring") != scoring.scoring():
-        return None
-    return {key: details[key] for key in ("verdicts", "score", "judge")}
-
-
 def task_summary(task: Task) -> dict[str, Any]:
     """What reports need of a task (prompts, golden answers, and image names as the env shows them: image_<k>.png)."""
     return {
@@ -110,14 +86,8 @@ def task_summary(task: Task) -> dict[str, Any]:
             for i, turn in enumerate(task.turns)
         ],
         "reference_tools": reference_tools(task),
+        "needs_lookup": needs_lookup(task),
     }
-
-
-def reference_tools(task: Task) -> list[str]:
-    """The tools the task's reference trajectories name (JSON or the dataset's free text; the
-    toolkit's ``google_search`` is ``web_search``): the report's vision reading of MCC reads it."""
-    text = " ".join(turn.tool_trajectory_raw for turn in task.turns).replace("google_search", "web_search")
-    return [name for name in ALL_TOOLS if name in text]
 
 
 class _ImageStore:
@@ -201,47 +171,6 @@ def run_episode(
     return played.record, played.image_files, played.truncated
 
 
-class Progress:
-    """A one-line progress bar: done/total, rate, ETA, live pass rate, errors."""
-
-    def __init__(self, total: int, stream: TextIO | None = None, enabled: bool = True):
-        self.total, self.done, self.passed, self.errors = total, 0, 0, 0
-        self.stream = stream or sys.stderr
-        self.enabled = enabled
-        self.start = time.perf_counter()
-        self._lock = threading.Lock()
-        self._interactive = bool(getattr(self.stream, "isatty", lambda: False)())
-
-    def update(self, record: Mapping[str, Any]) -> None:
-        with self._lock:
-            self.done += 1
-            if record.get("status") == "ok":
-                self.passed += bool(record["score"]["passed"])
-            else:
-                self.errors += 1
-            self._draw()
-
-    def _draw(self) -> None:
-        if not self.enabled:
-            return
-        elapsed = time.perf_counter() - self.start
-        eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
-        judged = self.done - self.errors
-        pass_rate = f"{100 * self.passed / judged:.1f}%" if judged else "n/a"
-        width = 24
-        filled = int(width * self.done / max(1, self.total))
-        line = (
-            f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-            f"{elapsed:.0f}s ETA {eta:.0f}s pass {pass_rate} errors {self.errors}"
-        )
-        if self._interactive:
-            self.stream.write(line + ("\n" if self.done >= self.total else ""))
-        elif self.done >= self.total or self.done % max(1, self.total // 10) == 0:
-            # Logs (CI, pipes) get a plain line about every 10% instead of hundreds of carriage returns.
-            self.stream.write(line.lstrip("\r") + "\n")
-        self.stream.flush()
-
-
 @dataclass
 class EvalResult:
     run_dir: Path
@@ -252,96 +181,12 @@ class EvalResult:
     rejudged: int = 0
 
 
-@dataclass(frozen=True)
-class JudgePasses:
-    """Optional judge passes beyond the rubrics (each costs judge calls; all need an LLM judge).
-
-    ``process_metrics``: KCoverage (both readings) and tool effectiveness (seed 000);
-    ``error_types``: the appendix-B.6 error type of every failed task (table 4).
-    """
-
-    process_metrics: bool = False
-    error_types: bool = False
-
-
 def sample_seed(seed: int | None, task_id: str, sample: int) -> int | None:
     """The seed of one (task, sample): distinct per sample and task, stable across runs; None: no seed."""
     if seed is None:
         return None
     digest = hashlib.sha256(f"{seed}:{task_id}:{sample}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
-
-def process_metrics(judge: Judge, task: Task, episode: EpisodeRecord) -> dict[str, Any]:
-    """KCoverage under both readings (vtb_rewards.process) and tool effectiveness, judged by ``judge``."""
-    presence = judge_key_steps(judge, task, episode)
-    prefix, furthest = kcoverage_of(presence, "prefix"), kcoverage_of(presence, "furthest")
-    effectiveness = judge_tool_effectiveness(judge, task, episode)
-    return {
-        "kcoverage": prefix.value,  # the formula's reading: longest covered prefix of the key steps
-        "kcoverage_furthest": furthest.value,  # the text's reading: furthest key step reached
-        "key_steps_present": [[v.met for v in verdicts] for verdicts in presence],
-        "tool_effectiveness": effectiveness.value,
-        "n_key_steps": prefix.n_items,
-        "n_tool_calls_judged": effectiveness.n_items,
-        "n_judge_errors": prefix.n_judge_errors + effectiveness.n_judge_errors,
-    }
-
-
-def error_type(
-    judge: Judge, task: Task, answers: Sequence[str | None], verdicts: Sequence[Sequence[Mapping[str, Any]]]
-) -> str:
-    """Appendix B.6: the main cause of a failed task, by the judge (one call; ``judge_error`` if unreadable)."""
-    unmet = [v["description"] for turn in verdicts for v in turn if v["status"] != "Met"]
-    answer = "\n\n".join(f"[turn {i + 1}] {a or '(no answer)'}" for i, a in enumerate(answers))
-    question = "\n\n".join(turn.prompt for turn in task.turns)
-    golden = "\n\n".join(turn.golden_answer for turn in task.turns)
-    return classify_errors(judge.backend, [(question, golden, unmet, answer)])[0]  # type: ignore[arg-type]
-
-
-def judge_record(
-    task: Task,
-    episode: EpisodeRecord,
-    judge: Judge,
-    scoring: RewardConfig,
-    passes: JudgePasses = JudgePasses(),
-    mode_label: str | None = None,
-    with_reward: bool = True,
-    verdicts: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Everything judged about a finished episode, each rubric once: the verdicts and score (``verdicts``
-    when given, else the reward's own, else judged here), the reward (unless the env just computed it:
-    ``with_reward=False``), and the optional passes."""
-    judged = dict(verdicts) if verdicts is not None else None
-    reward: dict[str, Any] = {}
-    if with_reward:
-        labels = {task.id: mode_label} if mode_label else {}
-        score = score_episode(episode_reward(judge, scoring, labels), task, episode)  # a failure is recorded
-        reward = {"reward": score.reward, "reward_components": score.components, "reward_error": score.error}
-        if judged is None:
-            judged = reward_judged(score.details, judge, scoring)
-    if judged is None:  # no reward ran, or it failed before judging
-        judged = judge_episode(task, episode.final_answers, judge, scoring)
-    judged.update(reward)
-    if passes.process_metrics:
-        judged["process"] = process_metrics(judge, task, episode)
-    if passes.error_types:
-        failed = not judged["score"]["passed"]
-        judged["error_type"] = error_type(judge, task, episode.final_answers, judged["verdicts"]) if failed else None
-    return judged
-
-
-def rejudge(
-    record: Mapping[str, Any], task: Task, judge: Judge, scoring: RewardConfig, passes: JudgePasses, config_hash: str
-) -> dict[str, Any]:
-    """A saved ``ok`` record judged again (no model calls): new verdicts, score, reward, passes."""
-    episode = EpisodeRecord.from_dict(record["episode"]) if record.get("episode") else None
-    if episode is None:  # an imported record without an episode: rubrics only
-        return {**record, **judge_episode(task, record["answers"], judge, scoring), "config_hash": config_hash}
-    judged = judge_record(task, episode, judge, scoring, passes, record.get("mode_label"))
-    # The optional passes' results belong to the judge that made them: kept only when made again now.
-    kept = {key: value for key, value in record.items() if key not in ("process", "error_type")}
-    return {**kept, **judged, "config_hash": config_hash, "judge": judge.judge_id, "rejudged_at": time.time()}
 
 
 def evaluate_item(
@@ -410,18 +255,6 @@ def evaluate_item(
             "usage": summarize_calls(agent.drain_records()),
             "timings": {"wall_s": time.time() - start},
         }
-
-
-def rejudge_item(
-    record: dict[str, Any], task: Task, judge: Judge, scoring: RewardConfig, passes: JudgePasses, config_hash: str
-) -> dict[str, Any]:
-    """An incompletely judged ``ok`` record judged again (the work item of ``--resume`` for it)."""
-    try:
-        rejudged = rejudge(record, task, judge, scoring, passes, config_hash)
-        encode_record(rejudged)
-        return rejudged
-    except Exception as exc:  # the saved record stays; the key is judged again on the next resume
-        return error_record(record, f"re-judging failed: {type(exc).__name__}: {exc}")
 
 
 @dataclass

@@ -36,20 +36,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from vtb_app.errors import error_kind
+from vtb_app.evaluation.failures import print_failures, run_failures
+from vtb_app.evaluation.judging import episode_reward, judge_episode, reward_judged
 from vtb_app.evaluation.metrics import task_index
-from vtb_app.evaluation.records import RECORDS_FILE, RunLog, ok_keys, record_key, write_config
-from vtb_app.evaluation.runner import (
-    PlayedEpisode,
-    episode_reward,
-    judge_episode,
-    ok_record,
-    reward_judged,
-    task_summary,
-)
+from vtb_app.evaluation.records import RECORDS_FILE, RunLog, latest_records, ok_keys, record_key, write_config
+from vtb_app.evaluation.runner import PlayedEpisode, ok_record, task_summary
 from vtb_app.evaluation.tables import print_comparison
 from vtb_env.reward import score_episode
 from vtb_env.tasks import Task
@@ -145,11 +142,26 @@ def episode_from_response(row: Mapping[str, Any]) -> EpisodeRecord:
 
 
 def harness_error(row: Mapping[str, Any]) -> str | None:
-    """The toolkit's own failure (written as the answer), if a turn has one."""
+    """The toolkit's own failure (written as the answer), if a turn has one: ``toolkit <kind>: <rest>``,
+    so ``vtb_app.errors.error_kind`` groups it by the harness's kind (or the exception it quotes)."""
     for part in response_turns(row):
         answer = str(part.get("model_answer") or "")
-        if answer.startswith(HARNESS_ERRORS):
-            return answer[:2000]
+        kind = next((prefix for prefix in HARNESS_ERRORS if answer.startswith(prefix)), None)
+        if kind is not None:
+            return f"toolkit {kind.rstrip(':')}: {answer[len(kind) :].strip()}"[:2000]
+    return None
+
+
+def row_problem(row: Mapping[str, Any]) -> str | None:
+    """What makes a response row unreadable (a field of the wrong type), as a ``ToolkitRowError`` message."""
+    turns = row.get("turns")
+    if turns is not None and not (isinstance(turns, list) and all(isinstance(t, Mapping) for t in turns)):
+        return f"ToolkitRowError: turns is a {type(turns).__name__}, not a list of objects"
+    for index, part in enumerate(response_turns(row)):
+        for field in ("tool_use_list", "content_list"):  # the toolkit writes {} for both with tools off
+            value = part.get(field)
+            if value and not isinstance(value, list):
+                return f"ToolkitRowError: turn {index}: {field} is a {type(value).__name__}, not a list"
     return None
 
 
@@ -167,7 +179,9 @@ class ToolkitVerdicts:
 
     def add(self, task: Task, answers: Sequence[str | None], judge_row: Mapping[str, Any]) -> int:
         """Register the replies of one judge-results row; returns how many rubrics they cover."""
-        per_turn = judge_row.get("judge_result") or []
+        per_turn = judge_row.get("judge_result")
+        if not isinstance(per_turn, list):  # unreadable: its rubrics stay unjudged (judge_error)
+            per_turn = []
         if per_turn and isinstance(per_turn[0], Mapping):
             per_turn = [per_turn]  # single-turn layout
         added = 0
@@ -220,8 +234,10 @@ def import_toolkit(
     judge: Judge,
     judge_rows: Mapping[str, Mapping[str, Any]] | None = None,
     scoring: RewardConfig = RewardConfig(),
-) -> tuple[int, int, int]:
-    """Append one record per response row not yet imported: (ok, errors, already done)."""
+) -> tuple[int, list[str], int]:
+    """Append one record per response row not yet imported: (ok, the error records' messages, already done).
+
+    A harness failure or an unreadable row (``row_problem``) becomes an ``error`` record; the rest import."""
     digest = write_config(out, {**config, "judge": judge.judge_id, "scoring": scoring.scoring()})
     done = ok_keys(out / RECORDS_FILE)  # the toolkit's verdicts are fixed: `vtb judge` retries its judge errors
     reward = episode_reward(judge, scoring)
@@ -232,7 +248,7 @@ def import_toolkit(
         "ablation": config["ablation"],
         "preset": "official toolkit",
     }
-    ok = errors = 0
+    ok, errors = 0, []
     with RunLog(out / RECORDS_FILE) as log:
         for row in responses:
             task = tasks[_row_id(row)]
@@ -247,10 +263,10 @@ def import_toolkit(
                 **identity,
                 "task": task_summary(task),
             }
-            failure = harness_error(row)
+            failure = row_problem(row) or harness_error(row)
             if failure:
-                log.append({**base, "status": "error", "error": f"toolkit: {failure}"})
-                errors += 1
+                log.append({**base, "status": "error", "error": failure})
+                errors.append(failure)
                 continue
             episode = episode_from_response(row)
             judge_row = (judge_rows or {}).get(task.id)
@@ -354,9 +370,15 @@ def run_import(args: argparse.Namespace) -> int:
         judge_rows=judge_rows,
         scoring=RewardConfig(critical_rule=args.critical_rule, multi_turn=args.multi_turn),
     )
-    print(
-        f"imported {ok} toolkit episodes ({errors} harness errors, {skipped} already imported) "
-        f"into {out / RECORDS_FILE}"
-    )
+    summary = f"{error_summary(errors)}; {skipped} already imported"
+    print(f"imported {ok} toolkit episodes ({summary}) into {out / RECORDS_FILE}")
+    print_failures(*run_failures(latest_records(out / RECORDS_FILE).values()))  # each kind's first message
     print_comparison([out])
     return 0
+
+
+def error_summary(errors: Sequence[str]) -> str:
+    """``3 errors: 2 x API Error, 1 x ToolkitRowError`` (most frequent first), or ``0 errors``."""
+    counts = Counter(error_kind(message) for message in errors)
+    kinds = ", ".join(f"{count} x {kind}" for kind, count in counts.most_common())
+    return f"{len(errors)} errors" + (f": {kinds}" if kinds else "")

@@ -10,7 +10,7 @@ checks the list), then *seals* the bare package (empty ``__path__``), so no furt
 submodule can be found by name in the server, its zygote or any child. ``-S`` runs no ``.pth`` file
 (an editable install's finder maps ``vtb_env`` to its sources), the pool leaves the project's source
 roots off the server's ``PYTHONPATH``, and the server's landlock ruleset leaves the project's package
-directories (and their data) unreadable (see ``server.setup``). Left on a host with neither landlock
+directories (and their data) unreadable (see ``isolation.setup``). Left on a host with neither landlock
 nor mount rights: a child that knows where the sources lie can still read them as files.
 """
 
@@ -25,7 +25,7 @@ import types
 PROJECT_PACKAGE = "vtb_env"
 BOOT_SCRIPT = os.path.abspath(__file__)
 # The project's top-level packages: task code, loaders, generator, rewards, data. The server never
-# imports them and its children can neither import nor read them (see server.setup).
+# imports them and its children can neither import nor read them (see isolation.setup).
 PROJECT_PACKAGES = ("vtb_env", "vtb_rewards", "vtb_agents", "vtb_app")
 
 

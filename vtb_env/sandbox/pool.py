@@ -21,8 +21,9 @@ from typing import BinaryIO, Mapping
 
 from vtb_env.sandbox import cleanup, identity, protocol
 from vtb_env.sandbox.boot import BOOT_SCRIPT, project_dirs, server_python_path
+from vtb_env.sandbox.isolation import OPTIONAL_LAYERS, SHARED_WORK_DIR
 from vtb_env.sandbox.limits import Limits
-from vtb_env.sandbox.server import CODE_WORK_DIR, OPTIONAL_LAYERS, SHARED_WORK_DIR
+from vtb_env.sandbox.server import CODE_WORK_DIR
 
 IMAGE_MODULES = ("numpy", "PIL.Image", "PIL.ImageEnhance", "PIL.ImageFilter", "PIL.ImageOps", "PIL.ImageDraw", "cv2")
 INTERPRETER_MODULES = IMAGE_MODULES + (
