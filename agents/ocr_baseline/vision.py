@@ -17,6 +17,7 @@ import numpy as np
 Box = tuple[int, int, int, int]
 Plan = list[tuple[str, Box, float, str]]  # (image name, crop box, deskew angle in degrees, "page" | "small")
 SMALL_SHARE = 0.2  # a text region larger than this share of the picture is a large page, not small print
+SMALL_IMAGE = 150_000  # pixels: a picture this small is small print as a whole
 
 
 def text_regions(
@@ -164,6 +165,8 @@ def repair_plan(name: str, image: Any, max_small: int = 3) -> Plan:
     nor part of one (padded, each with its measured deskew angle)."""
     whole = (0, 0, image.width, image.height)
     plan: Plan = [(name, whole, 0.0, "page")]
+    if image.width * image.height <= SMALL_IMAGE:
+        return plan + [(name, whole, round(skew_angle(image, whole), 1), "small")]
     for box, angle in small_pages(image, SMALL_SHARE / 2)[:max_small]:
         plan.append((name, _padded(box, image.size, 8), round(angle % 90, 1), "small"))
     regions = text_regions(image, max_regions=12, min_share=0.03)
