@@ -1,10 +1,11 @@
 """Computer vision for the vision tool: where the text is, how it is tilted, and the code to repair it.
 
-The agent locates small print (text-dense regions that are not a large page) and measures its
-skew itself, then sends the sandboxed ``python_image_processing`` tool concrete code
-(``enhance_code``): the whole picture with its light evened out and faint print darkened (rows
-under glare or in a shadow), and each small-print region deskewed, enlarged 3.5x, cleaned and
-saved in four quarter turns.
+The agent locates small print itself (small sheets by their outline, levelled by their edges;
+then text-dense regions that are not a large page, deskewed by a projection profile), then sends
+the sandboxed ``python_image_processing`` tool concrete code (``enhance_code``): the whole picture
+with its light evened out (divided by a closing of the paper, which keeps a shadow's or glare's
+edge sharp) and faint print darkened (rows under glare or in a shadow), and each small-print
+region deskewed, enlarged 3.5x, cleaned and saved in four quarter turns.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ import numpy as np
 Box = tuple[int, int, int, int]
 Plan = list[tuple[str, Box, float, str]]  # (image name, crop box, deskew angle in degrees, "page" | "small")
 SMALL_SHARE = 0.2  # a text region larger than this share of the picture is a large page, not small print
-SMALL_IMAGE = 400_000  # pixels: a picture this small is enlarged whole rather than searched for small print
+SMALL_IMAGE = 150_000  # pixels: a picture this small is small print as a whole
 
 
-def text_regions(image: Any, max_regions: int = 3, min_share: float = 0.3) -> list[tuple[int, int, int, int]]:
-    """Boxes ``(x0, y0, x1, y1)`` of text-dense regions: many fine strokes close together.
+def text_regions(
+    image: Any, max_regions: int = 3, min_share: float = 0.3, join: int = 15
+) -> list[tuple[int, int, int, int]]:
+    """Boxes ``(x0, y0, x1, y1)`` of text-dense regions: many fine strokes close together (strokes
+    closer than ``join`` pixels join one region).
 
     Shapes and large lettering give few fine strokes per area; small print gives many.
     """
@@ -31,7 +35,7 @@ def text_regions(image: Any, max_regions: int = 3, min_share: float = 0.3) -> li
     strokes = np.abs(gray - cv2.GaussianBlur(gray, (0, 0), 1.0))
     ink = (strokes > max(6.0, float(np.percentile(strokes, 95)) * 0.5)).astype(np.float32)
     mask = (cv2.boxFilter(ink, -1, (25, 25)) > 0.18).astype(np.uint8)
-    count, labels, stats, _ = cv2.connectedComponentsWithStats(cv2.dilate(mask, np.ones((15, 15), np.uint8)))
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(cv2.dilate(mask, np.ones((join, join), np.uint8)))
     found = []
     for i in range(1, count):
         x, y, w, h, _area = (int(v) for v in stats[i])
@@ -79,9 +83,13 @@ index, made = {start}, {{}}
 
 
 def even(region, window=None):
-    # Divide by the paper's brightness (ink removed by a max filter), then optionally darken faint print.
+    # Divide by the paper's brightness, then optionally darken faint print. With a window (the whole
+    # picture), the paper is a closing (ink removed, a shadow's or glare's edge kept sharp); else a max filter, blurred.
     grey = np.asarray(region.filter(ImageFilter.MedianFilter(3)), np.float32)
-    paper = cv2.GaussianBlur(cv2.dilate(grey, np.ones((15, 15), np.uint8)), (0, 0), 8)
+    if window:
+        paper = cv2.GaussianBlur(cv2.morphologyEx(grey, cv2.MORPH_CLOSE, np.ones((15, 15), np.uint8)), (0, 0), 1.5)
+    else:
+        paper = cv2.GaussianBlur(cv2.dilate(grey, np.ones((15, 15), np.uint8)), (0, 0), 8)
     flat = np.clip(grey / np.maximum(paper, 1) * 255, 0, 255)
     if window:
         low, high = window
@@ -109,14 +117,58 @@ print(json.dumps({{"variants": made}}))
 """
 
 
-def repair_plan(name: str, image: Any) -> Plan:
+def small_pages(image: Any, max_share: float = SMALL_SHARE) -> list[tuple[Box, float]]:
+    """Small sheets of paper with print on them: ``(bounding box, angle that levels their edges)``, largest first.
+
+    A sheet's outline is a convex quadrilateral of edges (Canny); one without fine strokes inside
+    (a bar, a frame, a shape) is no page. The angle is known up to quarter turns.
+    """
+    import cv2
+
+    gray = np.asarray(image.convert("L"))
+    area = gray.shape[0] * gray.shape[1]
+    edges = cv2.dilate(cv2.Canny(cv2.GaussianBlur(gray, (5, 5), 0), 30, 90), np.ones((3, 3), np.uint8))
+    contours, _ = cv2.findContours(edges, cv2.RETR_LIST, cv2.CHAIN_APPROX_SIMPLE)
+    ink = cv2.morphologyEx(gray, cv2.MORPH_BLACKHAT, np.ones((7, 7), np.uint8)) > 40  # dark fine strokes
+    found: list[tuple[float, Box, float]] = []
+    for contour in contours:
+        hull = cv2.convexHull(contour)
+        hull_area = cv2.contourArea(hull)
+        if not 0.004 * area <= hull_area <= max_share * area:
+            continue
+        corners = cv2.approxPolyDP(hull, 0.04 * cv2.arcLength(hull, True), True).reshape(-1, 2)
+        rect = cv2.minAreaRect(corners.astype(np.float32))
+        sides = sorted(rect[1])
+        if len(corners) != 4 or sides[0] * sides[1] > 1.3 * hull_area or sides[1] > 2.5 * sides[0]:
+            continue  # not a quadrilateral sheet (or a line of print, a bar)
+        x, y, w, h = cv2.boundingRect(corners)
+        mask = np.zeros_like(gray, np.uint8)
+        cv2.fillConvexPoly(
+            mask, cv2.boxPoints(((rect[0]), (rect[1][0] * 0.85, rect[1][1] * 0.85), rect[2])).astype(int), 1
+        )
+        if ink[mask > 0].mean() < 0.02:  # no print inside
+            continue
+        (x0, y0), (x1, y1) = cv2.boxPoints(rect)[:2]
+        angle = float(np.degrees(np.arctan2(y1 - y0, x1 - x0)))
+        box = (x, y, x + w, y + h)
+        if any(_overlap(box, other) > 0.5 for _a, other, _ang in found):
+            continue
+        found.append((hull_area, box, angle))
+    found.sort(key=lambda f: -f[0])
+    return [(box, angle) for _a, box, angle in found]
+
+
+def repair_plan(name: str, image: Any, max_small: int = 3) -> Plan:
     """What to repair in one image: the whole picture with its light evened out (faint rows on a
-    large page), and its two densest page-shaped text regions that are neither a large page nor part of one
-    (small print, padded, each with its measured deskew angle)."""
+    large page), and up to ``max_small`` places of small print: small sheets found by their outline
+    (levelled by their edges), then the densest page-shaped text regions that are neither a large page
+    nor part of one (padded, each with its measured deskew angle)."""
     whole = (0, 0, image.width, image.height)
     plan: Plan = [(name, whole, 0.0, "page")]
-    if image.width * image.height <= SMALL_IMAGE:  # a small picture is small print as a whole
+    if image.width * image.height <= SMALL_IMAGE:
         return plan + [(name, whole, round(skew_angle(image, whole), 1), "small")]
+    for box, angle in small_pages(image, SMALL_SHARE / 2)[:max_small]:
+        plan.append((name, _padded(box, image.size, 8), round(angle % 90, 1), "small"))
     regions = text_regions(image, max_regions=12, min_share=0.03)
     small = [
         b
@@ -124,11 +176,20 @@ def repair_plan(name: str, image: Any) -> Plan:
         if _area(b) <= SMALL_SHARE * image.width * image.height
         and _page_like(b)
         and not any(o != b and _inside(b, o) for o in regions)  # a fragment of a larger page
+        and not any(_overlap(b, p[1]) > 0.9 for p in plan[1:])  # on a sheet already planned
     ]
-    for box in small[:2]:  # the densest first
-        box = _padded(box, image.size, 12)
-        plan.append((name, box, round(skew_angle(image, box), 1), "small"))
+    for box in small[: max(0, max_small + 1 - len(plan))]:  # the densest first
+        angle = skew_angle(image, _padded(box, image.size, 12))  # on the text itself, not its neighbours
+        pad = 12 + max(box[2] - box[0], box[3] - box[1]) // 5  # a turned page's corners stick out of its text box
+        plan.append((name, _padded(box, image.size, pad), round(angle, 1), "small"))
     return plan
+
+
+def _overlap(box: Box, other: Box) -> float:
+    """The share of ``box`` that lies in ``other``."""
+    w = min(box[2], other[2]) - max(box[0], other[0])
+    h = min(box[3], other[3]) - max(box[1], other[1])
+    return max(0, w) * max(0, h) / max(1, _area(box))
 
 
 def enhance_code(plan: Plan, start: int) -> str:
