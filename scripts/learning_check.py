@@ -71,7 +71,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--supervised-epochs", type=int, default=0, help="measure the supervised bound first (0: skip)")
     p.add_argument("--supervised-learning-rate", type=float, default=1e-3)
     p.add_argument("--sft-steps", type=int, default=0, help="SFT cold start on the reference conversations (0: none)")
-    p.add_argument("--sft-learning-rate", type=float, default=1e-3)
+    p.add_argument(
+        "--sft-learning-rate",
+        type=float,
+        default=1e-2,
+        help="high: the action tokens must first rise past the suppressed vocabulary",
+    )
     p.add_argument("--sft-batch-size", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
