@@ -169,3 +169,43 @@ def test_sft_cold_start_on_reference_conversations_teaches_mode_selection(tmp_pa
     assert before["mcc"] <= 0.4, before
     assert after_sft["mcc"] >= 0.6, after_sft
     assert len(result["curve"]) == 2  # GRPO continues from the SFT checkpoint
+
+
+@pytest.mark.slow  # 22 s under load (~5 s alone): builds a policy and renders 8 tasks' first decisions
+def test_supervised_bound_tools_train_on_first_decisions_with_label_keeping_jitter(tmp_path):
+    """``fit_mode_labels`` trains on the env's first decisions (jittered images), reports each epoch through
+    ``on_epoch``, and ``decision_mcc`` scores the argmax decision against the labels."""
+    import random
+
+    from PIL import Image
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    from vtb_agents.mode_supervision import decision_mcc, first_decisions, fit_mode_labels, keep_label_jitter
+    from vtb_app.learning_check import env_config, load_learning_tasks
+    from vtb_env.tools.base import ToolRegistry
+
+    image = Image.new("RGB", (200, 100), (120, 130, 140))
+    jittered = keep_label_jitter(image, random.Random(0))
+    assert 188 <= jittered.width <= 200 and 94 <= jittered.height <= 100 and jittered.mode == "RGB"
+
+    path = build_two_action_vlm(tmp_path, image_size=64, patch_size=8, stem_width=None)
+    model, processor = AutoModelForImageTextToText.from_pretrained(path), AutoProcessor.from_pretrained(path)
+    tasks = load_learning_tasks("synth:8:0", "v1")
+    tools = ToolRegistry([])
+    decisions = first_decisions(tasks, processor, tools, env_config(1))
+    assert [d.call for d in decisions] == [t.mode_label == "tool_required" for t in tasks]
+    assert decision_mcc(model, processor, decisions) == 0.0  # uniform start: ties go to CALL for every task
+    seen = []
+    history = fit_mode_labels(
+        model,
+        processor,
+        decisions,
+        epochs=2,
+        learning_rate=1e-2,
+        batch_size=4,
+        augment=keep_label_jitter,
+        on_epoch=lambda entry: seen.append((entry["epoch"], model.training)),
+    )
+    assert seen == [(1, False), (2, False)] and len(history) == 2
+    assert history[1]["loss"] < history[0]["loss"], history  # deterministic: seeded model, shuffle and jitter
+    assert -1.0 <= decision_mcc(model, processor, decisions) <= 1.0
