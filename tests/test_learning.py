@@ -171,7 +171,7 @@ def test_sft_cold_start_on_reference_conversations_teaches_mode_selection(tmp_pa
     assert len(result["curve"]) == 2  # GRPO continues from the SFT checkpoint
 
 
-@pytest.mark.slow  # 22 s under load (~5 s alone): builds a policy and renders 8 tasks' first decisions
+@pytest.mark.slow  # 22 s at load average ~15 on 2 cores: builds a policy and renders 8 tasks' first decisions
 def test_supervised_bound_tools_train_on_first_decisions_with_label_keeping_jitter(tmp_path):
     """``fit_mode_labels`` trains on the env's first decisions (jittered images), reports each epoch through
     ``on_epoch``, and ``decision_mcc`` scores the argmax decision against the labels."""
