@@ -10,10 +10,10 @@ the same policy can learn about mode selection from the reward.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from typing import Any, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Sequence
 
-from PIL import Image
+from PIL import Image, ImageEnhance
 
 from vtb_agents.rollout import ChatRenderer, start_episode, vision_inputs
 from vtb_agents.two_action_vlm import action_token_ids
@@ -21,6 +21,7 @@ from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
 from vtb_env.tasks import Task
 from vtb_env.tools.base import ToolRegistry
+from vtb_rewards.mode import ConfusionMatrix
 
 TOOL_REQUIRED = "tool_required"
 
@@ -70,8 +71,13 @@ def fit_mode_labels(
     learning_rate: float,
     batch_size: int = 16,
     seed: int = 0,
+    augment: Callable[[Image.Image, random.Random], Image.Image] | None = None,
+    on_epoch: Callable[[dict[str, float]], None] | None = None,
 ) -> list[dict[str, float]]:
-    """Train ``model`` in place on the labels (AdamW, cross-entropy over the two actions); per-epoch loss, accuracy."""
+    """Train ``model`` in place on the labels (AdamW, cross-entropy over the two actions); per-epoch loss, accuracy.
+
+    ``augment``: applied to every image of a batch each time it is drawn (e.g. ``keep_label_jitter``).
+    ``on_epoch``: called with each epoch's entry, the model in eval mode (e.g. to evaluate it)."""
     import torch
 
     rng = random.Random(seed)
@@ -84,6 +90,8 @@ def fit_mode_labels(
         total, correct = 0.0, 0
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
+            if augment is not None:
+                batch = [replace(d, images=[augment(image, rng) for image in d.images]) for d in batch]
             targets = torch.tensor([0 if d.call else 1 for d in batch])
             logits = action_logits(model, processor, batch)
             loss = torch.nn.functional.cross_entropy(logits, targets)
@@ -93,5 +101,36 @@ def fit_mode_labels(
             total += loss.item() * len(batch)
             correct += int((logits.argmax(-1) == targets).sum())
         history.append({"epoch": epoch + 1, "loss": total / len(order), "accuracy": correct / len(order)})
+        if on_epoch is not None:
+            model.eval()
+            on_epoch(history[-1])
+            model.train()
     model.eval()
     return history
+
+
+def keep_label_jitter(image: Image.Image, rng: random.Random) -> Image.Image:
+    """A small random crop (each side keeps >= 94%, so the corner pages stay in the picture), brightness and
+    contrast x0.85-1.15. No flips or rotations: page orientation belongs to the scene."""
+    width, height = image.size
+    keep_w, keep_h = (int(size * rng.uniform(0.94, 1.0)) for size in (width, height))
+    left, top = rng.randint(0, width - keep_w), rng.randint(0, height - keep_h)
+    image = image.convert("RGB").crop((left, top, left + keep_w, top + keep_h))
+    image = ImageEnhance.Brightness(image).enhance(rng.uniform(0.85, 1.15))
+    return ImageEnhance.Contrast(image).enhance(rng.uniform(0.85, 1.15))
+
+
+def decision_mcc(model: Any, processor: Any, decisions: Sequence[Decision], batch_size: int = 16) -> float:
+    """MCC of the argmax first action (CALL = tool use) against the labels."""
+    import torch
+
+    outcomes = []
+    with torch.no_grad():
+        for start in range(0, len(decisions), batch_size):
+            batch = decisions[start : start + batch_size]
+            calls = (action_logits(model, processor, batch).argmax(-1) == 0).tolist()
+            outcomes += [
+                ("TP" if call else "FN") if d.call else ("FP" if call else "TN")
+                for d, call in zip(batch, calls, strict=True)
+            ]
+    return ConfusionMatrix.from_outcomes(outcomes).mcc()

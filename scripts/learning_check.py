@@ -15,7 +15,7 @@
 5. Train with GRPO (``vtb_app.integrations.trl.train``: TRL's GRPOTrainer, rollouts in the env,
    the env's composed reward) on the training tasks; print reward and batch MCC per step.
 6. Evaluate again on the same held-out tasks; print before/after and write the plot and a JSON
-   (``--compare A.json B.json --plot P`` draws two runs' figures side by side instead).
+   (``--compare A.json B.json ... --plot P`` draws several runs' figures side by side instead).
 
 ``synth:N:SEED`` task specs use ``--generator`` (default: the library's default generator).
 Held-out metrics: mode-selection MCC (from each task's mode label and whether the episode used
@@ -71,7 +71,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--supervised-epochs", type=int, default=0, help="measure the supervised bound first (0: skip)")
     p.add_argument("--supervised-learning-rate", type=float, default=1e-3)
     p.add_argument("--sft-steps", type=int, default=0, help="SFT cold start on the reference conversations (0: none)")
-    p.add_argument("--sft-learning-rate", type=float, default=1e-3)
+    p.add_argument(
+        "--sft-learning-rate",
+        type=float,
+        default=1e-2,
+        help="high: the action tokens must first rise past the suppressed vocabulary",
+    )
     p.add_argument("--sft-batch-size", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
@@ -79,7 +84,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--plot", default=None, help="PNG path for the curve")
     p.add_argument("--json", default=None, help="write all figures here")
-    p.add_argument("--compare", nargs=2, metavar="JSON", help="plot two runs' JSON side by side (to --plot); no run")
+    p.add_argument("--compare", nargs="+", metavar="JSON", help="plot runs' JSON side by side (to --plot); no run")
     args = p.parse_args(argv)
     if args.compare and not args.plot:
         p.error("--compare needs --plot")

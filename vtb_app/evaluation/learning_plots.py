@@ -1,4 +1,4 @@
-"""Figures of ``scripts/learning_check.py``: one run's GRPO curve, and two runs (e.g. with and without SFT) compared."""
+"""Figures of ``scripts/learning_check.py``: one run's GRPO curve, and several runs (with and without SFT) compared."""
 
 from __future__ import annotations
 
@@ -85,7 +85,12 @@ def plot_comparison(results: Sequence[dict[str, Any]], path: Path) -> None:
     plt = _pyplot()
     fig, (ax_mcc, ax_success, ax_curve) = plt.subplots(1, 3, figsize=(13, 3.8))
     for i, result in enumerate(results):
-        label = f"SFT {result['args']['sft_steps']} steps + GRPO" if "sft" in result else "GRPO from scratch"
+        sft = result["args"]
+        label = (
+            f"SFT {sft['sft_steps']} (lr {sft['sft_learning_rate']:g}) + GRPO"
+            if "sft" in result
+            else "GRPO from scratch"
+        )
         for mode, style in (("greedy", "-s"), ("sampled", ":o")):
             if mode not in result["after"]:
                 continue
