@@ -144,7 +144,8 @@ def titled_rows(ep: EpisodeView, q: Question) -> list[Row] | Missing:
     best = max(pool, key=lambda r: len(r.rows), default=None)
     if best is None or len(best.rows) < 3:
         return Missing("every entry of the document the question names", names)
-    return best.rows
+    # The title line with a stray mark read as a number ("City Basketball League 6") is no entry.
+    return [r for r in best.rows if not (title and holds_title(r.label, title.group(1)))]
 
 
 def holds_title(text: str, title: str) -> bool:
