@@ -280,3 +280,38 @@ def test_solves_v3_computations_and_lookups_with_its_own_arithmetic_and_the_offl
         assert _passes(task, record.final_answers) == [True], (task.metadata["variant"], record.final_answers)
         if tool_names is None:
             assert {"web_search", "browser_get_page_text"} <= {c.name for c in record.tool_calls}
+
+
+def test_snap_corrects_small_print_slips_but_keeps_other_words():
+    from vtb_agents.ocr_baseline.lexicon import snap
+
+    assert [snap(s) for s in ("Kingsbey", "Oakvele", "Homets", "Dregons", "Hospaal")] == [
+        "Kingsbay",
+        "Oakvale",
+        "Hornets",  # "rn" read as "m": not the closer-looking "Comets"
+        "Dragons",
+        "Hospital",
+    ]
+    assert [snap(s) for s in ("Specimen", "Reading", "Ravensby", "Quarry Lane", "S-4", "Zebra")] == [
+        "Specimen",
+        "Reading",
+        "Ravensby",  # a decoy the generator prints is itself, not the league's "Kingsbay"
+        "Quarry Lane",
+        "S-4",
+        "Zebra",
+    ]
+
+
+@pytest.mark.slow
+def test_a_look_alike_of_a_question_word_is_not_a_third_entry():
+    """ "The line from University to Airport measures 16 km": the timetable's "Market" looks like
+    "measures"; the speed is computed from the two stops named word for word (it used to crash the turn)."""
+    from vtb_env.tools import default_tools
+
+    task = next(t for t in load_tasks("demo") if t.id.startswith("927c96cc"))
+    env = _env([task], default_tools())
+    try:
+        record, _, _ = run_episode(env, OcrBaselineAgent(), task)
+    finally:
+        env.close()
+    assert _passes(task, record.final_answers) == [True], record.final_answers
