@@ -315,3 +315,18 @@ def test_a_look_alike_of_a_question_word_is_not_a_third_entry():
     finally:
         env.close()
     assert _passes(task, record.final_answers) == [True], record.final_answers
+
+
+@pytest.mark.slow
+def test_the_leader_is_read_in_the_named_teams_document_not_in_noise():
+    """ "How far behind the leader is my team?" then "My team is the Titans.": the leader comes from the
+    Titans' scoreboard; a stray mark read as a row ("fergie: 92") used to be taken for it."""
+    from vtb_env.tools import default_tools
+
+    task = next(t for t in load_tasks("demo") if t.id.startswith("dd5785e4"))
+    env = _env([task], default_tools())
+    try:
+        record, _, _ = run_episode(env, OcrBaselineAgent(), task)
+    finally:
+        env.close()
+    assert _passes(task, record.final_answers) == [True, True], record.final_answers
