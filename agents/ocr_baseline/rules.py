@@ -144,12 +144,14 @@ def _close(name: str, known: Mapping[str, float]) -> str | None:
 def change_most_rule(ep: EpisodeView, q: Question) -> Outcome:
     first = read_table(ep, ep.image_for_turn(len([n for n in ep.turn_originals if n]) - 1))
     last = read_table(ep, ep.current())
-    before, after = first.rows, last.rows
+    # The document the dialogue has been about, not a look-alike decoy that stays the same in every picture.
+    before = document_rows(ep, first.images, ep.dialogue) or first.rows
+    after = document_rows(ep, last.images, ep.dialogue) or last.rows
     pairs = [(a.value - b.value, a, b) for a in after for b in before if label_key(a.label) == label_key(b.label)]
     if len(pairs) < min(len(before), len(after)) or len(pairs) < 2:
         return Missing("every entry in both images", first.images + last.images)
     growth, a, b = max(pairs, key=lambda p: p[0])
-    return f"{a.label} rose the most: from {b.text} to {a.text}, +{fmt_change(growth)}."
+    return f"{a.label} rose the most: from {b.text} to {a.text}, {growth:+.2f}."
 
 
 @on_named(1)
