@@ -330,3 +330,24 @@ def test_the_leader_is_read_in_the_named_teams_document_not_in_noise():
     finally:
         env.close()
     assert _passes(task, record.final_answers) == [True, True], record.final_answers
+
+
+@pytest.mark.slow
+def test_changed_the_most_compares_the_dialogues_board_not_a_decoy():
+    """Three quote boards a week apart, each photo also showing a decoy board that never changes: the
+    ticker that rose the most (here every real one fell) is read on the board the dialogue is about."""
+    from vtb_env.synth import generate_pair
+    from vtb_env.tools import default_tools
+
+    task = next(
+        t
+        for t in generate_pair(61, 3, domain="Finance", category="temporal_visual_reasoning")
+        if t.mode_label == "tool_required"
+    )
+    env = _env([task], default_tools())
+    try:
+        record, _, _ = run_episode(env, OcrBaselineAgent(), task)
+    finally:
+        env.close()
+    assert _passes(task, record.final_answers) == [True, True, True], record.final_answers
+    assert "-2.97" in record.final_answers[2]  # a fall keeps its sign
