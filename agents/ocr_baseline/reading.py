@@ -146,7 +146,7 @@ def _line_rows(line: Sequence[Any]) -> list[Row]:
             label_words = []
     rows = []
     for n, (label_words, word, i) in enumerate(pairs):
-        end = line.index(pairs[n + 1][0][0]) if n + 1 < len(pairs) else len(line)
+        end = pairs[n + 1][2] - len(pairs[n + 1][0]) if n + 1 < len(pairs) else len(line)  # labels precede values
         span = _RANGE.search(" ".join(w.text for w in line[i + 1 : end]))
         text = _digits(word.text.strip(".,;:"))
         value = parse_number(text)
