@@ -351,3 +351,11 @@ def test_changed_the_most_compares_the_dialogues_board_not_a_decoy():
         env.close()
     assert _passes(task, record.final_answers) == [True, True, True], record.final_answers
     assert "-2.97" in record.final_answers[2]  # a fall keeps its sign
+
+
+def test_a_code_read_as_a_price_is_a_row_label_also_beside_another_panel():
+    """Tesseract reads a small sheet's ``S-7`` as ``$-7``; two panels side by side share the printed line."""
+    line = [_word("S-9", 0, 0), _word("138.09", 60, 0), _word("$-7", 300, 0), _word("70.89", 360, 0)]
+    rows = {r.label: r.text for r in parse_reading(line).rows}
+    assert rows == {"S-7": "70.89", "S-9": "138.09"}
+    assert {r.label for r in parse_reading([_word("$2.50", 0, 0), _word("9.50", 60, 0)]).rows} == set()  # a price
