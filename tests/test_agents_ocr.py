@@ -280,3 +280,82 @@ def test_solves_v3_computations_and_lookups_with_its_own_arithmetic_and_the_offl
         assert _passes(task, record.final_answers) == [True], (task.metadata["variant"], record.final_answers)
         if tool_names is None:
             assert {"web_search", "browser_get_page_text"} <= {c.name for c in record.tool_calls}
+
+
+def test_snap_corrects_small_print_slips_but_keeps_other_words():
+    from vtb_agents.ocr_baseline.lexicon import snap
+
+    assert [snap(s) for s in ("Kingsbey", "Oakvele", "Homets", "Dregons", "Hospaal")] == [
+        "Kingsbay",
+        "Oakvale",
+        "Hornets",  # "rn" read as "m": not the closer-looking "Comets"
+        "Dragons",
+        "Hospital",
+    ]
+    assert [snap(s) for s in ("Specimen", "Reading", "Ravensby", "Quarry Lane", "S-4", "Zebra")] == [
+        "Specimen",
+        "Reading",
+        "Ravensby",  # a decoy the generator prints is itself, not the league's "Kingsbay"
+        "Quarry Lane",
+        "S-4",
+        "Zebra",
+    ]
+
+
+@pytest.mark.slow
+def test_a_look_alike_of_a_question_word_is_not_a_third_entry():
+    """ "The line from University to Airport measures 16 km": the timetable's "Market" looks like
+    "measures"; the speed is computed from the two stops named word for word (it used to crash the turn)."""
+    from vtb_env.tools import default_tools
+
+    task = next(t for t in load_tasks("demo") if t.id.startswith("927c96cc"))
+    env = _env([task], default_tools())
+    try:
+        record, _, _ = run_episode(env, OcrBaselineAgent(), task)
+    finally:
+        env.close()
+    assert _passes(task, record.final_answers) == [True], record.final_answers
+
+
+@pytest.mark.slow
+def test_the_leader_is_read_in_the_named_teams_document_not_in_noise():
+    """ "How far behind the leader is my team?" then "My team is the Titans.": the leader comes from the
+    Titans' scoreboard; a stray mark read as a row ("fergie: 92") used to be taken for it."""
+    from vtb_env.tools import default_tools
+
+    task = next(t for t in load_tasks("demo") if t.id.startswith("dd5785e4"))
+    env = _env([task], default_tools())
+    try:
+        record, _, _ = run_episode(env, OcrBaselineAgent(), task)
+    finally:
+        env.close()
+    assert _passes(task, record.final_answers) == [True, True], record.final_answers
+
+
+@pytest.mark.slow
+def test_changed_the_most_compares_the_dialogues_board_not_a_decoy():
+    """Three quote boards a week apart, each photo also showing a decoy board that never changes: the
+    ticker that rose the most (here every real one fell) is read on the board the dialogue is about."""
+    from vtb_env.synth import generate_pair
+    from vtb_env.tools import default_tools
+
+    task = next(
+        t
+        for t in generate_pair(61, 3, domain="Finance", category="temporal_visual_reasoning")
+        if t.mode_label == "tool_required"
+    )
+    env = _env([task], default_tools())
+    try:
+        record, _, _ = run_episode(env, OcrBaselineAgent(), task)
+    finally:
+        env.close()
+    assert _passes(task, record.final_answers) == [True, True, True], record.final_answers
+    assert "-2.97" in record.final_answers[2]  # a fall keeps its sign
+
+
+def test_a_code_read_as_a_price_is_a_row_label_also_beside_another_panel():
+    """Tesseract reads a small sheet's ``S-7`` as ``$-7``; two panels side by side share the printed line."""
+    line = [_word("S-9", 0, 0), _word("138.09", 60, 0), _word("$-7", 300, 0), _word("70.89", 360, 0)]
+    rows = {r.label: r.text for r in parse_reading(line).rows}
+    assert rows == {"S-7": "70.89", "S-9": "138.09"}
+    assert {r.label for r in parse_reading([_word("$2.50", 0, 0), _word("9.50", 60, 0)]).rows} == set()  # a price

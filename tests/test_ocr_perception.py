@@ -17,8 +17,8 @@ from vtb_env.ocr import read_text
 from vtb_env.synth.stream import generate_pair
 
 
-def _required(seed: int, index: int):
-    task = next(t for t in generate_pair(seed, index) if t.mode_label == "tool_required")
+def _required(seed: int, index: int, **pick):
+    task = next(t for t in generate_pair(seed, index, **pick) if t.mode_label == "tool_required")
     return task, task.turns[0].images[0].open()
 
 
@@ -31,7 +31,7 @@ def _page_corners(task) -> list[tuple[float, float]]:
 
 
 def test_small_pages_finds_the_turned_key_page_and_its_angle():
-    task, image = _required(41, 7)  # a scoreboard on a small sheet in a corner, turned about 75 degrees
+    task, image = _required(41, 3)  # a statement on a small sheet in a corner, turned about 80 degrees
     assert task.metadata["degradations"]["image_1.png"] == ["small_text_in_corner"]
     corners = _page_corners(task)
     cx, cy = sum(p[0] for p in corners) / 4, sum(p[1] for p in corners) / 4
@@ -68,3 +68,40 @@ def test_the_page_variant_reads_rows_sunk_in_a_shadow(tmp_path):
     assert done.returncode == 0, done.stderr
     page = Image.open(tmp_path / "transformed_image_1.png")
     assert facts <= {r.text for r in parse_reading(read_text(page)).rows}
+
+
+def _repaired_rows(tmp_path, image) -> dict[str, set[str]]:
+    """Label -> values read in every variant the agent's repair plan makes of ``image`` (run as the tool would)."""
+    image.save(tmp_path / "image_1.png")
+    code = enhance_code(repair_plan("image_1.png", image), 0)
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    rows: dict[str, set[str]] = {}
+    for variant in json.loads(done.stdout)["variants"]:
+        for row in parse_reading(read_text(Image.open(tmp_path / variant))).rows:
+            rows.setdefault(row.label, set()).add(row.text)
+    return rows
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("tesseract")
+def test_specimen_codes_read_as_prices_or_with_a_dot_are_read_as_codes(tmp_path):
+    """Tesseract reads the small sheets' ``S-7`` as ``$-7`` and ``S-4`` as ``S.4``: both are the codes."""
+    split = {"domain": "STEM", "category": "region_switch_qa"}  # as synth:N:61 draws indices 4 and 7
+    task, image = _required(61, 4, **split)  # its small sheet reads "$-7", "$2", "$-9"
+    assert task.metadata["scene"] == "measurements"
+    rows = _repaired_rows(tmp_path, image)
+    assert {"70.89"} <= rows.get("S-7", set()) and {"138.09"} <= rows.get("S-9", set())
+    task, image = _required(61, 7, **split)  # its page variant reads the asked "S-4" as "S.4"
+    assert "233.52" in _repaired_rows(tmp_path, image).get("S-4", set())
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("tesseract")
+def test_misread_dish_names_snap_to_the_printed_name(tmp_path):
+    """The repaired menu reads "Carbonare" and "Brutchette"; the rows carry the names printed."""
+    task, image = _required(61, 2, domain="Generalist", category="progressive_visual_reasoning")
+    assert task.metadata["scene"] == "menu"
+    rows = _repaired_rows(tmp_path, image)
+    assert "$25.25" in rows.get("Carbonara", set()) and "$13.00" in rows.get("Bruschetta", set())
+    assert not {"Carbonare", "Brutchette"} & set(rows)

@@ -45,6 +45,7 @@ class EpisodeView:
         previous = answers[-1] if answers else ""
         clarified = previous.rstrip().endswith("?")
         earlier = [message_text(self.messages[i]) for i in prompts[:-1]]
+        self.dialogue = " ".join(earlier + answers)  # what was asked and answered before this turn
         text = f"{earlier[-1]} {prompt}" if clarified and earlier else prompt
         self.question = Question(text, prompt, previous, clarified)
 

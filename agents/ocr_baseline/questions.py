@@ -67,6 +67,11 @@ def named_rows(question: str, rows: Sequence[Row]) -> list[Row]:
     return [row for _at, row in sorted(kept, key=lambda item: item[0])]
 
 
+def names_exactly(question: str, label: str) -> bool:
+    """Does ``question`` name ``label`` word for word (not only a look-alike)?"""
+    return _exact(question.lower(), label)
+
+
 def _exact(low: str, label: str) -> bool:
     return re.search(r"(?<![a-z0-9])" + re.escape(label.lower()) + r"(?![a-z0-9])", low) is not None
 

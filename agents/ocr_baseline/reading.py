@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, Sequence
+
+from vtb_agents.ocr_baseline.lexicon import snap
 
 _VALUE = re.compile(r"^[-−]?\$?\d[\d,]*(?:\.\d+)?%?$|^\d{1,2}:\d{2}$")
 _RANGE = re.compile(r"(\d+(?:\.\d+)?)\s*[-–]\s*(\d+(?:\.\d+)?)")
+_DOLLAR_CODE = re.compile(r"^\$[-.]?\d$")  # "S-7" read as "$-7" (a price has cents)
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,9 @@ def _line_rows(line: Sequence[Any]) -> list[Row]:
     label_words: list[Any] = []
     for i, word in enumerate(line):
         text = _digits(word.text.strip(".,;:")) if label_words else word.text.strip(".,;:")
+        if not label_words and _DOLLAR_CODE.match(text) and i + 1 < len(line) and "." in line[i + 1].text:
+            label_words = [_as_code(word)]
+            continue
         if _VALUE.match(text) and label_words:
             if not (i + 1 < len(line) and line[i + 1].text.lower().startswith("km")):  # a map distance is no row
                 pairs.append((label_words, word, i))
@@ -139,13 +146,13 @@ def _line_rows(line: Sequence[Any]) -> list[Row]:
             label_words = []
     rows = []
     for n, (label_words, word, i) in enumerate(pairs):
-        end = line.index(pairs[n + 1][0][0]) if n + 1 < len(pairs) else len(line)
+        end = pairs[n + 1][2] - len(pairs[n + 1][0]) if n + 1 < len(pairs) else len(line)  # labels precede values
         span = _RANGE.search(" ".join(w.text for w in line[i + 1 : end]))
         text = _digits(word.text.strip(".,;:"))
         value = parse_number(text)
         if value is None:
             continue
-        label = _code(" ".join(w.text.strip("$()|") for w in label_words))
+        label = snap(_code(" ".join(w.text.strip("$()|") for w in label_words)))
         conf = min(w.confidence for w in [*label_words, word])
         rows.append(
             Row(
@@ -158,6 +165,11 @@ def _line_rows(line: Sequence[Any]) -> list[Row]:
             )
         )
     return rows
+
+
+def _as_code(word: Any) -> Any:
+    """The OCR word ``$-7`` as the code ``S-7`` it shows."""
+    return SimpleNamespace(text="S-" + word.text[-1], box=word.box, confidence=word.confidence)
 
 
 def _digits(text: str) -> str:
@@ -218,7 +230,7 @@ _DIGIT_LOOKALIKES = str.maketrans(
 
 def _code(text: str) -> str:
     """Short codes like ``C7`` or ``S-3`` that OCR misreads (``CT``, ``S$-3``): a letter, then digit look-alikes."""
-    text = text.replace("$", "")
+    text = re.sub(r"^([A-Za-z])[.,_~=–—]+(\d)$", r"\1-\2", text.replace("$", ""))  # "S.4" is "S-4"
     if len(text) <= 4 and text[:1].isalpha() and not text[1:].isalpha():
         return text[0].upper() + text[1:].translate(_DIGIT_LOOKALIKES)
     if len(text) == 2 and text[:1].isalpha():

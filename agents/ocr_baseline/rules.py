@@ -48,6 +48,7 @@ _CHANGED_MOST = re.compile(r"changed the most|rose the most|largest increase")
 _CHANGED_SINCE = re.compile(r"changed since|change in .+ compared with")
 _LAB = re.compile(r"reference range|result normal|my .+ result")
 KM_PER_MILE = 1.609344
+NOISE = 0.3  # OCR confidence below which a row may be noise read as an entry
 _BEHIND = re.compile(r"behind the (leader|top)")
 
 
@@ -143,12 +144,14 @@ def _close(name: str, known: Mapping[str, float]) -> str | None:
 def change_most_rule(ep: EpisodeView, q: Question) -> Outcome:
     first = read_table(ep, ep.image_for_turn(len([n for n in ep.turn_originals if n]) - 1))
     last = read_table(ep, ep.current())
-    before, after = first.rows, last.rows
+    # The document the dialogue has been about, not a look-alike decoy that stays the same in every picture.
+    before = document_rows(ep, first.images, ep.dialogue) or first.rows
+    after = document_rows(ep, last.images, ep.dialogue) or last.rows
     pairs = [(a.value - b.value, a, b) for a in after for b in before if label_key(a.label) == label_key(b.label)]
     if len(pairs) < min(len(before), len(after)) or len(pairs) < 2:
         return Missing("every entry in both images", first.images + last.images)
     growth, a, b = max(pairs, key=lambda p: p[0])
-    return f"{a.label} rose the most: from {b.text} to {a.text}, +{fmt_change(growth)}."
+    return f"{a.label} rose the most: from {b.text} to {a.text}, {growth:+.2f}."
 
 
 @on_named(1)
@@ -172,8 +175,14 @@ def highest_rule(ep: EpisodeView, q: Question) -> Outcome:
     rows = document_rows(ep, ep.in_view(), q.previous_answer) or table.rows
     if len(rows) < 3:
         return table.missing("the entries to compare")
-    top = max(rows, key=lambda r: r.value)
+    top = max(plausible(rows), key=lambda r: r.value)
     return f"{top.label} is the highest, with {top.text}."
+
+
+def plausible(rows: Sequence[Row]) -> list[Row]:
+    """Rows fit to be a top entry: not OCR noise read as a row ("fergie: 92"), unless that is all there is."""
+    kept = [r for r in rows if r.confidence >= NOISE]
+    return kept or list(rows)
 
 
 def document_rows(ep: EpisodeView, names: Sequence[str], context: str) -> list[Row]:
@@ -218,7 +227,9 @@ def lab_range_rule(ep: EpisodeView, q: Question) -> Outcome:
 
 @on_named(1, in_reply=True)
 def behind_rule(ep: EpisodeView, q: Question, named: Named) -> Outcome:
-    a, leader = named.rows[0], max(named.table.rows, key=lambda r: r.value)
+    a = named.rows[0]
+    rows = document_rows(ep, ep.in_view(), clarified_text(q) or q.text) or named.table.rows  # not a decoy's
+    leader = max(plausible(rows), key=lambda r: r.value)
     return (
         f"The {a.label} have {a.text}; the leader, {leader.label}, has {leader.text}, "
         f"so they are {fmt(leader.value - a.value)} points behind."

@@ -11,7 +11,7 @@ from typing import Callable, Sequence, Union
 
 from vtb_agents.base import Action
 from vtb_agents.ocr_baseline.episode import EpisodeView
-from vtb_agents.ocr_baseline.questions import Question, named_rows
+from vtb_agents.ocr_baseline.questions import Question, named_rows, names_exactly
 from vtb_agents.ocr_baseline.reading import Reading, Row
 
 SURE = 0.75  # OCR confidence below which a value the question needs is not trusted without the vision tool
@@ -68,7 +68,11 @@ def find_named(ep: EpisodeView, q: Question, count: int, text: str | None = None
     """At least ``count`` rows named in ``text`` (default: the question) among the rows in view,
     each read with confidence unless the vision tool can no longer help."""
     table = read_table(ep, ep.in_view())
-    found = named_rows(text if text is not None else q.text, table.rows)
+    asked = text if text is not None else q.text
+    found = named_rows(asked, table.rows)
+    exact = [row for row in found if names_exactly(asked, row.label)]
+    if len(found) > count and len(exact) >= count:  # a look-alike of another word ("measures") is no entry
+        found = exact
     if len(found) < count:
         return table.missing("the entries the question names")
     if any(row.confidence < SURE for row in found[:count]) and ep.can_repair(table.images):
@@ -144,7 +148,8 @@ def titled_rows(ep: EpisodeView, q: Question) -> list[Row] | Missing:
     best = max(pool, key=lambda r: len(r.rows), default=None)
     if best is None or len(best.rows) < 3:
         return Missing("every entry of the document the question names", names)
-    return best.rows
+    # The title line with a stray mark read as a number ("City Basketball League 6") is no entry.
+    return [r for r in best.rows if not (title and holds_title(r.label, title.group(1)))]
 
 
 def holds_title(text: str, title: str) -> bool:
