@@ -346,10 +346,32 @@ TEST_MODEL_RESPONSE_TEMPLATE = {
 
 
 @pytest.mark.slow
+def one_step_grpo_config(output_dir: Path):
+    """One GRPO step of the coin-flip policy on CPU: 2 prompts x 4 generations, a large learning rate so
+    one step visibly moves the weights."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        output_dir=str(output_dir),
+        max_steps=1,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=512,
+        learning_rate=0.05,
+        use_cpu=True,
+        report_to="none",
+        logging_steps=1,
+        save_strategy="no",
+        seed=1,
+        loss_type="grpo",
+        beta=0.0,
+    )
+
+
 def test_grpo_step_through_environment_factory(policy_path, tools, tmp_path):
     """TRL's own tool loop calls the env's tool methods; the env's reward reaches TRL's logs; the model changes."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     single = [t for t in generate(40, seed=0) if len(t.turns) == 1][:2]
     factory = vtb_trl.VTBEnvironmentFactory(single, tools, _config())
@@ -368,21 +390,7 @@ def test_grpo_step_through_environment_factory(policy_path, tools, tmp_path):
         return made[-1]
 
     before = {n: p.detach().clone() for n, p in AutoModelForCausalLM.from_pretrained(policy_path).named_parameters()}
-    config = GRPOConfig(
-        output_dir=str(tmp_path),
-        max_steps=1,
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=512,
-        learning_rate=0.05,
-        use_cpu=True,
-        report_to="none",
-        logging_steps=1,
-        save_strategy="no",
-        seed=1,
-        loss_type="grpo",
-        beta=0.0,
-    )
+    config = one_step_grpo_config(tmp_path)
     start = time.perf_counter()
     trainer = GRPOTrainer(
         model=str(policy_path),

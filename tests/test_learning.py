@@ -28,6 +28,14 @@ from vtb_agents.two_action_vlm import (  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# The v1 twins (label in plain sight) with the earlier small policy (64 px, linear 8 px patches): the
+# shortened runs the slow tests make, 64 training tasks and 32 held-out.
+_V1_SMALL_POLICY = [
+    "--tasks", "synth:64:0", "--eval-tasks", "synth:32:1", "--generator", "v1",
+    "--image-size", "64", "--patch-size", "8", "--stem-width", "0",
+]  # fmt: skip
+
+
 def _script():
     spec = importlib.util.spec_from_file_location("learning_check", ROOT / "scripts" / "learning_check.py")
     module = importlib.util.module_from_spec(spec)
@@ -88,18 +96,7 @@ def test_grpo_teaches_mode_selection_on_held_out_twins(tmp_path):
     script = _script()
     args = script.parse_args(
         [
-            "--tasks",
-            "synth:64:0",
-            "--eval-tasks",
-            "synth:32:1",
-            "--generator",
-            "v1",
-            "--image-size",
-            "64",
-            "--patch-size",
-            "8",
-            "--stem-width",
-            "0",
+            *_V1_SMALL_POLICY,
             "--max-steps",
             "12",
             "--eval-modes",
@@ -137,18 +134,7 @@ def test_sft_cold_start_on_reference_conversations_teaches_mode_selection(tmp_pa
     script = _script()
     args = script.parse_args(
         [
-            "--tasks",
-            "synth:64:0",
-            "--eval-tasks",
-            "synth:32:1",
-            "--generator",
-            "v1",
-            "--image-size",
-            "64",
-            "--patch-size",
-            "8",
-            "--stem-width",
-            "0",
+            *_V1_SMALL_POLICY,
             "--sft-steps",
             "32",
             "--max-steps",

@@ -24,7 +24,12 @@ pytest.importorskip("uvicorn")
 
 from openenv import GenericEnvClient  # noqa: E402
 
-from tests.test_grpo import PLUMBING_REWARD, TEST_MODEL_RESPONSE_TEMPLATE, _coin_flip_policy  # noqa: E402
+from tests.test_grpo import (  # noqa: E402
+    PLUMBING_REWARD,
+    TEST_MODEL_RESPONSE_TEMPLATE,
+    _coin_flip_policy,
+    one_step_grpo_config,
+)
 from tests.test_openenv_server import Server  # noqa: E402
 from vtb_app.integrations import trl as vtb_trl  # noqa: E402
 from vtb_app.openenv_server import make_app  # noqa: E402
@@ -83,7 +88,7 @@ def served_reward(completions: list, environments: list[ServedEpisode], **_: Any
 
 def test_grpo_step_through_vtb_serve_over_openenv(tmp_path_factory, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     policy = _coin_flip_policy(tmp_path_factory.mktemp("policy"), "llama")
     tasks = [t for t in generate(40, seed=0) if len(t.turns) == 1][:2]
@@ -107,21 +112,7 @@ def test_grpo_step_through_vtb_serve_over_openenv(tmp_path_factory, tmp_path):
             trainer = GRPOTrainer(
                 model=str(policy),
                 processing_class=tokenizer,
-                args=GRPOConfig(
-                    output_dir=str(tmp_path),
-                    max_steps=1,
-                    per_device_train_batch_size=8,
-                    num_generations=4,
-                    max_completion_length=512,
-                    learning_rate=0.05,
-                    use_cpu=True,
-                    report_to="none",
-                    logging_steps=1,
-                    save_strategy="no",
-                    seed=1,
-                    loss_type="grpo",
-                    beta=0.0,
-                ),
+                args=one_step_grpo_config(tmp_path),
                 train_dataset=dataset,
                 reward_funcs=[served_reward],
                 environment_factory=environment_factory,
