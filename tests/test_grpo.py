@@ -19,6 +19,7 @@ import torch
 
 pytest.importorskip("trl")
 
+from tests.support.grpo import one_step_grpo_config  # noqa: E402
 from tests.support.tiny_models import TOOL_CALL_OPEN, build_scripted_model  # noqa: E402
 from vtb_agents.rollout import ChatRenderer, HFGenerator, run_episodes, summarize_rollouts  # noqa: E402
 from vtb_app.integrations import trl as vtb_trl  # noqa: E402
@@ -346,28 +347,6 @@ TEST_MODEL_RESPONSE_TEMPLATE = {
 
 
 @pytest.mark.slow
-def one_step_grpo_config(output_dir: Path):
-    """One GRPO step of the coin-flip policy on CPU: 2 prompts x 4 generations, a large learning rate so
-    one step visibly moves the weights."""
-    from trl import GRPOConfig
-
-    return GRPOConfig(
-        output_dir=str(output_dir),
-        max_steps=1,
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=512,
-        learning_rate=0.05,
-        use_cpu=True,
-        report_to="none",
-        logging_steps=1,
-        save_strategy="no",
-        seed=1,
-        loss_type="grpo",
-        beta=0.0,
-    )
-
-
 def test_grpo_step_through_environment_factory(policy_path, tools, tmp_path):
     """TRL's own tool loop calls the env's tool methods; the env's reward reaches TRL's logs; the model changes."""
     from transformers import AutoModelForCausalLM, AutoTokenizer

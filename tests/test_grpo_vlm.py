@@ -19,6 +19,7 @@ import torch
 
 pytest.importorskip("trl")
 
+from tests.support.grpo import one_step_grpo_config  # noqa: E402
 from tests.support.tiny_qwen_vl import build_tiny_qwen_vl  # noqa: E402
 from vtb_app.integrations import trl as vtb_trl  # noqa: E402
 from vtb_env.config import EnvConfig  # noqa: E402
@@ -56,24 +57,13 @@ class VisionCounter:
 
 def _grpo_config(output_dir: Path, policy: Path):
     from transformers import GenerationConfig
-    from trl import GRPOConfig
 
     # TRL samples with its own generation config: the two-action mask must be handed over
     suppress = GenerationConfig.from_pretrained(policy).suppress_tokens
-    return GRPOConfig(
-        output_dir=str(output_dir),
-        max_steps=1,
-        per_device_train_batch_size=8,
-        num_generations=4,
+    return one_step_grpo_config(
+        output_dir,
         max_completion_length=1024,  # a tool result (text + image tokens) must fit, or TRL drops it
-        learning_rate=0.05,
-        use_cpu=True,
-        report_to="none",
-        logging_steps=1,
-        save_strategy="no",
         seed=3,
-        loss_type="grpo",
-        beta=0.0,
         max_tool_calling_iterations=2,
         generation_kwargs={"suppress_tokens": suppress},
     )

@@ -24,11 +24,11 @@ pytest.importorskip("uvicorn")
 
 from openenv import GenericEnvClient  # noqa: E402
 
+from tests.support.grpo import one_step_grpo_config  # noqa: E402
 from tests.test_grpo import (  # noqa: E402
     PLUMBING_REWARD,
     TEST_MODEL_RESPONSE_TEMPLATE,
     _coin_flip_policy,
-    one_step_grpo_config,
 )
 from tests.test_openenv_server import Server  # noqa: E402
 from vtb_app.integrations import trl as vtb_trl  # noqa: E402
