@@ -2,7 +2,8 @@
 
     .venv/bin/python scripts/bench_synth.py --n 60 --probe 40 --seed 11 [--generator v2] [--split heldout]
 
-Speed: tasks/s generated in this process (one core), for every generator. Probe (tesseract,
+Speed: tasks generated per CPU-second of this process (one core), for every generator, and the mean
+bytes of their images. Probe (tesseract,
 ``vtb_env.synth.probe``): the share of tool-required tasks whose key facts the OCR cannot all read
 as shown but reads after the reference code, and the share of tool-redundant twins it reads
 directly; then the same per scene type, category, hiding mechanism, font and surface (the solvability
@@ -38,12 +39,14 @@ def main() -> None:
     speed = {}
     for generator in sorted({"v1", "v2", "v3"}, key=lambda g: g != args.generator):
         split = args.split if generator == args.generator else "all"
-        start = time.perf_counter()
+        start = time.process_time()  # CPU time: other processes on the machine do not count
         made = generate(args.n, args.seed, difficulty=args.difficulty, generator=generator, split=split)
-        speed[generator] = len(made) / (time.perf_counter() - start)
+        speed[generator] = len(made) / (time.process_time() - start)
+        images = [image.data for task in made for image in task.images]
         print(
-            f"generation {generator}: {len(made)} tasks = {speed[generator]:.1f} tasks/s "
-            f"(one core, difficulty {args.difficulty})"
+            f"generation {generator}: {len(made)} tasks = {speed[generator]:.1f} tasks per CPU-s "
+            f"(one core, difficulty {args.difficulty}); {len(images)} images, "
+            f"{sum(map(len, images)) / len(images) / 1024:.0f} KiB each"
         )
         if generator == args.generator:
             tasks = made

@@ -8,9 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from tests.support.menu_tasks import write_menu_tasks
-from vtb_agents.ocr_baseline import OcrBaselineAgent, named_rows, parse_reading
-from vtb_app.evaluation.runner import run_episode
-from vtb_env.env import VisualToolBenchEnv
+from tests.support.ocr_episodes import critical_passes, play_ocr_baseline
+from vtb_agents.ocr_baseline import named_rows, parse_reading
 from vtb_env.loaders import load_tasks
 from vtb_env.ocr import OcrWord
 from vtb_env.tasks import Rubric
@@ -46,18 +45,6 @@ def test_rows_from_side_by_side_panels_lab_ranges_and_misread_digits():
     assert named_rows("Who painted this?", list(rows.values())) == []
 
 
-def _env(tasks, tools=None):
-    return VisualToolBenchEnv(tasks, tools=tools, reward=lambda task, record: (0.0, {}))
-
-
-def _passes(task, answers) -> list[bool]:
-    """Per turn: are all critical checks met?"""
-    return [
-        all(run_check(r.check, a) for r in turn.rubrics if r.check and r.critical)
-        for turn, a in zip(task.turns, answers, strict=False)
-    ]
-
-
 def _demo(focus: str, label: str, scene: str | None = None):
     return next(
         t
@@ -72,13 +59,7 @@ def test_reads_directly_when_it_can_and_uses_the_vision_tool_only_when_it_cannot
     from vtb_env.tools.python_tools import PythonImageProcessing
 
     tasks = load_tasks(write_menu_tasks(tmp_path, n=2))  # menu-0: large print; menu-1: tiny print
-    env = _env(tasks, ToolRegistry([PythonImageProcessing()]))
-    agent = OcrBaselineAgent()
-    try:
-        big, _, _ = run_episode(env, agent, tasks[0])
-        tiny, _, _ = run_episode(env, agent, tasks[1])
-    finally:
-        env.close()
+    big, tiny = play_ocr_baseline(tasks, ToolRegistry([PythonImageProcessing()]))
     assert not big.used_tools and "$9" in big.final_answers[0]
     (call,) = tiny.tool_calls
     assert call.name == "python_image_processing" and call.ok and call.images
@@ -90,17 +71,11 @@ def test_reads_directly_when_it_can_and_uses_the_vision_tool_only_when_it_cannot
 def test_multi_turn_follow_ups_and_a_clarifying_question_on_demo_tasks():
     progressive = _demo("progressive_visual_reasoning", "tool_redundant", "scoreboard")
     follow_up = _demo("follow_up_test", "tool_redundant", "quotes")
-    env = _env([progressive, follow_up])
-    agent = OcrBaselineAgent()
-    try:
-        steps, _, _ = run_episode(env, agent, progressive)  # value; which is highest; how much more than that
-        asked, _, _ = run_episode(env, agent, follow_up)
-    finally:
-        env.close()
-    assert _passes(progressive, steps.final_answers) == [True, True, True]
+    steps, asked = play_ocr_baseline([progressive, follow_up])  # value; which is highest; how much more than that
+    assert critical_passes(progressive, steps.final_answers) == [True, True, True]
     question, answer = asked.final_answers
     assert question.endswith("?") and not any(ch.isdigit() for ch in question)  # asks instead of guessing
-    assert _passes(follow_up, asked.final_answers) == [True, True]
+    assert critical_passes(follow_up, asked.final_answers) == [True, True]
 
 
 @pytest.mark.slow
@@ -124,15 +99,9 @@ def test_answers_do_not_depend_on_anything_but_the_observation():
             for turn in task.turns
         ),
     )
-    env = _env([task, scrambled])
-    agent = OcrBaselineAgent()
-    try:
-        original, _, _ = run_episode(env, agent, task)
-        other, _, _ = run_episode(env, agent, scrambled)
-    finally:
-        env.close()
+    original, other = play_ocr_baseline([task, scrambled])
     assert other.final_answers == original.final_answers
-    assert _passes(task, original.final_answers) == [True, True, True]
+    assert critical_passes(task, original.final_answers) == [True, True, True]
 
 
 # Every question template of the synthetic generator, filled in as the generator does, and the
@@ -248,17 +217,11 @@ def test_reads_a_v3_pair_with_the_tool_only_where_the_label_says_it_is_needed():
 
     required, redundant = generate_pair(41, 2, domain="Generalist", category="follow_up_test")
     assert required.metadata["degradations"]["image_1.png"] == ["low_contrast_glare"]
-    env = _env([required, redundant], ToolRegistry([PythonImageProcessing()]))
-    agent = OcrBaselineAgent()
-    try:
-        hidden, _, _ = run_episode(env, agent, required)
-        shown, _, _ = run_episode(env, agent, redundant)
-    finally:
-        env.close()
+    hidden, shown = play_ocr_baseline([required, redundant], ToolRegistry([PythonImageProcessing()]))
     assert hidden.used_tools and [c.name for c in hidden.tool_calls] == ["python_image_processing"]
     assert not shown.used_tools
-    assert _passes(required, hidden.final_answers) == [True, True]
-    assert _passes(redundant, shown.final_answers) == [True, True]
+    assert critical_passes(required, hidden.final_answers) == [True, True]
+    assert critical_passes(redundant, shown.final_answers) == [True, True]
 
 
 @pytest.mark.slow
@@ -272,12 +235,8 @@ def test_solves_v3_computations_and_lookups_with_its_own_arithmetic_and_the_offl
     for domain, index, which, tool_names in cases:
         task = generate_pair(9, index, domain=domain, category="hybrid_tool_reasoning")[which]
         tools = default_tools() if tool_names is None else default_tools({"tools": tool_names})
-        env = _env([task], tools)
-        try:
-            record, _, _ = run_episode(env, OcrBaselineAgent(), task)
-        finally:
-            env.close()
-        assert _passes(task, record.final_answers) == [True], (task.metadata["variant"], record.final_answers)
+        (record,) = play_ocr_baseline([task], tools)
+        assert critical_passes(task, record.final_answers) == [True], (task.metadata["variant"], record.final_answers)
         if tool_names is None:
             assert {"web_search", "browser_get_page_text"} <= {c.name for c in record.tool_calls}
 
@@ -309,12 +268,8 @@ def test_a_look_alike_of_a_question_word_is_not_a_third_entry():
     from vtb_env.tools import default_tools
 
     task = next(t for t in load_tasks("demo") if t.id.startswith("927c96cc"))
-    env = _env([task], default_tools())
-    try:
-        record, _, _ = run_episode(env, OcrBaselineAgent(), task)
-    finally:
-        env.close()
-    assert _passes(task, record.final_answers) == [True], record.final_answers
+    (record,) = play_ocr_baseline([task], default_tools())
+    assert critical_passes(task, record.final_answers) == [True], record.final_answers
 
 
 @pytest.mark.slow
@@ -324,12 +279,8 @@ def test_the_leader_is_read_in_the_named_teams_document_not_in_noise():
     from vtb_env.tools import default_tools
 
     task = next(t for t in load_tasks("demo") if t.id.startswith("dd5785e4"))
-    env = _env([task], default_tools())
-    try:
-        record, _, _ = run_episode(env, OcrBaselineAgent(), task)
-    finally:
-        env.close()
-    assert _passes(task, record.final_answers) == [True, True], record.final_answers
+    (record,) = play_ocr_baseline([task], default_tools())
+    assert critical_passes(task, record.final_answers) == [True, True], record.final_answers
 
 
 @pytest.mark.slow
@@ -344,12 +295,8 @@ def test_changed_the_most_compares_the_dialogues_board_not_a_decoy():
         for t in generate_pair(61, 3, domain="Finance", category="temporal_visual_reasoning")
         if t.mode_label == "tool_required"
     )
-    env = _env([task], default_tools())
-    try:
-        record, _, _ = run_episode(env, OcrBaselineAgent(), task)
-    finally:
-        env.close()
-    assert _passes(task, record.final_answers) == [True, True, True], record.final_answers
+    (record,) = play_ocr_baseline([task], default_tools())
+    assert critical_passes(task, record.final_answers) == [True, True, True], record.final_answers
     assert "-2.97" in record.final_answers[2]  # a fall keeps its sign
 
 

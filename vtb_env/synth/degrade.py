@@ -16,26 +16,13 @@ from typing import Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageOps
 
+from vtb_env.synth.desk import CLUTTER_WORDS
 from vtb_env.synth.render import Box, Panel, font, text_width
 
 CANVAS = (960, 720)
-CLUTTER_WORDS = (
-    "SALE",
-    "Welcome",
-    "Exit",
-    "Notice",
-    "Open",
-    "Thank you",
-    "Staff only",
-    "Wi-Fi",
-    "Menu",
-    "Info",
-    "Push",
-    "Caution",
-    "Please wait",
-    "Lobby",
-    "Queue here",
-)
+# v1's digit-free signs: v2's and v3's (``desk.CLUTTER_WORDS``) with "Menu" after "Wi-Fi". Frozen: ``rng.choice``
+# draws by index, so the order is v1's pixels.
+V1_CLUTTER_WORDS = (*CLUTTER_WORDS[:8], "Menu", *CLUTTER_WORDS[8:])
 
 
 @dataclass(frozen=True)
@@ -114,7 +101,7 @@ def _scene_background(rng: np.random.Generator, size: tuple[int, int]) -> Image.
         else:
             draw.ellipse((x, y, x + bw, y + bh), fill=color)
     for _ in range(int(rng.integers(4, 8))):  # distractor text without digits
-        word = str(rng.choice(CLUTTER_WORDS))
+        word = str(rng.choice(V1_CLUTTER_WORDS))
         px = int(rng.integers(14, 34))
         x, y = int(rng.integers(0, max(1, w - text_width(word, px, True)))), int(rng.integers(0, h - px))
         draw.text((x, y), word, font=font(px, True), fill=tuple(int(c) for c in rng.integers(0, 256, size=3)))

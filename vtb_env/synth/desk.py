@@ -54,6 +54,8 @@ NOTE_WORDS = (
     "remember",
 )
 NOTE_TITLES = ("Notes", "Memo", "To do", "Agenda", "Reminders", "Ideas")
+# The digit-free signs strewn over the room of v2 and v3 (v1's, ``degrade.V1_CLUTTER_WORDS``, add "Menu"). Frozen:
+# ``rng.choice`` draws by index, so any edit moves v2's pixels.
 CLUTTER_WORDS = (
     "SALE",
     "Welcome",

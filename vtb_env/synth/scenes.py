@@ -136,6 +136,7 @@ def _lab_evolve(rng: np.random.Generator, v: float) -> float:
     return round(max(0.1, v * (1 + float(rng.uniform(-0.15, 0.15)))), 1)
 
 
+TICKERS = ("NRTH", "BLUX", "KEMP", "ORVA", "TAVI", "MERO", "QUIL", "SANK", "VELT", "ZORA")  # quote boards, portfolios
 TOWNS = ("Alder", "Birchley", "Cobham", "Dunmore", "Elmstead", "Fenwick", "Garston", "Hollins", "Ivybridge", "Kelso")
 
 KINDS: dict[str, Kind] = {
@@ -224,7 +225,7 @@ KINDS: dict[str, Kind] = {
             "quotes",
             "Finance",
             ("Market close quotes", "Watchlist", "Exchange board"),
-            ("NRTH", "BLUX", "KEMP", "ORVA", "TAVI", "MERO", "QUIL", "SANK", "VELT", "ZORA"),
+            TICKERS,
             _price(12.0, 380.0, 0.01),
             _money,
             "the last price of {label}",
@@ -237,7 +238,7 @@ KINDS: dict[str, Kind] = {
             "portfolio",
             "Finance",
             ("Brokerage statement", "Holdings summary"),
-            ("NRTH", "BLUX", "KEMP", "ORVA", "TAVI", "MERO", "QUIL", "SANK", "VELT", "ZORA"),
+            TICKERS,
             _integer(12, 480),
             lambda v: f"{int(v)}",
             "the number of {label} shares held",
