@@ -28,6 +28,7 @@ class Row:
     extra: tuple[float, ...] = ()  # further numbers on the line (a lab row's reference range)
     confidence: float = 0.0
     center: tuple[float, float] = (0.0, 0.0)
+    votes: int = 1  # readings of the document that agree on this row (``voting.vote``)
 
 
 @dataclass

@@ -1,0 +1,92 @@
+"""Several readings of one document reconciled row by row.
+
+The vision tool returns each small-print region in four quarter turns, and the agent reads the
+turn that parses best a second time with another Tesseract page mode. Small print is misread
+differently each time (``Kingsbay 62`` read with confidence 0.2 in one reading and 0.59 in the
+next, ``1181`` for ``118`` once), so a row's value is the one most readings agree on, and a row
+two readings agree on is no OCR noise whatever its confidence.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections import defaultdict
+from typing import Sequence
+
+from vtb_agents.ocr_baseline.lexicon import printed_names
+from vtb_agents.ocr_baseline.reading import Reading, Row, label_key
+
+SAME_LABEL = 0.8  # similarity of two readings of a label (not a printed name) that are one row
+KEEP_SHARE = 0.5  # a reading takes part in the vote when its quality is at least this share of the best
+
+
+def vote(readings: Sequence[Reading]) -> Reading:
+    """One reading of a document from several readings of it: per row, the value most readings
+    agree on (ties: the more confident), the label most readings give (a printed name first).
+
+    Readings far less legible than the best (a wrong quarter turn read as noise) take no part.
+    """
+    readings = [r for r in readings if r.rows]
+    if len(readings) <= 1:
+        return readings[0] if readings else Reading()
+    best = max(r.quality for r in readings)
+    voters = [r for r in readings if r.quality >= KEEP_SHARE * best] or list(readings)
+    clusters: list[list[Row]] = []
+    for reading in voters:
+        for row in reading.rows:
+            home = next((c for c in clusters if _same_label(c[0].label, row.label)), None)
+            if home is None:
+                clusters.append([row])
+            else:
+                home.append(row)
+    rows = [_consensus(c) for c in clusters]
+    first = max(voters, key=lambda r: (r.quality, len(r.rows)))
+    return (
+        Reading(rows, "\n".join(r.text for r in voters), max(r.quality for r in voters), any(r.legible for r in voters))
+        if rows
+        else first
+    )
+
+
+def _same_label(a: str, b: str) -> bool:
+    """Two readings of one row's label: the same key, or close when neither is a name the generator prints."""
+    ka, kb = label_key(a), label_key(b)
+    if ka == kb:
+        return True
+    names = printed_names()
+    if a.lower() in names or b.lower() in names or min(len(ka), len(kb)) < 4:
+        return False
+    return difflib.SequenceMatcher(None, ka, kb).ratio() >= SAME_LABEL
+
+
+def _consensus(rows: Sequence[Row]) -> Row:
+    """The row most readings of one label agree on, with how many agree (``votes``)."""
+    by_value: dict[float, list[Row]] = defaultdict(list)
+    for row in rows:
+        by_value[row.value].append(row)
+    agreeing = max(by_value.values(), key=lambda rs: (len(rs), max(r.confidence for r in rs)))
+    labels: dict[str, list[Row]] = defaultdict(list)
+    for row in rows:
+        labels[row.label].append(row)
+    names = printed_names()
+    label = max(
+        labels, key=lambda lab: (lab.lower() in names, len(labels[lab]), max(r.confidence for r in labels[lab]))
+    )
+    top = max(agreeing, key=lambda r: (len(r.extra), r.confidence))  # a lab row's range, where one reading has it
+    return dataclasses.replace(top, label=label, votes=len(agreeing))
+
+
+def same_documents(regions: Sequence[Sequence[Reading]]) -> list[list[Reading]]:
+    """The readings of each region, regions that show one document joined (their votes share at least
+    two rows, label and value): a sheet found by its outline and again as a text region is one document."""
+    keys = [{(label_key(r.label), r.value) for r in vote(readings).rows} for readings in regions]
+    docs: list[tuple[set, list[Reading]]] = []
+    for key, readings in zip(keys, regions, strict=True):
+        home = next((d for d in docs if len(d[0] & key) >= 2), None)
+        if home is None:
+            docs.append((set(key), list(readings)))
+        else:
+            home[0].update(key)
+            home[1].extend(readings)
+    return [readings for _key, readings in docs]
