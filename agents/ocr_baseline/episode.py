@@ -70,7 +70,9 @@ class EpisodeView:
         for variant, (source, box) in self.variants.items():
             if source == name and variant in self.images:
                 regions.setdefault(json.dumps(box), []).append(variant)
-        return [original] + [vote(doc) for doc in same_documents([self.region_votes(v) for v in regions.values()])]
+        return [original] + [
+            vote(doc) for doc in same_documents([self.region_votes(v) for v in regions.values()], original)
+        ]
 
     def region_votes(self, variants: Sequence[str]) -> list[Reading]:
         """Readings of one region: its quarter turns in order up to the first that reads cleanly, and the

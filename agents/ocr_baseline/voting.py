@@ -35,7 +35,7 @@ def vote(readings: Sequence[Reading]) -> Reading:
     clusters: list[list[Row]] = []
     for reading in voters:
         for row in reading.rows:
-            home = next((c for c in clusters if _same_label(c[0].label, row.label)), None)
+            home = next((c for c in clusters if _same_row(c[0], row)), None)
             if home is None:
                 clusters.append([row])
             else:
@@ -49,13 +49,14 @@ def vote(readings: Sequence[Reading]) -> Reading:
     )
 
 
-def _same_label(a: str, b: str) -> bool:
-    """Two readings of one row's label: the same key, or close when neither is a name the generator prints."""
-    ka, kb = label_key(a), label_key(b)
-    if ka == kb:
+def _same_row(a: Row, b: Row) -> bool:
+    """Two readings of one row: the same label key; or close labels when neither is a name the generator
+    prints; or one decimal value under labels with the same first letter (``S83`` and ``S-3`` at 204.18)."""
+    ka, kb = label_key(a.label), label_key(b.label)
+    if ka == kb or ("." in a.text and a.value == b.value and ka[:1] == kb[:1]):
         return True
     names = printed_names()
-    if a.lower() in names or b.lower() in names or min(len(ka), len(kb)) < 4:
+    if a.label.lower() in names or b.label.lower() in names or min(len(ka), len(kb)) < 4:
         return False
     return difflib.SequenceMatcher(None, ka, kb).ratio() >= SAME_LABEL
 
@@ -77,10 +78,11 @@ def _consensus(rows: Sequence[Row]) -> Row:
     return dataclasses.replace(top, label=label, votes=len(agreeing))
 
 
-def same_documents(regions: Sequence[Sequence[Reading]]) -> list[list[Reading]]:
+def same_documents(regions: Sequence[Sequence[Reading]], original: Reading | None = None) -> list[list[Reading]]:
     """The readings of each region, regions that show one document joined (their votes share at least
-    two rows, label and value): a sheet found by its outline and again as a text region is one document."""
-    keys = [{(label_key(r.label), r.value) for r in vote(readings).rows} for readings in regions]
+    two rows, label and value): a sheet found by its outline and again as a text region is one document.
+    The ``original`` picture's reading joins every document it shares two rows with (large print read twice)."""
+    keys = [_keys(vote(readings).rows) for readings in regions]
     docs: list[tuple[set, list[Reading]]] = []
     for key, readings in zip(keys, regions, strict=True):
         home = next((d for d in docs if len(d[0] & key) >= 2), None)
@@ -89,4 +91,12 @@ def same_documents(regions: Sequence[Sequence[Reading]]) -> list[list[Reading]]:
         else:
             home[0].update(key)
             home[1].extend(readings)
+    if original is not None:
+        for key, readings in docs:
+            if len(key & _keys(original.rows)) >= 2:
+                readings.append(original)
     return [readings for _key, readings in docs]
+
+
+def _keys(rows: Sequence[Row]) -> set[tuple[str, float]]:
+    return {(label_key(r.label), r.value) for r in rows}
