@@ -359,3 +359,17 @@ def test_a_code_read_as_a_price_is_a_row_label_also_beside_another_panel():
     rows = {r.label: r.text for r in parse_reading(line).rows}
     assert rows == {"S-7": "70.89", "S-9": "138.09"}
     assert {r.label for r in parse_reading([_word("$2.50", 0, 0), _word("9.50", 60, 0)]).rows} == set()  # a price
+
+
+def test_each_weather_wording_asks_for_its_own_archive_field():
+    """Every weather wording names a "train ticket": its "rain" is no precipitation question (every maximum
+    temperature question used to be answered with the day's precipitation)."""
+    from vtb_agents.ocr_baseline.lookup_rules import weather_field
+    from vtb_env.synth import templates
+
+    for wordings, field in (
+        (templates.WEATHER, "temperature_max_c"),
+        (templates.WEATHER_LOW, "temperature_min_c"),
+        (templates.RAIN, "precipitation_mm"),
+    ):
+        assert {weather_field(w.lower())[0] for w in wordings} == {field}, wordings
