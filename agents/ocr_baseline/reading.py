@@ -160,12 +160,19 @@ def _line_rows(line: Sequence[Any]) -> list[Row]:
                 label,
                 text,
                 value,
-                (float(span.group(1)), float(span.group(2))) if span else (),
+                _range(span),
                 conf,
                 words_center([*label_words, word]),
             )
         )
     return rows
+
+
+def _range(span: re.Match[str] | None) -> tuple[float, ...]:
+    """A reference range ``low-high`` as read; none when misread out of order (``150-9`` for 150-400)."""
+    if span is None or float(span.group(1)) >= float(span.group(2)):
+        return ()
+    return (float(span.group(1)), float(span.group(2)))
 
 
 def _as_code(word: Any) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Sequence
 
 from vtb_agents.ocr_baseline.lexicon import printed_names
@@ -74,8 +74,10 @@ def _consensus(rows: Sequence[Row]) -> Row:
     label = max(
         labels, key=lambda lab: (lab.lower() in names, len(labels[lab]), max(r.confidence for r in labels[lab]))
     )
-    top = max(agreeing, key=lambda r: (len(r.extra), r.confidence))  # a lab row's range, where one reading has it
-    return dataclasses.replace(top, label=label, votes=len(agreeing))
+    top = max(agreeing, key=lambda r: r.confidence)
+    ranges = Counter(r.extra for r in agreeing if r.extra)  # a lab row's reference range: the most read one
+    extra = max(ranges, key=lambda e: (ranges[e], max(r.confidence for r in agreeing if r.extra == e)), default=())
+    return dataclasses.replace(top, label=label, extra=extra, votes=len(agreeing))
 
 
 def same_documents(regions: Sequence[Sequence[Reading]], original: Reading | None = None) -> list[list[Reading]]:
