@@ -25,13 +25,14 @@ def vote(readings: Sequence[Reading]) -> Reading:
     """One reading of a document from several readings of it: per row, the value most readings
     agree on (ties: the more confident), the label most readings give (a printed name first).
 
-    Readings far less legible than the best (a wrong quarter turn read as noise) take no part.
+    Readings far less legible than the best that share no row with it (a wrong quarter turn read as noise)
+    take no part.
     """
     readings = [r for r in readings if r.rows]
     if len(readings) <= 1:
         return readings[0] if readings else Reading()
-    best = max(r.quality for r in readings)
-    voters = [r for r in readings if r.quality >= KEEP_SHARE * best] or list(readings)
+    best = max(readings, key=lambda r: (r.quality, len(r.rows)))
+    voters = [r for r in readings if r.quality >= KEEP_SHARE * best.quality or _shares_row(r, best)]
     clusters: list[list[Row]] = []
     for reading in voters:
         for row in reading.rows:
@@ -41,12 +42,11 @@ def vote(readings: Sequence[Reading]) -> Reading:
             else:
                 home.append(row)
     rows = [_consensus(c) for c in clusters]
-    first = max(voters, key=lambda r: (r.quality, len(r.rows)))
-    return (
-        Reading(rows, "\n".join(r.text for r in voters), max(r.quality for r in voters), any(r.legible for r in voters))
-        if rows
-        else first
-    )
+    return Reading(rows, "\n".join(r.text for r in voters), best.quality, any(r.legible for r in voters))
+
+
+def _shares_row(a: Reading, b: Reading) -> bool:
+    return any(_same_row(x, y) for x in a.rows for y in b.rows)
 
 
 def _same_row(a: Row, b: Row) -> bool:
