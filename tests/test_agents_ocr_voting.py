@@ -68,3 +68,12 @@ def test_a_reference_range_read_out_of_order_is_dropped_and_the_vote_takes_the_m
     assert lab("150-9", 0.9).rows[0].extra == ()
     rows = vote([lab("150-400", 0.5), lab("10-99", 0.9), lab("150-400", 0.6)]).rows
     assert [r.extra for r in rows] == [(150.0, 400.0)]
+
+
+def test_slips_of_one_row_read_with_one_value_are_one_row_named_as_printed():
+    """Real readings of one scoreboard (seed 61): ``Pwates 93`` beside ``Pirates 93`` made a stdev of ten
+    entries out of seven; ``Fakons``, read alike four times, is too far for one reading's snap (0.77)."""
+    a = _reading(("Pwates", "93", 0.7), ("Fakons", "19", 0.9), ("Trans", "73", 0.8))
+    b = _reading(("Pirates", "93", 0.9), ("Fakons", "19", 0.9), ("Titans", "73", 0.7))
+    assert {r.label: r.text for r in vote([a, b]).rows} == {"Pirates": "93", "Falcons": "19", "Titans": "73"}
+    assert {r.label for r in vote([a]).rows} == {"Pwates", "Fakons", "Trans"}  # one reading: as read

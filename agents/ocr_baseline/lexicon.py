@@ -28,14 +28,14 @@ def printed_names() -> dict[str, str]:
     return {name.lower(): name for name in names if len(name) >= 4 and not re.search(r"\d", name)}
 
 
-def snap(label: str) -> str:
-    """``label`` as the printed name it misreads (ties and distant labels stay as read)."""
+def snap(label: str, close: float = CLOSE) -> str:
+    """``label`` as the printed name it misreads (at least ``close`` alike; ties and distant labels stay as read)."""
     low = label.lower()
     names = printed_names()
     if len(low) < 4 or low in names:
         return names.get(low, label)
     scored = sorted(((_similarity(low, name), name) for name in names), reverse=True)
-    if scored[0][0] >= CLOSE and scored[1][0] <= scored[0][0] - MARGIN:
+    if scored[0][0] >= close and scored[1][0] <= scored[0][0] - MARGIN:
         return names[scored[0][1]]
     return label
 

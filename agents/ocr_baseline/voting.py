@@ -14,10 +14,12 @@ import difflib
 from collections import Counter, defaultdict
 from typing import Sequence
 
-from vtb_agents.ocr_baseline.lexicon import printed_names
+from vtb_agents.ocr_baseline.lexicon import printed_names, snap
 from vtb_agents.ocr_baseline.reading import Reading, Row, label_key
 
 SAME_LABEL = 0.8  # similarity of two readings of a label (not a printed name) that are one row
+SAME_VALUE_LABEL = 0.6  # ... and of two labels read with the same value ("Pwates 93" and "Pirates 93")
+LOOSE_SNAP = 0.7  # a label several readings agree on snaps to a printed name this close (``Fakons``: Falcons)
 KEEP_SHARE = 0.5  # a reading takes part in the vote when its quality is at least this share of the best
 
 
@@ -53,7 +55,11 @@ def _same_row(a: Row, b: Row) -> bool:
     """Two readings of one row: the same label key; or close labels when neither is a name the generator
     prints; or one decimal value under labels with the same first letter (``S83`` and ``S-3`` at 204.18)."""
     ka, kb = label_key(a.label), label_key(b.label)
-    if ka == kb or ("." in a.text and a.value == b.value and ka[:1] == kb[:1]):
+    if ka == kb:
+        return True
+    if a.value == b.value and (
+        ("." in a.text and ka[:1] == kb[:1]) or difflib.SequenceMatcher(None, ka, kb).ratio() >= SAME_VALUE_LABEL
+    ):
         return True
     names = printed_names()
     if a.label.lower() in names or b.label.lower() in names or min(len(ka), len(kb)) < 4:
@@ -74,6 +80,8 @@ def _consensus(rows: Sequence[Row]) -> Row:
     label = max(
         labels, key=lambda lab: (lab.lower() in names, len(labels[lab]), max(r.confidence for r in labels[lab]))
     )
+    if len(agreeing) >= 2:  # read alike twice: a slip too far for one reading's snap still names the row
+        label = snap(label, LOOSE_SNAP)
     top = max(agreeing, key=lambda r: r.confidence)
     ranges = Counter(r.extra for r in agreeing if r.extra)  # a lab row's reference range: the most read one
     extra = max(ranges, key=lambda e: (ranges[e], max(r.confidence for r in agreeing if r.extra == e)), default=())
