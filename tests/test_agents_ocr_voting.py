@@ -77,3 +77,11 @@ def test_slips_of_one_row_read_with_one_value_are_one_row_named_as_printed():
     b = _reading(("Pirates", "93", 0.9), ("Fakons", "19", 0.9), ("Titans", "73", 0.7))
     assert {r.label: r.text for r in vote([a, b]).rows} == {"Pirates": "93", "Falcons": "19", "Titans": "73"}
     assert {r.label for r in vote([a]).rows} == {"Pwates", "Fakons", "Trans"}  # one reading: as read
+
+
+def test_a_value_read_as_digits_outvotes_letters_read_as_digits():
+    """A real statement (seed 61): ``ORVA i181``, ``ORVA 181i`` and ``ORVA 181``; the rule beside the print is
+    no digit (``1811`` made ORVA the largest holding)."""
+    readings = [_reading(("ORVA", v, 0.6), ("MERO", "35", 0.9)) for v in ("i181", "181i", "181i", "181")]
+    assert [r.text for r in readings[0].rows if r.label == "ORVA"] == ["1181"]  # one reading alone: as read
+    assert {r.label: r.text for r in vote(readings).rows} == {"ORVA": "181", "MERO": "35"}

@@ -29,6 +29,7 @@ class Row:
     confidence: float = 0.0
     center: tuple[float, float] = (0.0, 0.0)
     votes: int = 1  # readings of the document that agree on this row (``voting.vote``)
+    guessed: bool = False  # the value had letters read for digits (``i181``): a weaker vote
 
 
 @dataclass
@@ -163,6 +164,7 @@ def _line_rows(line: Sequence[Any]) -> list[Row]:
                 _range(span),
                 conf,
                 words_center([*label_words, word]),
+                guessed=text != word.text.strip(".,;:"),
             )
         )
     return rows

@@ -18,7 +18,8 @@ from vtb_agents.ocr_baseline.lexicon import printed_names, snap
 from vtb_agents.ocr_baseline.reading import Reading, Row, label_key
 
 SAME_LABEL = 0.8  # similarity of two readings of a label (not a printed name) that are one row
-SAME_VALUE_LABEL = 0.6  # ... and of two labels read with the same value ("Pwates 93" and "Pirates 93")
+GUESSED_VOTE = 0.4  # the weight of a value read with letters for digits
+SAME_VALUE_LABEL = 0.5  # ... and of two labels read with the same value ("Pwates 93" and "Pirates 93")
 LOOSE_SNAP = 0.7  # a label several readings agree on snaps to a printed name this close (``Fakons``: Falcons)
 KEEP_SHARE = 0.5  # a reading takes part in the vote when its quality is at least this share of the best
 
@@ -72,7 +73,7 @@ def _consensus(rows: Sequence[Row]) -> Row:
     by_value: dict[float, list[Row]] = defaultdict(list)
     for row in rows:
         by_value[row.value].append(row)
-    agreeing = max(by_value.values(), key=lambda rs: (len(rs), max(r.confidence for r in rs)))
+    agreeing = max(by_value.values(), key=lambda rs: (_weight(rs), max(r.confidence for r in rs)))
     labels: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
         labels[row.label].append(row)
@@ -80,12 +81,20 @@ def _consensus(rows: Sequence[Row]) -> Row:
     label = max(
         labels, key=lambda lab: (lab.lower() in names, len(labels[lab]), max(r.confidence for r in labels[lab]))
     )
-    if len(agreeing) >= 2:  # read alike twice: a slip too far for one reading's snap still names the row
-        label = snap(label, LOOSE_SNAP)
+    if len(agreeing) >= 2 and label.lower() not in names:  # read alike twice: a slip too far for one reading's
+        # snap still names the row (``Fakons``), by the reading of the label that comes closest to a name
+        snapped = (snap(lab, LOOSE_SNAP) for lab in sorted(labels, key=lambda lab: -len(labels[lab])))
+        label = next((lab for lab in snapped if lab.lower() in names), label)
     top = max(agreeing, key=lambda r: r.confidence)
     ranges = Counter(r.extra for r in agreeing if r.extra)  # a lab row's reference range: the most read one
     extra = max(ranges, key=lambda e: (ranges[e], max(r.confidence for r in agreeing if r.extra == e)), default=())
     return dataclasses.replace(top, label=label, extra=extra, votes=len(agreeing))
+
+
+def _weight(rows: Sequence[Row]) -> float:
+    """A value's votes: a reading that had letters read as digits (``i181``, ``181i``: a rule beside the
+    print) counts less than one that read digits."""
+    return sum(GUESSED_VOTE if r.guessed else 1.0 for r in rows)
 
 
 def same_documents(regions: Sequence[Sequence[Reading]], original: Reading | None = None) -> list[list[Reading]]:
