@@ -9,6 +9,7 @@ import pytest
 
 from tests.support.menu_tasks import write_menu_tasks
 from vtb_agents.ocr_baseline import OcrBaselineAgent, named_rows, parse_reading
+from vtb_agents.ocr_baseline.reading import Row
 from vtb_app.evaluation.runner import run_episode
 from vtb_env.env import VisualToolBenchEnv
 from vtb_env.loaders import load_tasks
@@ -373,3 +374,11 @@ def test_each_weather_wording_asks_for_its_own_archive_field():
         (templates.RAIN, "precipitation_mm"),
     ):
         assert {weather_field(w.lower())[0] for w in wordings} == {field}, wordings
+
+
+def test_a_code_read_without_its_hyphen_is_the_code_the_question_names():
+    """The vote over a real sheet (seed 61) named ``S-4`` as ``S4``: the mean of S-3, S-5 and S-4 was unread."""
+    rows = [Row(label, str(i), float(i)) for i, label in enumerate(("S4", "S-3", "S-5", "S-44"))]
+    asked = "What is the mean of the reading for S-3, the reading for S-5 and the reading for S-4?"
+    assert [r.label for r in named_rows(asked, rows)] == ["S-3", "S-5", "S4"]
+    assert named_rows("What is the reading for S-1?", rows) == []  # another code is not it
