@@ -286,12 +286,13 @@ def test_solves_v3_computations_and_lookups_with_its_own_arithmetic_and_the_offl
 def test_snap_corrects_small_print_slips_but_keeps_other_words():
     from vtb_agents.ocr_baseline.lexicon import snap
 
-    assert [snap(s) for s in ("Kingsbey", "Oakvele", "Homets", "Dregons", "Hospaal")] == [
+    assert [snap(s) for s in ("Kingsbey", "Oakvele", "Homets", "Dregons", "Hospaal", "Ampor")] == [
         "Kingsbay",
         "Oakvale",
         "Hornets",  # "rn" read as "m": not the closer-looking "Comets"
         "Dragons",
         "Hospital",
+        "Airport",  # "ir" read as "m" (seed 61, every reading of a repaired timetable)
     ]
     assert [snap(s) for s in ("Specimen", "Reading", "Ravensby", "Quarry Lane", "S-4", "Zebra")] == [
         "Specimen",

@@ -16,8 +16,8 @@ from vtb_env.synth.scenes import KINDS, TOWNS
 
 CLOSE = 0.8  # similarity (difflib ratio, case-blind) a misread needs to its name
 MARGIN = 0.05  # ... and by how much it must beat the next closest name
-# Letter pairs OCR reads as one letter in small print ("Hornets" -> "Homets").
-_MERGED = (("rn", "m"), ("cl", "d"), ("li", "h"), ("vv", "w"), ("ri", "n"))
+# Letter pairs OCR reads as one letter in small print ("Hornets" -> "Homets", "Airport" -> "Ampor").
+_MERGED = (("rn", "m"), ("cl", "d"), ("li", "h"), ("vv", "w"), ("ri", "n"), ("ir", "m"))
 
 
 @functools.cache
