@@ -73,10 +73,15 @@ def test_a_reference_range_read_out_of_order_is_dropped_and_the_vote_takes_the_m
 def test_slips_of_one_row_read_with_one_value_are_one_row_named_as_printed():
     """Real readings of one scoreboard (seed 61): ``Pwates 93`` beside ``Pirates 93`` made a stdev of ten
     entries out of seven; ``Fakons``, read alike four times, is too far for one reading's snap (0.77)."""
-    a = _reading(("Pwates", "93", 0.7), ("Fakons", "19", 0.9), ("Trans", "73", 0.8))
-    b = _reading(("Pirates", "93", 0.9), ("Fakons", "19", 0.9), ("Titans", "73", 0.7))
-    assert {r.label: r.text for r in vote([a, b]).rows} == {"Pirates": "93", "Falcons": "19", "Titans": "73"}
-    assert {r.label for r in vote([a]).rows} == {"Pwates", "Fakons", "Trans"}  # one reading: as read
+    a = _reading(("Pwales", "93", 0.7), ("Fakons", "19", 0.9), ("Trans", "73", 0.8), ("Coersr soled", "24", 0.3))
+    b = _reading(("Pirates", "93", 0.9), ("Fakons", "19", 0.9), ("Titans", "73", 0.7), ("Coesarsoled", "24", 0.2))
+    assert {r.label: r.text for r in vote([a, b]).rows} == {
+        "Pirates": "93",
+        "Falcons": "19",
+        "Titans": "73",
+        "Caesar salad": "24",  # a demo menu's two readings of it
+    }
+    assert {r.label for r in vote([a]).rows} == {"Pwales", "Fakons", "Trans", "Coersr soled"}  # one reading: as read
 
 
 def test_a_value_read_as_digits_outvotes_letters_read_as_digits():

@@ -45,4 +45,11 @@ def _similarity(read: str, name: str) -> float:
     merged = name
     for pair, one in _MERGED:
         merged = merged.replace(pair, one)
-    return max(difflib.SequenceMatcher(None, read, form).ratio() for form in {name, merged})
+    forms = {(read, name), (read, merged)}
+    if " " in name:  # a name of two words also read with its space lost or moved ("Coesarsoled")
+        forms |= {(_letters(read), _letters(name)), (_letters(read), _letters(merged))}
+    return max(difflib.SequenceMatcher(None, a, b).ratio() for a, b in forms)
+
+
+def _letters(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text)
