@@ -10,6 +10,7 @@ import pytest
 from tests.support.menu_tasks import write_menu_tasks
 from tests.support.ocr_episodes import critical_passes, play_ocr_baseline
 from vtb_agents.ocr_baseline import named_rows, parse_reading
+from vtb_agents.ocr_baseline.reading import Row
 from vtb_env.loaders import load_tasks
 from vtb_env.ocr import OcrWord
 from vtb_env.tasks import Rubric
@@ -244,12 +245,13 @@ def test_solves_v3_computations_and_lookups_with_its_own_arithmetic_and_the_offl
 def test_snap_corrects_small_print_slips_but_keeps_other_words():
     from vtb_agents.ocr_baseline.lexicon import snap
 
-    assert [snap(s) for s in ("Kingsbey", "Oakvele", "Homets", "Dregons", "Hospaal")] == [
+    assert [snap(s) for s in ("Kingsbey", "Oakvele", "Homets", "Dregons", "Hospaal", "Ampor")] == [
         "Kingsbay",
         "Oakvale",
         "Hornets",  # "rn" read as "m": not the closer-looking "Comets"
         "Dragons",
         "Hospital",
+        "Airport",  # "ir" read as "m" (seed 61, every reading of a repaired timetable)
     ]
     assert [snap(s) for s in ("Specimen", "Reading", "Ravensby", "Quarry Lane", "S-4", "Zebra")] == [
         "Specimen",
@@ -306,3 +308,25 @@ def test_a_code_read_as_a_price_is_a_row_label_also_beside_another_panel():
     rows = {r.label: r.text for r in parse_reading(line).rows}
     assert rows == {"S-7": "70.89", "S-9": "138.09"}
     assert {r.label for r in parse_reading([_word("$2.50", 0, 0), _word("9.50", 60, 0)]).rows} == set()  # a price
+
+
+def test_each_weather_wording_asks_for_its_own_archive_field():
+    """Every weather wording names a "train ticket": its "rain" is no precipitation question (every maximum
+    temperature question used to be answered with the day's precipitation)."""
+    from vtb_agents.ocr_baseline.lookup_rules import weather_field
+    from vtb_env.synth import templates
+
+    for wordings, field in (
+        (templates.WEATHER, "temperature_max_c"),
+        (templates.WEATHER_LOW, "temperature_min_c"),
+        (templates.RAIN, "precipitation_mm"),
+    ):
+        assert {weather_field(w.lower())[0] for w in wordings} == {field}, wordings
+
+
+def test_a_code_read_without_its_hyphen_is_the_code_the_question_names():
+    """The vote over a real sheet (seed 61) named ``S-4`` as ``S4``: the mean of S-3, S-5 and S-4 was unread."""
+    rows = [Row(label, str(i), float(i)) for i, label in enumerate(("S4", "S-3", "S-5", "S-44"))]
+    asked = "What is the mean of the reading for S-3, the reading for S-5 and the reading for S-4?"
+    assert [r.label for r in named_rows(asked, rows)] == ["S-3", "S-5", "S4"]
+    assert named_rows("What is the reading for S-1?", rows) == []  # another code is not it

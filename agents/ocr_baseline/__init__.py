@@ -16,8 +16,8 @@ it never sees answers, rubrics, metadata or reference trajectories. Each step:
    offered, call ``python_image_processing`` once per turn with concrete code: crops of the
    text-dense regions it located, deskewed by the angle it measured, upscaled, auto-contrasted
    (gamma for dark frames), denoised, in eight orientations (quarter turns,
-   mirrored or not). Then read the transformed images the env sends back, keep the best-read variant of
-   each region and answer.
+   mirrored or not). Then read the transformed images the env sends back (the best turn of each region
+   a second time in another page mode), vote per row over the readings of each document and answer.
 4. Lookups (weather archive, company pages) go through ``historical_weather``, ``web_search`` and
    ``browser_get_page_text``; arithmetic is done by the agent itself (it is exact).
 5. Still missing what it needs: say so plainly (an honest failure, graded as such).
@@ -27,7 +27,8 @@ wording in ``vtb_env.synth.templates``, and a test checks each template against 
 
 Modules: ``reading`` (OCR words -> lines -> rows), ``vision`` (text regions, skew, the vision
 tool's code), ``dialogue`` (chat messages -> prompts, images, tool calls, earlier answers),
-``questions`` (the turn's question, the rows it names), ``episode`` (``EpisodeView``, one decision's view
+``questions`` (the turn's question, the rows it names), ``voting`` (several readings of one document
+reconciled row by row), ``episode`` (``EpisodeView``, one decision's view
 of the dialogue and its images), ``rules`` (one rule per kind of question; each returns an answer, a
 tool call or ``Missing``), ``agent`` (``OcrBaselineAgent``: ask, solve, repair or give up).
 """

@@ -15,9 +15,10 @@ from vtb_agents.ocr_baseline.questions import Question, named_rows
 from vtb_agents.ocr_baseline.rules import Missing, solve
 from vtb_agents.ocr_baseline.vision import enhance_code, repair_plan
 from vtb_env.image_names import TOOL_IMAGE_NAME
-from vtb_env.ocr import read_text
+from vtb_env.ocr import TesseractEngine, is_available, read_text
 from vtb_env.toolsets import VISION_TOOL
 
+SECOND_PSM = 4  # Tesseract page mode of the second reading: one column of lines of varying size
 MAX_VISION_CALLS = 3  # per turn; each call repairs the regions of one image
 _FIRST_PERSON = re.compile(r"\b(my|our|ours|mine|i|i'm|i've|me)\b", re.I)
 # First-person questions that still say what they are about (a ticket, a named holding, an order, a route...).
@@ -39,9 +40,14 @@ class OcrBaselineAgent(BaseAgent):
 
     name = "ocr-baseline"
 
-    def __init__(self, engine: Any = None, cache_size: int = 256):
+    def __init__(self, engine: Any = None, cache_size: int = 256, second_engine: Any = None):
         super().__init__()
         self.engine = engine
+        # A second reading of repaired regions in block mode (another segmentation, other slips), for the vote;
+        # by default only with the default engine (a custom engine has no second configuration).
+        self.second_engine = second_engine or (
+            TesseractEngine(psm=SECOND_PSM) if engine is None and is_available() else None
+        )
         self._cache: OrderedDict[str, list[Any]] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -53,7 +59,8 @@ class OcrBaselineAgent(BaseAgent):
         start = time.perf_counter()
         self._local.reads = 0
         try:
-            action = decide(EpisodeView(observation, self.ocr))
+            second = self.second_ocr if self.second_engine is not None else None
+            action = decide(EpisodeView(observation, self.ocr, second))
         except Exception as exc:  # a baseline must never crash a rollout: fail the turn honestly
             action, error = f"I could not work out an answer ({type(exc).__name__}).", f"{type(exc).__name__}: {exc}"
         else:
@@ -65,12 +72,21 @@ class OcrBaselineAgent(BaseAgent):
 
     def ocr(self, image: Any) -> list[Any]:
         """OCR words of ``image``, cached by pixel content (turns re-show the same images)."""
-        key = hashlib.blake2b(image.tobytes() + repr((image.size, image.mode)).encode(), digest_size=16).hexdigest()
+        return self._read(image, self.engine, "")
+
+    def second_ocr(self, image: Any) -> list[Any]:
+        """OCR words of ``image`` read with the second engine (cached like ``ocr``)."""
+        return self._read(image, self.second_engine, "second")
+
+    def _read(self, image: Any, engine: Any, tag: str) -> list[Any]:
+        key = hashlib.blake2b(
+            image.tobytes() + repr((image.size, image.mode, tag)).encode(), digest_size=16
+        ).hexdigest()
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
-        words = read_text(image, self.engine)
+        words = read_text(image, engine)
         self._local.reads = getattr(self._local, "reads", 0) + 1
         with self._lock:
             self._cache[key] = words

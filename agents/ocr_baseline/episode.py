@@ -18,6 +18,7 @@ from vtb_agents.ocr_baseline.dialogue import (
 )
 from vtb_agents.ocr_baseline.questions import Question
 from vtb_agents.ocr_baseline.reading import Reading, parse_reading
+from vtb_agents.ocr_baseline.voting import same_documents, vote
 from vtb_env.toolsets import VISION_TOOL
 
 Ocr = Callable[[Any], list[Any]]  # image -> OCR words
@@ -25,10 +26,12 @@ Ocr = Callable[[Any], list[Any]]  # image -> OCR words
 
 class EpisodeView:
     """The dialogue so far (prompts, the images each turn brought, this turn's tool calls and
-    results, the transformed variants the agent made) and readings of its images through ``ocr``."""
+    results, the transformed variants the agent made) and readings of its images through ``ocr``
+    (and of repaired regions also through ``second``, when given)."""
 
-    def __init__(self, observation: Observation, ocr: Ocr):
+    def __init__(self, observation: Observation, ocr: Ocr, second: Ocr | None = None):
         self.ocr = ocr
+        self.second = second  # another OCR configuration for a second reading of repaired regions
         self.messages = list(observation.get("messages") or ())
         self.images = dict(zip(observation.get("image_names") or (), observation.get("images") or (), strict=False))
         self.offered = {tool.get("function", {}).get("name") for tool in observation.get("tools") or ()}
@@ -60,24 +63,30 @@ class EpisodeView:
         return combined.merged(original) if regions else original
 
     def region_readings(self, name: str) -> list[Reading]:
-        """The original image's reading, then the best reading of each region the vision tool repaired."""
+        """The original image's reading, then one voted reading per document the vision tool repaired
+        (regions whose readings share rows, e.g. one sheet found by its outline and as a text region)."""
         original = parse_reading(self.ocr(self.images[name])) if name in self.images else Reading()
         regions: dict[str, list[str]] = {}
         for variant, (source, box) in self.variants.items():
             if source == name and variant in self.images:
                 regions.setdefault(json.dumps(box), []).append(variant)
-        return [original] + [self.best_variant(variants) for variants in regions.values()]
+        return [original] + [
+            vote(doc) for doc in same_documents([self.region_votes(v) for v in regions.values()], original)
+        ]
 
-    def best_variant(self, variants: Sequence[str]) -> Reading:
-        """The best-read orientation of one region; stops at the first one that reads cleanly."""
-        best = Reading()
+    def region_votes(self, variants: Sequence[str]) -> list[Reading]:
+        """Readings of one region: its quarter turns in order up to the first that reads cleanly, and the
+        best of them read again in a second page mode (``second``), for the vote."""
+        read: list[tuple[Reading, str]] = []
         for variant in variants:
-            read = parse_reading(self.ocr(self.images[variant]))
-            if (read.quality, len(read.rows)) > (best.quality, len(best.rows)):
-                best = read
-            if read.legible:
+            reading = parse_reading(self.ocr(self.images[variant]))
+            read.append((reading, variant))
+            if reading.legible:
                 break
-        return best
+        best, variant = max(read, key=lambda rv: (rv[0].quality, len(rv[0].rows)), default=(Reading(), ""))
+        if best.rows and self.second is not None:
+            read.append((parse_reading(self.second(self.images[variant])), variant))
+        return [reading for reading, _variant in read]
 
     def word_sets(self, name: str) -> list[list[Any]]:
         """OCR words of a task image and of each of its transformed variants (for tickets and maps)."""

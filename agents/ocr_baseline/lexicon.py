@@ -16,8 +16,8 @@ from vtb_env.synth.scenes import KINDS, TOWNS
 
 CLOSE = 0.8  # similarity (difflib ratio, case-blind) a misread needs to its name
 MARGIN = 0.05  # ... and by how much it must beat the next closest name
-# Letter pairs OCR reads as one letter in small print ("Hornets" -> "Homets").
-_MERGED = (("rn", "m"), ("cl", "d"), ("li", "h"), ("vv", "w"), ("ri", "n"))
+# Letter pairs OCR reads as one letter in small print ("Hornets" -> "Homets", "Airport" -> "Ampor").
+_MERGED = (("rn", "m"), ("cl", "d"), ("li", "h"), ("vv", "w"), ("ri", "n"), ("ir", "m"))
 
 
 @functools.cache
@@ -28,14 +28,14 @@ def printed_names() -> dict[str, str]:
     return {name.lower(): name for name in names if len(name) >= 4 and not re.search(r"\d", name)}
 
 
-def snap(label: str) -> str:
-    """``label`` as the printed name it misreads (ties and distant labels stay as read)."""
+def snap(label: str, close: float = CLOSE) -> str:
+    """``label`` as the printed name it misreads (at least ``close`` alike; ties and distant labels stay as read)."""
     low = label.lower()
     names = printed_names()
     if len(low) < 4 or low in names:
         return names.get(low, label)
     scored = sorted(((_similarity(low, name), name) for name in names), reverse=True)
-    if scored[0][0] >= CLOSE and scored[1][0] <= scored[0][0] - MARGIN:
+    if scored[0][0] >= close and scored[1][0] <= scored[0][0] - MARGIN:
         return names[scored[0][1]]
     return label
 
@@ -45,4 +45,11 @@ def _similarity(read: str, name: str) -> float:
     merged = name
     for pair, one in _MERGED:
         merged = merged.replace(pair, one)
-    return max(difflib.SequenceMatcher(None, read, form).ratio() for form in {name, merged})
+    forms = {(read, name), (read, merged)}
+    if " " in name:  # a name of two words also read with its space lost or moved ("Coesarsoled")
+        forms |= {(_letters(read), _letters(name)), (_letters(read), _letters(merged))}
+    return max(difflib.SequenceMatcher(None, a, b).ratio() for a, b in forms)
+
+
+def _letters(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text)

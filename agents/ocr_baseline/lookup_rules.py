@@ -14,9 +14,14 @@ from vtb_agents.ocr_baseline.solving import Missing, Named, Outcome, on_named, t
 # What the weather question asks for, by its words: (archive field, how the answer names it, unit)
 _WEATHER_FIELDS = (
     (re.compile(r"minimum|lowest|how cold"), "temperature_min_c", "a minimum temperature", "°C"),
-    (re.compile(r"precipitation|rain"), "precipitation_mm", "precipitation", "mm"),
+    (re.compile(r"precipitation|\brain"), "precipitation_mm", "precipitation", "mm"),  # not "train ticket"
     (re.compile(r""), "temperature_max_c", "a maximum temperature", "°C"),
 )
+
+
+def weather_field(low: str) -> tuple[str, str, str]:
+    """The archive field a weather question asks for, how the answer names it, and its unit."""
+    return next((f, w, u) for cue, f, w, u in _WEATHER_FIELDS if cue.search(low))
 
 
 def weather_cue(low: str) -> bool:
@@ -37,7 +42,7 @@ def weather_rule(ep: EpisodeView, q: Question) -> Outcome:
     date = re.search(r"\b(\d{4}-\d{2}-\d{2})\b", text)
     if not city or not date:
         return Missing("the destination and date", tuple(ep.in_view()))
-    field, what, unit = next((f, w, u) for cue, f, w, u in _WEATHER_FIELDS if cue.search(q.low))
+    field, what, unit = weather_field(q.low)
     if "historical_weather" not in ep.offered:
         return f"The ticket is to {city.group(1)} on {date.group(1)}, but I have no weather archive to look up {what}."
     arguments = {"location": city.group(1), "date": date.group(1)}

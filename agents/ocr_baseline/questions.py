@@ -31,6 +31,10 @@ _TEMPLATE_WORDS = frozenset(
 )
 
 
+_CODE = re.compile(r"[a-z]\d")  # a specimen's or a bar's code, as a label key
+_CODE_WORD = re.compile(r"(?<![a-z0-9])[a-z][-.]?\d(?![a-z0-9])")
+
+
 @dataclass
 class Question:
     """The turn's question, with what the dialogue adds to it."""
@@ -73,14 +77,27 @@ def names_exactly(question: str, label: str) -> bool:
 
 
 def _exact(low: str, label: str) -> bool:
-    return re.search(r"(?<![a-z0-9])" + re.escape(label.lower()) + r"(?![a-z0-9])", low) is not None
+    return _exact_at(low, label) is not None
+
+
+def _exact_at(low: str, label: str) -> int | None:
+    """Where the question names ``label`` word for word; a code counts without its punctuation
+    (``S4`` or ``S.4`` read for the asked ``S-4``)."""
+    exact = re.search(r"(?<![a-z0-9])" + re.escape(label.lower()) + r"(?![a-z0-9])", low)
+    if exact:
+        return exact.start()
+    key = label_key(label)
+    if _CODE.fullmatch(key):
+        code = next((m for m in _CODE_WORD.finditer(low) if label_key(m.group(0)) == key), None)
+        return code.start() if code else None
+    return None
 
 
 def _find(low: str, qkey: str, words: Sequence[str], label: str) -> int | None:
     """Where ``label`` occurs in the question: exactly, or as a close match of as many words."""
-    exact = re.search(r"(?<![a-z0-9])" + re.escape(label.lower()) + r"(?![a-z0-9])", low)
-    if exact:
-        return exact.start()
+    exact = _exact_at(low, label)
+    if exact is not None:
+        return exact
     n = len(label.split())
     target = label_key(label)
     if len(target) < 4:

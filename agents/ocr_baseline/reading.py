@@ -28,6 +28,8 @@ class Row:
     extra: tuple[float, ...] = ()  # further numbers on the line (a lab row's reference range)
     confidence: float = 0.0
     center: tuple[float, float] = (0.0, 0.0)
+    votes: int = 1  # readings of the document that agree on this row (``voting.vote``)
+    guessed: bool = False  # the value had letters read for digits (``i181``): a weaker vote
 
 
 @dataclass
@@ -159,12 +161,20 @@ def _line_rows(line: Sequence[Any]) -> list[Row]:
                 label,
                 text,
                 value,
-                (float(span.group(1)), float(span.group(2))) if span else (),
+                _range(span),
                 conf,
                 words_center([*label_words, word]),
+                guessed=text != word.text.strip(".,;:"),
             )
         )
     return rows
+
+
+def _range(span: re.Match[str] | None) -> tuple[float, ...]:
+    """A reference range ``low-high`` as read; none when misread out of order (``150-9`` for 150-400)."""
+    if span is None or float(span.group(1)) >= float(span.group(2)):
+        return ()
+    return (float(span.group(1)), float(span.group(2)))
 
 
 def _as_code(word: Any) -> Any:

@@ -180,8 +180,9 @@ def highest_rule(ep: EpisodeView, q: Question) -> Outcome:
 
 
 def plausible(rows: Sequence[Row]) -> list[Row]:
-    """Rows fit to be a top entry: not OCR noise read as a row ("fergie: 92"), unless that is all there is."""
-    kept = [r for r in rows if r.confidence >= NOISE]
+    """Rows fit to be a top entry: not OCR noise read as a row ("fergie: 92"), unless that is all there is.
+    A row two readings agree on is no noise, however low Tesseract's confidence in small print."""
+    kept = [r for r in rows if r.confidence >= NOISE or r.votes >= 2]
     return kept or list(rows)
 
 
