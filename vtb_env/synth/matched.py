@@ -62,6 +62,12 @@ def small_print_px(difficulty: float) -> int:
     return easy - round((easy - hard) * min(1.0, max(0.0, difficulty)))
 
 
+def upended(look: desk.Look) -> tuple[float, ...]:
+    """v2's side-page angles, a page lying near upright turned upside down: 11 px print within 25 degrees
+    of upright let the OCR read some facts as shown (6 of 10 on one page); sideways or upside down it reads none."""
+    return tuple(a + 180 if abs(a) <= 25 else a for a in look.side_angles)
+
+
 def panel_parts(scene: Scene, split: bool) -> list[tuple[Entry, ...]]:
     """The entries of each key panel: one panel, or two halves for a split document."""
     entries = scene.entries
@@ -184,7 +190,7 @@ def render_state(
         small_sizes = [size(k, d) for k, d in zip(key_small, decoy_small, strict=True)]
         look = desk.choose_look(look_rng, len(parts), difficulty)
         setting = "wall" if style.surface == "wall" else "desk"
-        look = replace(look, setting=setting, screen=look.screen and setting == "wall")
+        look = replace(look, setting=setting, screen=look.screen and setting == "wall", side_angles=upended(look))
         lens = scenery.choose_lens(look_rng)
         layout = desk.frame_layout(big_sizes, small_sizes, look, look_rng)
         # The room extends past the picture on every side, so a moved camera still sees a full frame.
