@@ -5,7 +5,7 @@ was crisp: a small CNN on a 64 px thumbnail told them apart (washed-out page = c
 In v3 both twins of an image show the **same pages with the same print**:
 
 - every key panel has a large *hero* page (30 px text) and a small *side* page (10-12 px text,
-  lying at any angle in a corner), and both carry a table (chart, map) with digits: one is the key
+  lying sideways or upside down in a corner), and both carry a table (chart, map) with digits: one is the key
   document, the other a look-alike decoy (``decoys``) whose labels no question names;
 - ``corner``: the tool-redundant twin prints the key document on the hero page and the decoy on the
   side page; the tool-required twin swaps them (the key facts are in the small, turned print);
