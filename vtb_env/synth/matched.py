@@ -4,8 +4,8 @@ v2's twins shared one photo, but the tool-required picture's key page was faded 
 was crisp: a small CNN on a 64 px thumbnail told them apart (washed-out page = call the tool).
 In v3 both twins of an image show the **same pages with the same print**:
 
-- every key panel has a large *hero* page (30 px text) and a small *side* page (8-10 px text,
-  lying at any angle in a corner), and both carry a table (chart, map) with digits: one is the key
+- every key panel has a large *hero* page (30 px text) and a small *side* page (10-12 px text,
+  lying sideways or upside down in a corner), and both carry a table (chart, map) with digits: one is the key
   document, the other a look-alike decoy (``decoys``) whose labels no question names;
 - ``corner``: the tool-redundant twin prints the key document on the hero page and the decoy on the
   side page; the tool-required twin swaps them (the key facts are in the small, turned print);
@@ -32,6 +32,9 @@ from vtb_env.synth.render import Panel, typeface
 from vtb_env.synth.scenes import Entry, Scene, render
 
 PATCHES = ("glare", "shadow")
+# Side-page print at difficulty 0 and 1 (v2: 10 and 8). 11 px (difficulty 0.5) is still unread as shown,
+# but flattened and enlarged it reads: at 9 px the OCR lost a fact on 6 of 16 corner tasks ("59" -> "$9").
+SMALL_PX = (12, 10)
 HELDOUT_KINDS = frozenset({"league", "measurements", "quotes"})  # scene types the train split never shows
 HELDOUT_MECHANISMS = frozenset({"shadow"})  # hiding mechanisms the train split never uses
 SPLITS = ("all", "train", "heldout")
@@ -51,6 +54,18 @@ class Hide:
     contrast: float = 1.0  # print contrast under a glare or shadow patch
     key_rows: tuple[str, ...] = ()  # the rows the patch covers in the tool-required twin (the ones read)
     decoy_rows: tuple[str, ...] = ()  # as many rows the patch covers in the tool-redundant twin
+
+
+def small_print_px(difficulty: float) -> int:
+    """Text size on the small side pages: smaller when harder."""
+    easy, hard = SMALL_PX
+    return easy - round((easy - hard) * min(1.0, max(0.0, difficulty)))
+
+
+def upended(look: desk.Look) -> tuple[float, ...]:
+    """v2's side-page angles, a page lying near upright turned upside down: 11 px print within 25 degrees
+    of upright let the OCR read some facts as shown (6 of 10 on one page); sideways or upside down it reads none."""
+    return tuple(a + 180 if abs(a) <= 25 else a for a in look.side_angles)
 
 
 def panel_parts(scene: Scene, split: bool) -> list[tuple[Entry, ...]]:
@@ -160,7 +175,7 @@ def render_state(
         decoy = decoy_scene(scene, np.random.default_rng(int(look_rng.integers(2**31))))
         decoy_parts = panel_parts(decoy, split)
         map_seed, decoy_map_seed = (int(v) for v in look_rng.integers(2**31, size=2))
-        small_px = int(round(10 - 2 * min(1.0, max(0.0, difficulty))))
+        small_px = small_print_px(difficulty)
 
         def draw(s: Scene, part, px: int, seed: int) -> Panel:
             with typeface(style.face if px >= photo.HERO_PX else style.small_face):  # small print: a face OCR reads
@@ -175,7 +190,7 @@ def render_state(
         small_sizes = [size(k, d) for k, d in zip(key_small, decoy_small, strict=True)]
         look = desk.choose_look(look_rng, len(parts), difficulty)
         setting = "wall" if style.surface == "wall" else "desk"
-        look = replace(look, setting=setting, screen=look.screen and setting == "wall")
+        look = replace(look, setting=setting, screen=look.screen and setting == "wall", side_angles=upended(look))
         lens = scenery.choose_lens(look_rng)
         layout = desk.frame_layout(big_sizes, small_sizes, look, look_rng)
         # The room extends past the picture on every side, so a moved camera still sees a full frame.

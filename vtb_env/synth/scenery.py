@@ -22,7 +22,7 @@ from vtb_env.synth.desk import CLUTTER_WORDS, Look, Point, background, perspecti
 from vtb_env.synth.render import FACES, font, text_width
 
 SURFACES = ("wood", "fabric", "marble", "concrete", "carpet", "paper", "wall")
-SMALL_PRINT_FACES = frozenset({"source-sans"})  # faces whose 8-10 px print the OCR reads once flattened
+SMALL_PRINT_FACES = frozenset({"source-sans"})  # faces whose small print (9 px tried) the OCR reads flattened
 HELDOUT_FACES = frozenset({"caladea"})  # the train split never prints in these
 HELDOUT_SURFACES = frozenset({"marble"})  # nor shows these
 
