@@ -15,7 +15,7 @@ from vtb_agents.ocr_baseline.questions import Question, named_rows
 from vtb_agents.ocr_baseline.rules import Missing, solve
 from vtb_agents.ocr_baseline.vision import enhance_code, repair_plan
 from vtb_env.image_names import TOOL_IMAGE_NAME
-from vtb_env.ocr import read_text
+from vtb_env.ocr import TesseractEngine, read_text
 from vtb_env.toolsets import VISION_TOOL
 
 MAX_VISION_CALLS = 3  # per turn; each call repairs the regions of one image
@@ -45,6 +45,11 @@ class OcrBaselineAgent(BaseAgent):
         self._cache: OrderedDict[str, list[Any]] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        self._block_engine = engine  # made on first use when None (Tesseract may be missing until then)
+
+    def block_ocr(self, image: Any) -> list[Any]:
+        """OCR words of a repaired region read as one block of printed lines (see ``ocr``)."""
+        return self.ocr(image, block=True)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "engine": type(self.engine).__name__ if self.engine else "tesseract"}
@@ -53,7 +58,7 @@ class OcrBaselineAgent(BaseAgent):
         start = time.perf_counter()
         self._local.reads = 0
         try:
-            action = decide(EpisodeView(observation, self.ocr))
+            action = decide(EpisodeView(observation, self.ocr, self.block_ocr))
         except Exception as exc:  # a baseline must never crash a rollout: fail the turn honestly
             action, error = f"I could not work out an answer ({type(exc).__name__}).", f"{type(exc).__name__}: {exc}"
         else:
@@ -63,14 +68,19 @@ class OcrBaselineAgent(BaseAgent):
         )
         return action
 
-    def ocr(self, image: Any) -> list[Any]:
-        """OCR words of ``image``, cached by pixel content (turns re-show the same images)."""
-        key = hashlib.blake2b(image.tobytes() + repr((image.size, image.mode)).encode(), digest_size=16).hexdigest()
+    def ocr(self, image: Any, block: bool = False) -> list[Any]:
+        """OCR words of ``image``, cached by pixel content (turns re-show the same images). ``block``: read it as
+        one block of printed lines (Tesseract ``--psm 6``; a custom engine reads as it always does)."""
+        if block and self._block_engine is None:
+            self._block_engine = TesseractEngine(psm=6)
+        engine = self._block_engine if block else self.engine
+        pixels = image.tobytes() + repr((image.size, image.mode, block and self.engine is None)).encode()
+        key = hashlib.blake2b(pixels, digest_size=16).hexdigest()
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
-        words = read_text(image, self.engine)
+        words = read_text(image, engine)
         self._local.reads = getattr(self._local, "reads", 0) + 1
         with self._lock:
             self._cache[key] = words

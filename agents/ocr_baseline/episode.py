@@ -27,8 +27,9 @@ class EpisodeView:
     """The dialogue so far (prompts, the images each turn brought, this turn's tool calls and
     results, the transformed variants the agent made) and readings of its images through ``ocr``."""
 
-    def __init__(self, observation: Observation, ocr: Ocr):
+    def __init__(self, observation: Observation, ocr: Ocr, block_ocr: Ocr | None = None):
         self.ocr = ocr
+        self.block_ocr = block_ocr  # reads a repaired region as one block of printed lines (a table's rows)
         self.messages = list(observation.get("messages") or ())
         self.images = dict(zip(observation.get("image_names") or (), observation.get("images") or (), strict=False))
         self.offered = {tool.get("function", {}).get("name") for tool in observation.get("tools") or ()}
@@ -72,12 +73,24 @@ class EpisodeView:
         """The best-read orientation of one region; stops at the first one that reads cleanly."""
         best = Reading()
         for variant in variants:
-            read = parse_reading(self.ocr(self.images[variant]))
+            read = self.read_region(self.images[variant])
             if (read.quality, len(read.rows)) > (best.quality, len(best.rows)):
                 best = read
             if read.legible:
                 break
         return best
+
+    def read_region(self, image: Any) -> Reading:
+        """A repaired region read as a scene and, with ``block_ocr``, as one block of lines: the one with more rows.
+
+        Sparse-text OCR drops whole rows of a flattened table (lone numbers in a column); block OCR reads it
+        line by line, but garbles scattered text (a chart's labels), so neither always wins.
+        """
+        read = parse_reading(self.ocr(image))
+        if self.block_ocr is None:
+            return read
+        block = parse_reading(self.block_ocr(image))
+        return max((read, block), key=lambda r: (len(r.rows), r.quality))
 
     def word_sets(self, name: str) -> list[list[Any]]:
         """OCR words of a task image and of each of its transformed variants (for tickets and maps)."""
