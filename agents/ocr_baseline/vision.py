@@ -18,7 +18,7 @@ Box = tuple[int, int, int, int]
 Corners = tuple[tuple[int, int], ...]  # a sheet's four corners, clockwise from the top-left one; () when not a sheet
 # (image name, crop box, deskew angle in degrees, "page" | "small" | "sheet", enlargement, sheet corners)
 Plan = list[tuple[str, Box, float, str, float, Corners]]
-TEXT_HEIGHT = 24  # px: the height of an enlarged print's letters (median glyph, ~34 px type) that Tesseract reads best
+TEXT_HEIGHT = 32  # px: median letter height (as `text_height` measures) of enlarged print; 24 or 40 read fewer rows
 SMALL_SHARE = 0.2  # a text region larger than this share of the picture is a large page, not small print
 SMALL_IMAGE = 150_000  # pixels: a picture this small is small print as a whole
 
