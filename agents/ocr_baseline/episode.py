@@ -67,13 +67,17 @@ class EpisodeView:
         for variant, (source, box) in self.variants.items():
             if source == name and variant in self.images:
                 regions.setdefault(json.dumps(box), []).append(variant)
-        return [original] + [self.best_variant(variants) for variants in regions.values()]
+        size = self.images[name].size if name in self.images else None
+        return [original] + [self.best_variant(variants, size) for variants in regions.values()]
 
-    def best_variant(self, variants: Sequence[str]) -> Reading:
-        """The best-read orientation of one region; stops at the first one that reads cleanly."""
+    def best_variant(self, variants: Sequence[str], page_size: tuple[int, int] | None = None) -> Reading:
+        """The best-read orientation of one region; stops at the first one that reads cleanly. A variant of
+        ``page_size`` (the whole picture, its light evened out) is read as a scene only: block OCR of a
+        scene makes rows of clutter."""
         best = Reading()
         for variant in variants:
-            read = self.read_region(self.images[variant])
+            image = self.images[variant]
+            read = parse_reading(self.ocr(image)) if image.size == page_size else self.read_region(image)
             if (read.quality, len(read.rows)) > (best.quality, len(best.rows)):
                 best = read
             if read.legible:
@@ -81,7 +85,7 @@ class EpisodeView:
         return best
 
     def read_region(self, image: Any) -> Reading:
-        """A repaired region read as a scene and, with ``block_ocr``, as one block of lines: the one with more rows.
+        """An enlarged region read as a scene and, with ``block_ocr``, as one block of lines: the one with more rows.
 
         Sparse-text OCR drops whole rows of a flattened table (lone numbers in a column); block OCR reads it
         line by line, but garbles scattered text (a chart's labels), so neither always wins.
