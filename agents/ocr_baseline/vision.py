@@ -1,11 +1,12 @@
 """Computer vision for the vision tool: where the text is, how it is tilted, and the code to repair it.
 
-The agent locates small print itself (small sheets by their outline, levelled by their edges;
-then text-dense regions that are not a large page, deskewed by a projection profile), then sends
-the sandboxed ``python_image_processing`` tool concrete code (``enhance_code``): the whole picture
-with its light evened out (divided by a closing of the paper, which keeps a shadow's or glare's
-edge sharp) and faint print darkened (rows under glare or in a shadow), and each small-print
-region deskewed, enlarged 3.5x, cleaned and saved in four quarter turns.
+The agent locates small print itself (small sheets by their outline and four corners; then
+text-dense regions that are not a large page, deskewed by a projection profile) and measures its
+letter height, then sends the sandboxed ``python_image_processing`` tool concrete code
+(``enhance_code``): the whole picture with its light evened out (divided by a closing of the paper,
+which keeps a shadow's or glare's edge sharp) and faint print darkened (rows under glare or in a
+shadow), and each small-print region flattened (a sheet: one perspective map from its corners) or
+deskewed, enlarged to ``TEXT_HEIGHT`` letters, cleaned and saved in four quarter turns.
 """
 
 from __future__ import annotations
