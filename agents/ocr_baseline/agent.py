@@ -18,7 +18,7 @@ from vtb_env.image_names import TOOL_IMAGE_NAME
 from vtb_env.ocr import TesseractEngine, is_available, read_text
 from vtb_env.toolsets import VISION_TOOL
 
-SECOND_PSM = 4  # Tesseract page mode of the second reading: one column of lines of varying size
+SECOND_PSM = 6  # Tesseract page mode of the second reading: one block of printed lines (a table's rows)
 MAX_VISION_CALLS = 3  # per turn; each call repairs the regions of one image
 _FIRST_PERSON = re.compile(r"\b(my|our|ours|mine|i|i'm|i've|me)\b", re.I)
 # First-person questions that still say what they are about (a ticket, a named holding, an order, a route...).

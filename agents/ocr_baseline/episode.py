@@ -31,7 +31,7 @@ class EpisodeView:
 
     def __init__(self, observation: Observation, ocr: Ocr, second: Ocr | None = None):
         self.ocr = ocr
-        self.second = second  # another OCR configuration for a second reading of repaired regions
+        self.second = second  # reads a repaired region again as one block of printed lines, for the vote
         self.messages = list(observation.get("messages") or ())
         self.images = dict(zip(observation.get("image_names") or (), observation.get("images") or (), strict=False))
         self.offered = {tool.get("function", {}).get("name") for tool in observation.get("tools") or ()}
@@ -70,13 +70,20 @@ class EpisodeView:
         for variant, (source, box) in self.variants.items():
             if source == name and variant in self.images:
                 regions.setdefault(json.dumps(box), []).append(variant)
+        size = self.images[name].size if name in self.images else None
         return [original] + [
-            vote(doc) for doc in same_documents([self.region_votes(v) for v in regions.values()], original)
+            vote(doc) for doc in same_documents([self.region_votes(v, size) for v in regions.values()], original)
         ]
 
-    def region_votes(self, variants: Sequence[str]) -> list[Reading]:
+    def region_votes(self, variants: Sequence[str], page_size: tuple[int, int] | None = None) -> list[Reading]:
         """Readings of one region: its quarter turns in order up to the first that reads cleanly, and the
-        best of them read again in a second page mode (``second``), for the vote."""
+        best of them read again as one block of lines (``second``), for the vote.
+
+        Sparse-text OCR drops whole rows of a flattened table (lone numbers in a column); block OCR reads
+        it line by line but garbles scattered text (a chart's labels), so both readings vote. A variant of
+        ``page_size`` (the whole picture, its light evened out) is not read as a block: block OCR of a
+        scene makes rows of clutter.
+        """
         read: list[tuple[Reading, str]] = []
         for variant in variants:
             reading = parse_reading(self.ocr(self.images[variant]))
@@ -84,7 +91,7 @@ class EpisodeView:
             if reading.legible:
                 break
         best, variant = max(read, key=lambda rv: (rv[0].quality, len(rv[0].rows)), default=(Reading(), ""))
-        if best.rows and self.second is not None:
+        if variant and self.second is not None and self.images[variant].size != page_size:
             read.append((parse_reading(self.second(self.images[variant])), variant))
         return [reading for reading, _variant in read]
 

@@ -1,11 +1,12 @@
 """Computer vision for the vision tool: where the text is, how it is tilted, and the code to repair it.
 
-The agent locates small print itself (small sheets by their outline, levelled by their edges;
-then text-dense regions that are not a large page, deskewed by a projection profile), then sends
-the sandboxed ``python_image_processing`` tool concrete code (``enhance_code``): the whole picture
-with its light evened out (divided by a closing of the paper, which keeps a shadow's or glare's
-edge sharp) and faint print darkened (rows under glare or in a shadow), and each small-print
-region deskewed, enlarged 3.5x, cleaned and saved in four quarter turns.
+The agent locates small print itself (small sheets by their outline and four corners; then
+text-dense regions that are not a large page, deskewed by a projection profile) and measures its
+letter height, then sends the sandboxed ``python_image_processing`` tool concrete code
+(``enhance_code``): the whole picture with its light evened out (divided by a closing of the paper,
+which keeps a shadow's or glare's edge sharp) and faint print darkened (rows under glare or in a
+shadow), and each small-print region flattened (a sheet: one perspective map from its corners) or
+deskewed, enlarged to ``TEXT_HEIGHT`` letters, cleaned and saved in four quarter turns.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from typing import Any
 import numpy as np
 
 Box = tuple[int, int, int, int]
-Plan = list[tuple[str, Box, float, str]]  # (image name, crop box, deskew angle in degrees, "page" | "small")
+Corners = tuple[tuple[int, int], ...]  # a sheet's four corners, clockwise from the top-left one; () when not a sheet
+# (image name, crop box, deskew angle in degrees, "page" | "small" | "sheet", enlargement, sheet corners)
+Plan = list[tuple[str, Box, float, str, float, Corners]]
+TEXT_HEIGHT = 32  # px: median letter height (as `text_height` measures) of enlarged print; 24 or 40 read fewer rows
 SMALL_SHARE = 0.2  # a text region larger than this share of the picture is a large page, not small print
 SMALL_IMAGE = 150_000  # pixels: a picture this small is small print as a whole
 
@@ -74,10 +78,11 @@ def skew_angle(image: Any, box: tuple[int, int, int, int]) -> float:
 ENHANCE_CODE = """import json
 import cv2
 import numpy as np
-from PIL import Image, ImageFilter
-# What to repair, located in the original images: (image, crop box, deskew angle in degrees, kind).
+from PIL import Image, ImageFilter, ImageOps
+# What to repair, located in the original images: (image, crop box, deskew angle, kind, zoom, corners).
 # "page": the whole picture, light evened out and its faint print darkened (glare, shadow);
-# "small": small print, deskewed, enlarged and saved in four quarter turns (the angle is known up to them).
+# "sheet": a small sheet flattened from its four corners (perspective) and enlarged;
+# "small": small print, deskewed and enlarged. Both are saved in four quarter turns (known up to them).
 plan = {plan!r}
 index, made = {start}, {{}}
 
@@ -104,13 +109,24 @@ def save(image, name, box):
     index += 1
 
 
-for name, box, angle, kind in plan:
-    region = Image.open(name).convert("L").crop(box)
+for name, box, angle, kind, zoom, corners in plan:
+    photo = Image.open(name).convert("L")
+    region = photo.crop(box)
     if kind == "page":
         save(even(region, window=(226, 251)), name, box)
         continue
-    region = region.rotate(angle, resample=Image.BICUBIC, expand=True, fillcolor=255)
-    region = even(region.resize((region.width * 7 // 2, region.height * 7 // 2), Image.LANCZOS))
+    if kind == "sheet":
+        src = np.float32(corners)
+        w = int(zoom * (np.hypot(*(src[1] - src[0])) + np.hypot(*(src[2] - src[3]))) / 2)
+        h = int(zoom * (np.hypot(*(src[3] - src[0])) + np.hypot(*(src[2] - src[1]))) / 2)
+        flat = np.float32([(0, 0), (w, 0), (w, h), (0, h)])
+        warp = cv2.getPerspectiveTransform(src, flat)
+        grey = np.asarray(photo, np.uint8)
+        region = Image.fromarray(cv2.warpPerspective(grey, warp, (w, h), flags=cv2.INTER_CUBIC, borderValue=255))
+    else:
+        region = region.rotate(angle, resample=Image.BICUBIC, expand=True, fillcolor=255)
+        region = region.resize((int(region.width * zoom), int(region.height * zoom)), Image.LANCZOS)
+    region = ImageOps.expand(even(region), border=24, fill=255)
     for turn in (0, 90, 180, 270):
         save(region.rotate(turn, expand=True), name, box)
 print(json.dumps({{"variants": made}}))
@@ -118,10 +134,15 @@ print(json.dumps({{"variants": made}}))
 
 
 def small_pages(image: Any, max_share: float = SMALL_SHARE) -> list[tuple[Box, float]]:
-    """Small sheets of paper with print on them: ``(bounding box, angle that levels their edges)``, largest first.
+    """Small sheets of paper with print on them: ``(bounding box, angle that levels their edges)``, largest first."""
+    return [(box, angle) for box, angle, _corners in sheets(image, max_share)]
+
+
+def sheets(image: Any, max_share: float = SMALL_SHARE) -> list[tuple[Box, float, Corners]]:
+    """Small sheets of paper with print on them: ``(bounding box, edge angle, four corners)``, largest first.
 
     A sheet's outline is a convex quadrilateral of edges (Canny); one without fine strokes inside
-    (a bar, a frame, a shape) is no page. The angle is known up to quarter turns.
+    (a bar, a frame, a shape) is no page. The angle (and the corners' order) is known up to quarter turns.
     """
     import cv2
 
@@ -130,7 +151,7 @@ def small_pages(image: Any, max_share: float = SMALL_SHARE) -> list[tuple[Box, f
     edges = cv2.dilate(cv2.Canny(cv2.GaussianBlur(gray, (5, 5), 0), 30, 90), np.ones((3, 3), np.uint8))
     contours, _ = cv2.findContours(edges, cv2.RETR_LIST, cv2.CHAIN_APPROX_SIMPLE)
     ink = cv2.morphologyEx(gray, cv2.MORPH_BLACKHAT, np.ones((7, 7), np.uint8)) > 40  # dark fine strokes
-    found: list[tuple[float, Box, float]] = []
+    found: list[tuple[float, Box, float, Corners]] = []
     for contour in contours:
         hull = cv2.convexHull(contour)
         hull_area = cv2.contourArea(hull)
@@ -151,24 +172,65 @@ def small_pages(image: Any, max_share: float = SMALL_SHARE) -> list[tuple[Box, f
         (x0, y0), (x1, y1) = cv2.boxPoints(rect)[:2]
         angle = float(np.degrees(np.arctan2(y1 - y0, x1 - x0)))
         box = (x, y, x + w, y + h)
-        if any(_overlap(box, other) > 0.5 for _a, other, _ang in found):
+        if any(_overlap(box, other) > 0.5 for _a, other, _ang, _c in found):
             continue
-        found.append((hull_area, box, angle))
+        found.append((hull_area, box, angle, _clockwise(corners)))
     found.sort(key=lambda f: -f[0])
-    return [(box, angle) for _a, box, angle in found]
+    return [(box, angle, corners) for _a, box, angle, corners in found]
+
+
+def _clockwise(corners: Any) -> Corners:
+    """Four corners clockwise on screen (y down), from the one nearest the top-left; 3 px outwards (the sheet's rim)."""
+    points = np.asarray(corners, np.float64)
+    center = points.mean(axis=0)
+    points = points[np.argsort(np.arctan2(points[:, 1] - center[1], points[:, 0] - center[0]))]
+    points = np.roll(points, -int(np.argmin(points.sum(axis=1))), axis=0)
+    out = center + (points - center) * (1 + 3 / max(1.0, float(np.linalg.norm(points - center, axis=1).min())))
+    return tuple((int(round(px)), int(round(py))) for px, py in out)
+
+
+def text_height(gray: Any) -> float | None:
+    """The median height in pixels of the letters in a grey page (connected dark strokes); None without print."""
+    import cv2
+
+    ink = (cv2.morphologyEx(gray, cv2.MORPH_BLACKHAT, np.ones((9, 9), np.uint8)) > 30).astype(np.uint8)
+    count, _labels, stats, _ = cv2.connectedComponentsWithStats(ink)
+    heights = [h for _x, _y, w, h, a in stats[1:count] if 3 <= h <= 60 and w <= 3 * h and a >= 6]
+    return float(np.median(heights)) if len(heights) >= 8 else None
+
+
+def zoom_for(gray: Any, scale: float) -> float:
+    """The enlargement that brings the print of ``gray`` (already enlarged ``scale`` times) to ``TEXT_HEIGHT``."""
+    height = text_height(gray)
+    return 3.5 if height is None else round(float(np.clip(TEXT_HEIGHT * scale / height, 1.5, 6.0)), 2)
+
+
+def sheet_zoom(image: Any, corners: Corners) -> float:
+    """The enlargement for a sheet, measured on the sheet flattened at 2x (8 px print blurs together at 1x)."""
+    import cv2
+
+    src = np.float32(corners)
+    w = int(np.hypot(*(src[1] - src[0])) * 2)
+    h = int(np.hypot(*(src[3] - src[0])) * 2)
+    warp = cv2.getPerspectiveTransform(src, np.float32([(0, 0), (w, 0), (w, h), (0, h)]))
+    flat = cv2.warpPerspective(np.asarray(image.convert("L")), warp, (max(w, 1), max(h, 1)), flags=cv2.INTER_CUBIC)
+    return zoom_for(flat, 2.0)
 
 
 def repair_plan(name: str, image: Any, max_small: int = 3) -> Plan:
     """What to repair in one image: the whole picture with its light evened out (faint rows on a
     large page), and up to ``max_small`` places of small print: small sheets found by their outline
-    (levelled by their edges), then the densest page-shaped text regions that are neither a large page
-    nor part of one (padded, each with its measured deskew angle)."""
+    (flattened from their four corners), then the densest page-shaped text regions that are neither a
+    large page nor part of one (padded, each with its measured deskew angle). Each is enlarged so that
+    its measured letters are ``TEXT_HEIGHT`` pixels high."""
     whole = (0, 0, image.width, image.height)
-    plan: Plan = [(name, whole, 0.0, "page")]
+    plan: Plan = [(name, whole, 0.0, "page", 1.0, ())]
     if image.width * image.height <= SMALL_IMAGE:
-        return plan + [(name, whole, round(skew_angle(image, whole), 1), "small")]
-    for box, angle in small_pages(image, SMALL_SHARE / 2)[:max_small]:
-        plan.append((name, _padded(box, image.size, 8), round(angle % 90, 1), "small"))
+        return plan + [(name, whole, round(skew_angle(image, whole), 1), "small", _region_zoom(image, whole), ())]
+    for box, angle, corners in sheets(image, SMALL_SHARE / 2)[:max_small]:
+        plan.append(
+            (name, _padded(box, image.size, 8), round(angle % 90, 1), "sheet", sheet_zoom(image, corners), corners)
+        )
     regions = text_regions(image, max_regions=12, min_share=0.03)
     small = [
         b
@@ -181,8 +243,15 @@ def repair_plan(name: str, image: Any, max_small: int = 3) -> Plan:
     for box in small[: max(0, max_small + 1 - len(plan))]:  # the densest first
         angle = skew_angle(image, _padded(box, image.size, 12))  # on the text itself, not its neighbours
         pad = 12 + max(box[2] - box[0], box[3] - box[1]) // 5  # a turned page's corners stick out of its text box
-        plan.append((name, _padded(box, image.size, pad), round(angle, 1), "small"))
+        padded = _padded(box, image.size, pad)
+        plan.append((name, padded, round(angle, 1), "small", _region_zoom(image, padded), ()))
     return plan
+
+
+def _region_zoom(image: Any, box: Box) -> float:
+    """The enlargement for a text region, measured on it enlarged 2x."""
+    region = image.convert("L").crop(box)
+    return zoom_for(np.asarray(region.resize((region.width * 2, region.height * 2))), 2.0)
 
 
 def _overlap(box: Box, other: Box) -> float:
