@@ -216,7 +216,7 @@ def test_reads_a_v3_pair_with_the_tool_only_where_the_label_says_it_is_needed():
     from vtb_env.tools.base import ToolRegistry
     from vtb_env.tools.python_tools import PythonImageProcessing
 
-    required, redundant = generate_pair(41, 2, domain="Generalist", category="follow_up_test")
+    required, redundant = generate_pair(41, 7, domain="Generalist", category="follow_up_test")
     assert required.metadata["degradations"]["image_1.png"] == ["low_contrast_glare"]
     hidden, shown = play_ocr_baseline([required, redundant], ToolRegistry([PythonImageProcessing()]))
     assert hidden.used_tools and [c.name for c in hidden.tool_calls] == ["python_image_processing"]
@@ -232,7 +232,7 @@ def test_solves_v3_computations_and_lookups_with_its_own_arithmetic_and_the_offl
     from vtb_env.synth import generate_pair
     from vtb_env.tools import default_tools
 
-    cases = [("Finance", 1, 1, []), ("Sports", 3, 1, []), ("Generalist", 3, 0, None)]  # (domain, index, which, tools)
+    cases = [("Finance", 5, 1, []), ("Sports", 3, 1, []), ("Generalist", 3, 0, None)]  # (domain, index, which, tools)
     for domain, index, which, tool_names in cases:
         task = generate_pair(9, index, domain=domain, category="hybrid_tool_reasoning")[which]
         tools = default_tools() if tool_names is None else default_tools({"tools": tool_names})

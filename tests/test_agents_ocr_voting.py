@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vtb_agents.ocr_baseline.reading import parse_reading
+from vtb_agents.ocr_baseline.reading import Row, parse_reading
 from vtb_agents.ocr_baseline.rules import plausible
 from vtb_agents.ocr_baseline.voting import same_documents, vote
 from vtb_env.ocr import OcrWord
@@ -90,3 +90,15 @@ def test_a_value_read_as_digits_outvotes_letters_read_as_digits():
     readings = [_reading(("ORVA", v, 0.6), ("MERO", "35", 0.9)) for v in ("i181", "181i", "181i", "181")]
     assert [r.text for r in readings[0].rows if r.label == "ORVA"] == ["1181"]  # one reading alone: as read
     assert {r.label: r.text for r in vote(readings).rows} == {"ORVA": "181", "MERO": "35"}
+
+
+def test_a_stray_mark_beside_a_column_of_rows_is_no_entry():
+    """A photo's reading of a scoreboard with "We 300" read off the desk beside it: every-entry questions
+    take only rows that share their column with others."""
+    from vtb_agents.ocr_baseline.solving import in_columns
+
+    column = [Row(f"Team{i}", str(20 + i), 20.0 + i, center=(222.0 + (i % 3), 232.0 + 53 * i)) for i in range(8)]
+    stray = Row("We", "300", 300.0, center=(687.0, 180.0))
+    assert in_columns([stray, *column]) == column
+    two_columns = column + [Row(f"Right{i}", "5", 5.0, center=(600.0, 232.0 + 53 * i)) for i in range(4)]
+    assert in_columns(two_columns) == two_columns  # a second column of rows is the document's, not noise

@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+import statistics
 from dataclasses import dataclass
 from typing import Callable, Sequence, Union
 
@@ -143,13 +144,28 @@ def titled_rows(ep: EpisodeView, q: Question) -> list[Row] | Missing:
     names = tuple(ep.in_view())
     readings = [(i > 0, r) for n in names for i, r in enumerate(ep.region_readings(n))]
     title = _TITLE.search(q.text)
-    titled = [r for _repaired, r in readings if title and holds_title(r.text, title.group(1))]
-    pool = titled or [r for repaired, r in readings if repaired]
-    best = max(pool, key=lambda r: len(r.rows), default=None)
+    titled = [(repaired, r) for repaired, r in readings if title and holds_title(r.text, title.group(1))]
+    repaired, best = max(
+        titled or [(True, r) for repaired, r in readings if repaired],
+        key=lambda rr: len(rr[1].rows),
+        default=(False, None),
+    )
     if best is None or len(best.rows) < 3:
         return Missing("every entry of the document the question names", names)
     # The title line with a stray mark read as a number ("City Basketball League 6") is no entry.
-    return [r for r in best.rows if not (title and holds_title(r.label, title.group(1)))]
+    rows = [r for r in best.rows if not (title and holds_title(r.label, title.group(1)))]
+    return rows if repaired else in_columns(rows)
+
+
+def in_columns(rows: list[Row]) -> list[Row]:
+    """The rows of a photo's reading that share their column with at least two others: a stray mark read
+    as a row ("We 300" beside a scoreboard, "Ot 2" beside a receipt) stands alone. Only for one image's
+    reading: a voted reading of a repaired region mixes the coordinates of its quarter turns."""
+    ys = sorted(r.center[1] for r in rows)
+    spacing = statistics.median([b - a for a, b in zip(ys, ys[1:], strict=False) if b > a] or [0.0])
+    if len(rows) < 4 or spacing <= 0:
+        return rows
+    return [r for r in rows if sum(abs(o.center[0] - r.center[0]) < spacing for o in rows) >= 3]
 
 
 def holds_title(text: str, title: str) -> bool:
