@@ -29,7 +29,8 @@ from vtb_env.synth import desk, photo, scenery
 from vtb_env.synth.decoys import decoy_scene
 from vtb_env.synth.desk import rect
 from vtb_env.synth.render import Panel, typeface
-from vtb_env.synth.scenes import Entry, Scene, render
+from vtb_env.synth.scene_drawing import render
+from vtb_env.synth.scenes import Entry, Scene
 
 PATCHES = ("glare", "shadow")
 # Side-page print at difficulty 0 and 1 (v2: 10 and 8). 11 px (difficulty 0.5) is still unread as shown,

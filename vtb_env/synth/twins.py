@@ -24,7 +24,8 @@ from vtb_env.image_names import task_image_name
 from vtb_env.synth import degrade, desk, matched, photo, scenery
 from vtb_env.synth.blueprints import Blueprint
 from vtb_env.synth.render import Panel, png_bytes
-from vtb_env.synth.scenes import Scene, render
+from vtb_env.synth.scene_drawing import render
+from vtb_env.synth.scenes import Scene
 from vtb_env.tasks import ImageRef, Rubric, Task, Turn
 from vtb_env.toolsets import VISION_TOOL
 
