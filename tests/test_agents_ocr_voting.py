@@ -92,13 +92,15 @@ def test_a_value_read_as_digits_outvotes_letters_read_as_digits():
     assert {r.label: r.text for r in vote(readings).rows} == {"ORVA": "181", "MERO": "35"}
 
 
-def test_a_stray_mark_beside_a_column_of_rows_is_no_entry():
+def test_a_stray_mark_beside_a_document_is_no_entry():
     """A photo's reading of a scoreboard with "We 300" read off the desk beside it: every-entry questions
-    take only rows that share their column with others."""
-    from vtb_agents.ocr_baseline.solving import in_columns
+    drop a row far from every other; a second column and a chart's bars on one line stay."""
+    from vtb_agents.ocr_baseline.solving import without_strays
 
     column = [Row(f"Team{i}", str(20 + i), 20.0 + i, center=(222.0 + (i % 3), 232.0 + 53 * i)) for i in range(8)]
     stray = Row("We", "300", 300.0, center=(687.0, 180.0))
-    assert in_columns([stray, *column]) == column
+    assert without_strays([stray, *column]) == column
     two_columns = column + [Row(f"Right{i}", "5", 5.0, center=(600.0, 232.0 + 53 * i)) for i in range(4)]
-    assert in_columns(two_columns) == two_columns  # a second column of rows is the document's, not noise
+    assert without_strays(two_columns) == two_columns
+    bars = [Row(f"C{i}", "13.1", 13.1, center=(152.0 + 152 * i, 700.0 - i % 2)) for i in (0, 1, 2, 3, 6, 7)]
+    assert without_strays(bars) == bars  # a bar chart's labels lie on one line, two bars unread between

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 import re
 import statistics
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from vtb_agents.ocr_baseline.questions import Question, named_rows, names_exactl
 from vtb_agents.ocr_baseline.reading import Reading, Row
 
 SURE = 0.75  # OCR confidence below which a value the question needs is not trusted without the vision tool
+STRAY_DISTANCE = 3.0  # a row this many times farther from every other row than rows usually lie is a stray mark
 
 
 @dataclass(frozen=True)
@@ -148,24 +150,24 @@ def titled_rows(ep: EpisodeView, q: Question) -> list[Row] | Missing:
     repaired, best = max(
         titled or [(True, r) for repaired, r in readings if repaired],
         key=lambda rr: len(rr[1].rows),
-        default=(False, None),
+        default=(False, Reading()),
     )
-    if best is None or len(best.rows) < 3:
-        return Missing("every entry of the document the question names", names)
     # The title line with a stray mark read as a number ("City Basketball League 6") is no entry.
     rows = [r for r in best.rows if not (title and holds_title(r.label, title.group(1)))]
-    return rows if repaired else in_columns(rows)
+    rows = rows if repaired else without_strays(rows)
+    return rows if len(rows) >= 3 else Missing("every entry of the document the question names", names)
 
 
-def in_columns(rows: list[Row]) -> list[Row]:
-    """The rows of a photo's reading that share their column with at least two others: a stray mark read
-    as a row ("We 300" beside a scoreboard, "Ot 2" beside a receipt) stands alone. Only for one image's
-    reading: a voted reading of a repaired region mixes the coordinates of its quarter turns."""
-    ys = sorted(r.center[1] for r in rows)
-    spacing = statistics.median([b - a for a, b in zip(ys, ys[1:], strict=False) if b > a] or [0.0])
-    if len(rows) < 4 or spacing <= 0:
+def without_strays(rows: list[Row]) -> list[Row]:
+    """The rows of a photo's reading without strays: a mark read as a row ("We 300" beside a scoreboard,
+    "Ot 2" beside a receipt) lies much farther from every other row than the document's rows lie from
+    their neighbours (a table's next line, a chart's next bar). Only for one image's reading: a voted
+    reading of a repaired region mixes the coordinates of its quarter turns."""
+    if len(rows) < 4:
         return rows
-    return [r for r in rows if sum(abs(o.center[0] - r.center[0]) < spacing for o in rows) >= 3]
+    nearest = [min(math.dist(r.center, o.center) for o in rows if o is not r) for r in rows]
+    typical = statistics.median(nearest)
+    return [r for r, d in zip(rows, nearest, strict=True) if d <= STRAY_DISTANCE * typical]
 
 
 def holds_title(text: str, title: str) -> bool:
