@@ -7,11 +7,13 @@ templates never name a row.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from vtb_agents.ocr_baseline.reading import Row, label_key
+from vtb_env.synth import templates
 
 _STOP = frozenset(
     "a an and are as at be by do does for from how i in is it its me much many of on or per please shown show tell "
@@ -103,7 +105,31 @@ def _find(low: str, qkey: str, words: Sequence[str], label: str) -> int | None:
     if len(target) < 4:
         return None
     for i in range(len(words) - n + 1):
+        if set(words[i : i + n]) <= wording_words():  # "does the train make": "make" is no slip of "Market"
+            continue
         window = "".join(label_key(w) for w in words[i : i + n])
         if difflib.SequenceMatcher(None, window, target).ratio() >= 0.75:
             return low.find(words[i])
     return None
+
+
+@functools.cache
+def wording_words() -> frozenset[str]:
+    """Every word the generator's question wordings print around the entries (``templates``, placeholders
+    left out): a misread row label is never matched to one of them as a look-alike."""
+    words: set[str] = set()
+
+    def collect(value: Any) -> None:
+        if isinstance(value, str):
+            words.update(re.findall(r"[a-z0-9][a-z0-9'-]*", re.sub(r"\{[^}]*\}", " ", value).lower()))
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                collect(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                collect(item)
+
+    for name, value in vars(templates).items():
+        if name.isupper():
+            collect(value)
+    return frozenset(words)
