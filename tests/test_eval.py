@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -104,16 +106,24 @@ def test_eval_survives_a_kill_resumes_without_loss_or_duplicates_and_retries_err
 
 @pytest.mark.slow
 def test_ctrl_c_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path):
-    # 10 tasks of 1 s each, 2 in flight: the interrupt after 2 records lands mid-run even when a loaded
-    # machine notices the records seconds late (at 6 tasks of 0.3 s a loaded CI machine saw all done)
+    # 10 tasks, 2 in flight; every request after the first two waits until the interrupt is sent, so it
+    # lands mid-run however late a loaded machine notices the records (timing alone failed twice under load)
     tasks = 10
     data = write_menu_tasks(tmp_path / "data", n=tasks)
     out = tmp_path / "run"
-    with ChatServer(lambda request: {"content": "The answer is 13."}, latency_s=1.0) as server:
+    interrupted, served = threading.Event(), itertools.count(1)
+
+    def answer(request):
+        if next(served) > 2:
+            interrupted.wait(timeout=60)
+        return {"content": "The answer is 13."}
+
+    with ChatServer(answer, latency_s=0.2) as server:
         args = eval_args(data, f"openai:m@{server.base_url}", out, "--concurrency", "2")
         process = vtb(*args)
         wait_for_records(out / "records.jsonl", 2, timeout_s=60)
         process.send_signal(signal.SIGINT)
+        interrupted.set()  # the episodes in flight finish and are kept
         stdout, stderr = process.communicate(timeout=60)
         assert process.returncode == 130, stderr
         before = [r["key"] for r in iter_records(out / "records.jsonl")]
