@@ -120,7 +120,9 @@ def test_ctrl_c_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path):
 
     with ChatServer(answer, latency_s=0.2) as server:
         args = eval_args(data, f"openai:m@{server.base_url}", out, "--concurrency", "2")
-        process = vtb(*args)
+        # A shell's background job inherits SIGINT ignored (`cmd &`), and Python keeps it so: give the
+        # child Ctrl-C's default meaning, as a terminal's foreground job has it
+        process = vtb(*args, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         wait_for_records(out / "records.jsonl", 2, timeout_s=60)
         process.send_signal(signal.SIGINT)
         interrupted.set()  # the episodes in flight finish and are kept
