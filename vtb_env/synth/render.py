@@ -109,10 +109,10 @@ def text_width(text: str, px: int, bold: bool = False) -> int:
     return int(right - left)
 
 
-def png_bytes(image: Image.Image, compress_level: int = 6) -> bytes:
-    """PNG with fixed settings and no metadata."""
+def png_bytes(image: Image.Image, compress_level: int = 6, strategy: int = -1) -> bytes:
+    """PNG with fixed settings and no metadata; ``strategy``: zlib's (-1 Pillow's default, 3 run-length)."""
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", compress_level=compress_level, optimize=False)
+    image.save(buffer, format="PNG", compress_level=compress_level, compress_type=strategy, optimize=False)
     return buffer.getvalue()
 
 
