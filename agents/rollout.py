@@ -33,6 +33,7 @@ from PIL import Image
 
 from vtb_env.batch import EnvPool
 from vtb_env.observation import map_image_parts
+from vtb_env.ocr_view import make_view
 from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.grpo import group_advantages
 from vtb_rewards.mode import ConfusionMatrix, Outcome, mode_outcome
@@ -156,17 +157,38 @@ class VLLMGenerator:
         ]
 
 
+def policy_view(processing_class: Any) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """The observation view the policy's tokenizer asks for with ``image_view`` in its config (one of
+    ``vtb_env.ocr_view.VIEWS``, sharing ``ocr_view.default_cache()``), or None."""
+    tokenizer = getattr(processing_class, "tokenizer", processing_class)
+    return make_view((getattr(tokenizer, "init_kwargs", None) or {}).get("image_view"))
+
+
 class ChatRenderer:
     """The policy's chat template applied to env messages; image parts become ``{"type": "image"}``.
 
     With a processor (vision-language policy) ``encode`` expands each image placeholder into the
     model's image tokens for the given images; with a tokenizer placeholders stay text.
+    ``view``: applied to every observation before it is rendered (``start_episode``, ``append_env_reply``);
+    by default the one the policy's tokenizer asks for (``policy_view``), e.g. ``vtb_env.ocr_view.OcrView``
+    for a text policy that reads the images' words.
     """
 
-    def __init__(self, processing_class: Any, **template_kwargs: Any):
+    def __init__(
+        self,
+        processing_class: Any,
+        *,
+        view: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        **template_kwargs: Any,
+    ):
         self.processor = processing_class if is_processor(processing_class) else None
         self.tokenizer = getattr(processing_class, "tokenizer", processing_class)
+        self.view = view if view is not None else policy_view(processing_class)
         self.template_kwargs = template_kwargs
+
+    def shown(self, observation: dict[str, Any]) -> dict[str, Any]:
+        """The observation as the policy is shown it (through ``view``)."""
+        return self.view(observation) if self.view is not None else observation
 
     @property
     def is_vision(self) -> bool:
@@ -303,7 +325,7 @@ def run_episodes(
             _Live(
                 i,
                 episode,
-                obs["messages"],
+                renderer.shown(obs)["messages"],
                 obs["tools"],
                 info["task"].get("mode_label"),
                 info["record"],
@@ -344,6 +366,7 @@ def run_episodes(
 def start_episode(renderer: ChatRenderer, task_id: str, observation: dict[str, Any]) -> Episode:
     """A new episode from the env's first observation: prompt tokens and the images shown so far."""
     episode = Episode(task_id, [], images=_rgb(observation["images"]), image_names=list(observation["image_names"]))
+    observation = renderer.shown(observation)
     text = renderer.text(observation["messages"], observation["tools"], add_generation_prompt=True)
     episode.prompt_ids = renderer.encode(text, _shown(renderer, episode.images))
     return episode
@@ -360,7 +383,7 @@ def append_env_reply(
 
     ``messages`` is the dialogue before the policy's message; returns the env's dialogue now.
     """
-    after = observation["messages"]  # the old ones, the env's copy of the policy's message, then new ones
+    after = renderer.shown(observation)["messages"]  # the old ones, the env's copy of the policy's message, new ones
     new_images = _rgb(observation["images"][len(episode.images) :])
     episode.extend(
         renderer.appended_tokens(after[: len(messages) + 1], after, tools, _shown(renderer, new_images)), None

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import torch
 from huggingface_hub.dataclasses import strict
+from PIL import Image
 from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
 from transformers import (
     AutoConfig,
@@ -83,6 +84,15 @@ ZOOM_CODE = (
     "index = len(glob.glob('transformed_image_*.png'))\n"
     "image.crop((0, 0, w // 2, h // 2)).resize((w, h)).save(f'transformed_image_{index}.png')"
 )
+
+
+def zoomed(image: Image.Image) -> Image.Image:
+    """What ``ZOOM_CODE`` saves for ``image`` as ``image_1.png`` (the same Pillow calls, run here): the top-left
+    quarter enlarged to the full size. Lets a run read what the ``CALL`` action will show before it shows it."""
+    w, h = image.size
+    return image.crop((0, 0, w // 2, h // 2)).resize((w, h))
+
+
 CALL_TEXT = (
     "<tool_call>" + json.dumps({"name": "python_image_processing", "arguments": {"code": ZOOM_CODE}}) + "</tool_call>"
 )

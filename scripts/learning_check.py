@@ -33,6 +33,7 @@ from typing import Sequence
 
 from vtb_agents.two_action_vlm import DEFAULT_IMAGE_SIZE, DEFAULT_PATCH_SIZE, DEFAULT_STEM_WIDTH
 from vtb_app.learning_check import run
+from vtb_app.learning_policies import POLICIES
 from vtb_env.synth.stream import DEFAULT_GENERATOR
 from vtb_env.synth.twins import GENERATORS
 
@@ -48,6 +49,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--generator", default=DEFAULT_GENERATOR, choices=GENERATORS, help="the synthetic generator of synth:N:SEED"
     )
+    p.add_argument(
+        "--policy",
+        default="text",
+        choices=POLICIES,
+        help="text: the reading policy (question + OCR words); text-no-question: its control (OCR words only); "
+        "vlm: the pixel policy",
+    )
+    p.add_argument("--hidden-size", type=int, default=64, help="text policies' width")
+    p.add_argument(
+        "--ocr-cache",
+        default=str(Path("~/.cache/vtb-gym/ocr-tesseract.json")),
+        help="text policies: the OCR readings file, loaded first and saved after ('': none)",
+    )
+    p.add_argument("--ocr-workers", type=int, default=2, help="OCR engine calls at a time while filling the cache")
     p.add_argument("--max-steps", type=int, default=60)
     p.add_argument("--num-generations", type=int, default=4)
     p.add_argument("--tasks-per-step", type=int, default=4)
@@ -88,6 +103,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.compare and not args.plot:
         p.error("--compare needs --plot")
+    if args.supervised_epochs and args.policy != "vlm":
+        p.error("--supervised-epochs: the supervised bound is measured for --policy vlm only")
     if not args.eval_modes or set(args.eval_modes.split(",")) - {"sampled", "greedy"}:
         p.error(f"--eval-modes: a comma list of sampled, greedy; got {args.eval_modes!r}")
     return args

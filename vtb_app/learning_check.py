@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from vtb_agents.rollout import ChatRenderer, Episode, HFGenerator, run_episodes
-from vtb_agents.two_action_vlm import build_two_action_vlm
+from vtb_app.learning_policies import TEXT_VIEWS, build_policy, load_model, load_processing_class, prepare_reading
 from vtb_env.batch import EnvPool
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
+from vtb_env.ocr_view import default_cache
 from vtb_env.tasks import Task
 from vtb_env.tools.base import ToolRegistry
 from vtb_rewards.mode import ConfusionMatrix
@@ -158,8 +159,6 @@ def cpu_seconds() -> float:
 
 def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[str, Any]:
     """The whole experiment; returns the curve, the held-out figures before/after and timings."""
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-
     from vtb_env.tools.python_tools import PythonImageProcessing
 
     start, cpu_start = time.perf_counter(), cpu_seconds()
@@ -177,20 +176,14 @@ def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[
         "generator": args.generator,
         "n_train_tasks": len(train_tasks),
         "n_eval_tasks": len(eval_tasks),
+        "policy": args.policy,
         "args": vars(args),
     }
     try:
-        policy = build_two_action_vlm(
-            policy_dir / "init",
-            image_size=args.image_size,
-            patch_size=args.patch_size,
-            stem_width=args.stem_width or None,
-            seed=args.seed,
-        )
-        processor = AutoProcessor.from_pretrained(policy)
-        result["before"] = evaluate_modes(
-            AutoModelForImageTextToText.from_pretrained(policy), processor, eval_tasks, tools, args
-        )
+        result["ocr"] = prepare_reading(args, [*train_tasks, *eval_tasks])
+        policy = build_policy(args, policy_dir / "init")
+        processor = load_processing_class(policy)
+        result["before"] = evaluate_modes(load_model(policy), processor, eval_tasks, tools, args)
         _print_eval("held-out before training", result["before"])
         if args.supervised_epochs:
             result["supervised"] = supervised_bound(policy, processor, train_tasks, eval_tasks, tools, args)
@@ -206,6 +199,10 @@ def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[
         result["curve"] = training_curve(trainer.state.log_history)
         result["after"] = evaluate_modes(trainer.model, processor, eval_tasks, tools, args)
         _print_eval("held-out after training", result["after"])
+        if args.policy in TEXT_VIEWS:
+            result["ocr"]["read_during_run"] = default_cache().misses - result["ocr"]["read"]
+            if args.ocr_cache:
+                default_cache().save(Path(args.ocr_cache).expanduser())
     finally:
         if own_tools:
             tools.close()
@@ -226,13 +223,12 @@ def supervised_bound(
 ) -> dict[str, Any]:
     """A copy of the initial policy trained on the labels (``vtb_agents.mode_supervision``), evaluated held-out."""
     import torch
-    from transformers import AutoModelForImageTextToText
 
     from vtb_agents.mode_supervision import first_decisions, fit_mode_labels
 
     start, cpu_start = time.perf_counter(), cpu_seconds()
     torch.manual_seed(args.seed)
-    model = AutoModelForImageTextToText.from_pretrained(policy)
+    model = load_model(policy)
     decisions = first_decisions(train_tasks, processor, tools, env_config(args.max_tool_calls))
     history = fit_mode_labels(
         model,
@@ -265,8 +261,7 @@ def sft_stage(
 ) -> dict[str, Any]:
     """Export the training tasks' reference conversations (all offline tools, no system prompt, a cap they fit in),
     run ``--sft-steps`` of TRL's SFTTrainer on them from ``policy``, evaluate held-out."""
-    from transformers import AutoModelForImageTextToText
-
+    from vtb_agents.rollout import policy_view
     from vtb_app.integrations.trl_sft import sft_cold_start
     from vtb_env.sft import export_sft, sft_env_config
     from vtb_env.tools import default_tools
@@ -274,7 +269,9 @@ def sft_stage(
     start, cpu_start = time.perf_counter(), cpu_seconds()
     reference_tools = default_tools()
     try:
-        data, rows, skipped = export_sft(train_tasks, out / "data", reference_tools, sft_env_config(system_prompt=None))
+        data, rows, skipped = export_sft(
+            train_tasks, out / "data", reference_tools, sft_env_config(system_prompt=None), policy_view(processor)
+        )
     finally:
         reference_tools.close()
     print(f"SFT data: {rows} reference conversations ({len(skipped)} skipped) in {data}")
@@ -287,7 +284,7 @@ def sft_stage(
         batch_size=args.sft_batch_size,
         seed=args.seed,
     )
-    figures = evaluate_modes(AutoModelForImageTextToText.from_pretrained(cold.path), processor, eval_tasks, tools, args)
+    figures = evaluate_modes(load_model(cold.path), processor, eval_tasks, tools, args)
     _print_eval(f"held-out after {args.sft_steps} SFT steps", figures)
     return {
         "path": str(cold.path),

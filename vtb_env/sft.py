@@ -11,7 +11,9 @@ its tool message; a tool-redundant twin (no reference calls) answers directly.
 The row is TRL's conversational format for vision-language SFT: ``messages`` (content parts with
 ``{"type": "image"}`` placeholders, assistant ``tool_calls`` with ``arguments`` as objects, tool
 messages with the tool's ``name``), ``images`` (one per placeholder, in order), ``tools`` (the
-offered schemas, JSON text), plus ``task_id``, ``mode_label`` and ``tool_calls``.
+offered schemas, JSON text), plus ``task_id``, ``mode_label`` and ``tool_calls``. Given a ``view``
+(``vtb_env.ocr_view.OcrView``), the rows are for a text policy: each image part is the text part the
+view makes of it (the words read in the image) and there is no ``images`` column.
 
 A trajectory that cannot be replayed (unknown tool, a call that errors, the cap reached) raises
 ``ReferenceReplayError``; ``export_sft`` skips that task and reports it.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
@@ -30,6 +32,7 @@ from vtb_env.tasks import Task
 from vtb_env.tools.base import ToolRegistry
 
 SFT_FILE = "sft.parquet"
+View = Callable[[dict[str, Any]], dict[str, Any]]  # an observation as a policy is shown it (vtb_env.ocr_view)
 
 
 class ReferenceReplayError(ValueError):
@@ -54,10 +57,12 @@ def _no_reward(task: Task, record: Any) -> tuple[float, dict[str, float]]:
     return 0.0, {}  # the replay is data, not an evaluation: no judge, no reward layer
 
 
-def reference_conversation(env: VisualToolBenchEnv, task: Task) -> dict[str, Any]:
+def reference_conversation(env: VisualToolBenchEnv, task: Task, view: View | None = None) -> dict[str, Any]:
     """Play ``task``'s reference trajectory and golden answers in ``env``; the SFT row (module doc).
 
-    ``env`` must hold the task and show images by name (``EnvConfig(image_parts="name")``).
+    ``env`` must hold the task and show images by name (``EnvConfig(image_parts="name")``). ``view``: the
+    dialogue as a text policy is shown it (``vtb_env.ocr_view.OcrView``: the images' words as text parts);
+    the row then has no images.
     """
     if env.config.image_parts != "name":
         raise ValueError("reference_conversation needs an env with EnvConfig(image_parts='name')")
@@ -91,14 +96,16 @@ def reference_conversation(env: VisualToolBenchEnv, task: Task) -> dict[str, Any
     images = env.tool_context().images  # the dialogue's images with their bytes, in image-part order
     if [image.name for image in images] != observation["image_names"]:
         raise ReferenceReplayError(f"task {task.id}: the dialogue's images and image parts disagree")
-    return {
+    row = {
         "task_id": task.id,
         "mode_label": task.mode_label or "",
         "tool_calls": n_calls,
-        "messages": trl_messages(observation["messages"]),
-        "images": [{"bytes": image.data, "path": image.name} for image in images],
+        "messages": trl_messages((view(observation) if view is not None else observation)["messages"]),
         "tools": json.dumps(tools, ensure_ascii=False),
     }
+    if view is None:
+        row["images"] = [{"bytes": image.data, "path": image.name} for image in images]
+    return row
 
 
 def trl_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -135,14 +142,14 @@ def sft_env_config(**overrides: Any) -> EnvConfig:
 
 
 def sft_rows(
-    tasks: Sequence[Task], tools: ToolRegistry, config: EnvConfig | None = None
+    tasks: Sequence[Task], tools: ToolRegistry, config: EnvConfig | None = None, view: View | None = None
 ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """One row per task whose reference replays cleanly, and ``(task_id, why)`` for each skipped task."""
     env = VisualToolBenchEnv(tasks=list(tasks), tools=tools, reward=_no_reward, config=config or sft_env_config())
     rows, skipped = [], []
     for task in tasks:
         try:
-            rows.append(reference_conversation(env, task))
+            rows.append(reference_conversation(env, task, view))
         except ReferenceReplayError as exc:
             skipped.append((task.id, str(exc)))
     return rows, skipped
@@ -150,32 +157,37 @@ def sft_rows(
 
 def write_sft_parquet(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
     """Write rows as a Hugging Face dataset parquet (``datasets.load_dataset("parquet", ...)`` gives them back:
-    ``images`` as PIL images, ``messages`` as the same dicts)."""
+    ``images`` as PIL images, ``messages`` as the same dicts). Rows made through a text view have no ``images``."""
     try:
         from datasets import Dataset, Features, Image, Json, List, Value
     except ImportError as exc:
         raise ImportError(
             "writing SFT data needs the `datasets` package with its Json feature (pip install 'vtb-gym[train]')"
         ) from exc
-    features = Features(
-        {
-            "task_id": Value("string"),
-            "mode_label": Value("string"),
-            "tool_calls": Value("int32"),
-            "messages": List(Json()),
-            "images": List(Image()),
-            "tools": Value("string"),
-        }
-    )
+    rows = list(rows)
+    columns = {
+        "task_id": Value("string"),
+        "mode_label": Value("string"),
+        "tool_calls": Value("int32"),
+        "messages": List(Json()),
+        "images": List(Image()),
+        "tools": Value("string"),
+    }
+    if rows and "images" not in rows[0]:
+        del columns["images"]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    Dataset.from_list(list(rows), features=features).to_parquet(str(path))
+    Dataset.from_list(rows, features=Features(columns)).to_parquet(str(path))
     return path
 
 
 def export_sft(
-    tasks: Sequence[Task], out: str | Path, tools: ToolRegistry, config: EnvConfig | None = None
+    tasks: Sequence[Task],
+    out: str | Path,
+    tools: ToolRegistry,
+    config: EnvConfig | None = None,
+    view: View | None = None,
 ) -> tuple[Path, int, list[tuple[str, str]]]:
     """``out``/sft.parquet from ``sft_rows``; returns the path, the row count and the skipped tasks."""
-    rows, skipped = sft_rows(tasks, tools, config)
+    rows, skipped = sft_rows(tasks, tools, config, view)
     return write_sft_parquet(rows, Path(out) / SFT_FILE), len(rows), skipped

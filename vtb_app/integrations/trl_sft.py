@@ -35,16 +35,27 @@ def sft_cold_start(
     seed: int = 0,
 ) -> ColdStart:
     """``max_steps`` steps of TRL's ``SFTTrainer`` on the parquet ``data``; the model and processor saved to
-    ``output_dir`` (its generation config too: a constrained policy keeps its ``suppress_tokens``)."""
+    ``output_dir`` (its generation config too: a constrained policy keeps its ``suppress_tokens``).
+
+    A vision-language checkpoint (its config has a ``vision_config``) loads with ``AutoModelForImageTextToText``
+    and ``AutoProcessor``, any other with ``AutoModelForCausalLM`` and ``AutoTokenizer`` (text rows, e.g. exported
+    through an OCR view)."""
     import time
 
     from datasets import load_dataset
-    from transformers import AutoModelForImageTextToText, AutoProcessor
+    from transformers import (
+        AutoConfig,
+        AutoModelForCausalLM,
+        AutoModelForImageTextToText,
+        AutoProcessor,
+        AutoTokenizer,
+    )
     from trl import SFTConfig, SFTTrainer
 
     start = time.perf_counter()
-    model = AutoModelForImageTextToText.from_pretrained(model_path)
-    processor = AutoProcessor.from_pretrained(model_path)
+    is_vlm = getattr(AutoConfig.from_pretrained(model_path), "vision_config", None) is not None
+    model = (AutoModelForImageTextToText if is_vlm else AutoModelForCausalLM).from_pretrained(model_path)
+    processor = (AutoProcessor if is_vlm else AutoTokenizer).from_pretrained(model_path)
     dataset = load_dataset("parquet", data_files=str(data), split="train")
     trainer = SFTTrainer(
         model=model,

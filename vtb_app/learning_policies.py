@@ -1,0 +1,78 @@
+"""The learning check's policies: the reading policy, its question-blind control and the pixel policy.
+
+- ``text``: ``vtb_agents.two_action_text`` over the question and the OCR words of the pictures
+  (``vtb_env.ocr_view.OcrView``);
+- ``text-no-question``: the same policy shown the pages' words alone (the control: what a reader
+  learns without the question);
+- ``vlm``: ``vtb_agents.two_action_vlm``, the pixel policy (the other control).
+
+All three reply with the same two action tokens and train through the same env, SFT export and TRL
+loop; only what they are shown differs. The text policies read through the process-wide OCR cache
+(``vtb_env.ocr_view.default_cache``), which ``prepare_reading`` fills before the run: every task
+image, and what the ``CALL`` action's zoom will show of each task's first image.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from vtb_agents.two_action_text import build_two_action_text
+from vtb_agents.two_action_vlm import build_two_action_vlm, zoomed
+from vtb_env.ocr_view import default_cache
+from vtb_env.tasks import Task
+
+POLICIES = ("text", "text-no-question", "vlm")
+TEXT_VIEWS = {"text": "ocr", "text-no-question": "ocr-pages"}
+
+
+def build_policy(args: argparse.Namespace, path: Path) -> Path:
+    """The initial (random-weight, uniform) policy ``args.policy`` written to ``path``."""
+    if args.policy == "vlm":
+        return build_two_action_vlm(
+            path,
+            image_size=args.image_size,
+            patch_size=args.patch_size,
+            stem_width=args.stem_width or None,
+            seed=args.seed,
+        )
+    return build_two_action_text(path, hidden_size=args.hidden_size, image_view=TEXT_VIEWS[args.policy], seed=args.seed)
+
+
+def is_vision(path: str | Path) -> bool:
+    from transformers import AutoConfig
+
+    return getattr(AutoConfig.from_pretrained(path), "vision_config", None) is not None
+
+
+def load_model(path: str | Path) -> Any:
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    return (AutoModelForImageTextToText if is_vision(path) else AutoModelForCausalLM).from_pretrained(path)
+
+
+def load_processing_class(path: str | Path) -> Any:
+    from transformers import AutoProcessor, AutoTokenizer
+
+    return (AutoProcessor if is_vision(path) else AutoTokenizer).from_pretrained(path)
+
+
+def prepare_reading(args: argparse.Namespace, tasks: Sequence[Task]) -> dict[str, Any]:
+    """For the text policies: load the OCR cache file ``args.ocr_cache`` (if any), read every task image and
+    every first-image zoom not in it yet (``args.ocr_workers`` at a time), save it back; the counts and time."""
+    if args.policy not in TEXT_VIEWS:
+        return {}
+    start = time.perf_counter()
+    cache = default_cache()
+    path = Path(args.ocr_cache).expanduser() if args.ocr_cache else None
+    loaded = cache.load(path) if path is not None and path.exists() else 0
+    images = []
+    for task in tasks:
+        shown = [ref.open() for turn in task.turns for ref in turn.images]
+        images += shown + ([zoomed(shown[0])] if shown else [])
+    read = cache.fill(images, workers=args.ocr_workers)
+    if path is not None and read:
+        cache.save(path)
+    return {"images": len(images), "loaded": loaded, "read": read, "seconds": time.perf_counter() - start}
