@@ -13,27 +13,35 @@ How it reads (all learned except the input encoding):
 
 - **Characters in, words inside.** The tokenizer is a standard fast tokenizer over single characters
   (plus the chat markup and the two action tokens), so any name, code or number can be written and
-  TRL's assistant masks work. The model groups the characters into words (runs of letters and digits)
-  and describes each word, at the first position after it, by its **shape** (the classes upper /
-  lower / digit of its first characters, its last character's class, its length), not its spelling;
-  all-lowercase words (the question's and the page's ordinary words) also get a hashed identity.
-- **Words the question and the page share.** Each word also carries one bit: does the same word
-  (case-insensitive, compared by a 40-bit hash of its characters) occur *earlier* in the other kind of
-  text (a page if it is in the question or another user text, the question if it is on a page)? The
-  bit looks back only, so the model stays causal: a prefix gets the same features whatever follows.
-- **A small transformer over the words.** The positions that end a word, and the markup, form a
-  compact sequence that two causal self-attention blocks (no position encoding: order comes from
-  causality) read; each position's output is that of the latest such position.
-- **Two actions, a uniform start.** The output layer scores only ``CALL`` and ``ANSWER`` (every other
-  token gets a fixed -1e4, so sampling, SFT and GRPO all see the two-way choice), from a zero-initialised
-  head: the initial policy picks either action with probability 1/2 on every input.
+  TRL's assistant masks work. The model groups the characters into words (runs of letters, digits and
+  joiners such as ``-`` ``.`` ``/``: ``S-2``, ``8.4``, ``mg/dL``) and describes each word, at the first
+  position after it, by its **shape** (upper / lower / digit class of its first letters and digits,
+  its last character's class, its length, whether joiners join it), not its spelling; all-lowercase
+  words (the question's and the page's ordinary words) also get a hashed identity.
+- **Words the question and the page share.** Each word is marked when the same word (case-insensitive,
+  letters and digits compared by a 40-bit hash) occurs *earlier* in the other kind of text: on a page if
+  it is in a question, in a question if it is on a page. A match where neither word is all-lowercase is a
+  *name* match (``Calcium``, ``QUIL``, ``S-2``), otherwise a *word* match (``result`` / ``Result``). The
+  marks look back only, so the model stays causal: a prefix gets the same features whatever follows.
+- **A small transformer over the words.** The positions that end a word, the markup and the actions
+  form a compact sequence; a running maximum over it (a learned projection: the strongest evidence read
+  so far) joins each position's input, then two causal self-attention blocks (no position encoding:
+  order comes from causality) read it. Every position's output is that of the latest such position.
+- **Two actions, a uniform start.** The output layer's rows other than ``CALL`` and ``ANSWER`` are zero
+  with bias -1e4 (so sampling, SFT and GRPO all see the two-way choice, and TRL's fused head works as on
+  any causal LM); the two action rows start at zero: the initial policy picks either action with
+  probability 1/2 on every input.
+
+Why the initialisation: supervised on the first decision's mode label, GPT-style init (0.02 everywhere)
+sat at the chance loss for 10-14 epochs before separating the twins (one page word in ~50 carries the
+mark, averaged away by the initially uniform attention); with the running maximum's layers at 0.3 and
+the blocks' residual outputs at zero (they start as the identity) it separated them after 2-3 epochs.
 """
 
 from __future__ import annotations
 
 import json
 import string
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +61,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import BaseModelOutput, CausalLMOutput
 
 from vtb_agents.two_action_vlm import ANSWER_TEXT, CALL_TEXT
+from vtb_agents.word_features import OTHER, PAGE, TEXT, WordFeatures, token_tables
 
 BOS, EOT, PAD, UNK = "<|begin_of_text|>", "<|eot_id|>", "<|pad|>", "[UNK]"
 ROLES = {"system": "<|system|>", "user": "<|user|>", "assistant": "<|assistant|>", "tool": "<|tool|>"}
@@ -60,19 +69,9 @@ PAGE_OPEN, PAGE_CLOSE, UNREAD_IMAGE = "<|page|>", "<|/page|>", "<|image|>"
 SPECIALS = [BOS, EOT, PAD, UNK, *ROLES.values(), PAGE_OPEN, PAGE_CLOSE, UNREAD_IMAGE]
 CHARACTERS = string.printable  # letters, digits, punctuation, whitespace; anything else reads as [UNK]
 
-# Segments: which kind of text a position is in, set by the latest markup token before it.
-OTHER, TEXT, PAGE = 0, 1, 2
 _SEGMENT_OF = {BOS: OTHER, EOT: OTHER, ROLES["system"]: OTHER, ROLES["assistant"]: OTHER, ROLES["tool"]: OTHER}
 _SEGMENT_OF.update({ROLES["user"]: TEXT, PAGE_CLOSE: TEXT, PAGE_OPEN: PAGE})
-# Character classes. A word is a run of letters, digits and joiners with at least one letter or digit
-# ("S-2", "8.4", "mg/dL", "10:30"); separators (spaces, other punctuation, markup, [UNK]) end it.
-SEPARATOR, UPPER, LOWER, DIGIT, JOINER = 0, 1, 2, 3, 4
-JOINERS = ".-/%+:'$#&_"
-NOT_SHARED, SHARED_WORD, SHARED_NAME = 0, 1, 2
-SHAPE_CHARS = 8  # the shape describes a word's first 8 letters and digits by class and place
-LENGTH_BUCKETS = (1, 2, 3, 5, 8)  # word length <= 1, 2, 3, 5, 8, longer
-LOWER_BUCKETS = 512  # hashed identities of all-lowercase words
-HASH_BITS = 40
+EVIDENCE_INIT = 0.3  # the running maximum's layers (module doc: why the initialisation)
 NO_ACTION_LOGIT = -1e4  # every token but the two actions: exp(-1e4) is 0 in float32 and bfloat16
 
 # Chat markup: roles as tokens, pages (OCR parts, see vtb_env.ocr_view) between <|page|> and <|/page|>, an
@@ -129,24 +128,6 @@ def action_token_ids(tokenizer: PreTrainedTokenizerFast) -> dict[str, int]:
     return {"call": tokenizer.convert_tokens_to_ids(CALL_TEXT), "answer": tokenizer.convert_tokens_to_ids(ANSWER_TEXT)}
 
 
-def _token_tables(tokenizer: PreTrainedTokenizerFast) -> dict[str, list[int]]:
-    """Per token id: character class, lower-case character id (for the word hash), segment it opens (-1: none)."""
-    size = len(tokenizer)
-    classes, lower, segments = [SEPARATOR] * size, list(range(size)), [-1] * size
-    for character in CHARACTERS:
-        i = tokenizer.convert_tokens_to_ids(character)
-        if character in JOINERS:
-            classes[i] = JOINER
-        elif character.isdigit():
-            classes[i] = DIGIT
-        elif character.isalpha():
-            classes[i] = UPPER if character.isupper() else LOWER
-            lower[i] = tokenizer.convert_tokens_to_ids(character.lower())
-    for token, segment in _SEGMENT_OF.items():
-        segments[tokenizer.convert_tokens_to_ids(token)] = segment
-    return {"char_classes": classes, "lower_ids": lower, "segment_markers": segments}
-
-
 @strict
 class TwoActionTextConfig(PreTrainedConfig):
     """Sizes, and the tokenizer's per-token tables and ids the model reads its input with."""
@@ -167,149 +148,11 @@ class TwoActionTextConfig(PreTrainedConfig):
     tie_word_embeddings: bool = False
 
 
-def _shift(values: torch.Tensor) -> torch.Tensor:
-    """``values`` moved one position right along dim 1 (the first position gets 0 / False)."""
-    return torch.nn.functional.pad(values[:, :-1], (1, 0))
-
-
-@dataclass
-class Words:
-    """Per position ([B, L] each): character class, letter or digit, place among the word's letters and digits
-    (capped); and, where a word has just ended (``ends``), its start, length (letters and digits), whether
-    joiners such as ``-`` or ``.`` join its parts, hash, all-lowercase flag, segment and ``shared``
-    (``NOT_SHARED``, ``SHARED_WORD``: matched where one of the two is all-lowercase, ``SHARED_NAME``: neither)."""
-
-    classes: torch.Tensor
-    alnum: torch.Tensor
-    place: torch.Tensor
-    ends: torch.Tensor
-    start: torch.Tensor
-    length: torch.Tensor
-    joined: torch.Tensor
-    hash: torch.Tensor
-    lowercase: torch.Tensor
-    segment: torch.Tensor
-    word_segment: torch.Tensor
-    shared: torch.Tensor
-
-
-class WordFeatures(nn.Module):
-    """Input embeddings: markup and punctuation by token; each word, at the position after it, by shape,
-    length, shared bit (module doc), segment and (all-lowercase words) hashed identity."""
-
-    def __init__(self, config: TwoActionTextConfig):
-        super().__init__()
-        d = config.hidden_size
-        self.token = nn.Embedding(config.vocab_size, d)
-        self.shape = nn.Embedding(3 * SHAPE_CHARS, d)
-        self.last = nn.Embedding(5, d)
-        self.length = nn.Embedding(len(LENGTH_BUCKETS) + 1, d)
-        self.shared = nn.Embedding(3, d)
-        self.joined = nn.Embedding(2, d)
-        self.segment = nn.Embedding(3, d)
-        self.lower_word = nn.Embedding(LOWER_BUCKETS, d)
-        for name in ("char_classes", "lower_ids", "segment_markers"):
-            self.register_buffer(name, torch.tensor(getattr(config, name), dtype=torch.long))
-        self.register_buffer("length_edges", torch.tensor(LENGTH_BUCKETS))
-        self.unread_image = config.unread_image_id
-        self.register_buffer("action_ids", torch.tensor(config.action_ids, dtype=torch.long))
-
-    def words(self, input_ids: torch.Tensor, mask: torch.Tensor) -> Words:
-        """Where words end and what describes them (no learned weights: the fixed part of the encoding)."""
-        classes = self.char_classes[input_ids]
-        in_word = (classes != SEPARATOR) & mask
-        alnum = in_word & (classes != JOINER)
-        positions = torch.arange(input_ids.size(1), device=input_ids.device).expand_as(input_ids)
-        prev_in_word = _shift(in_word)
-        start = torch.where(in_word & ~prev_in_word, positions, torch.zeros_like(positions))
-        start = torch.cummax(start, dim=1).values  # the current run's first position (for in-word positions)
-        word_start = _shift(start)  # at the position after a word: where that word began
-        alnum_so_far = torch.cumsum(alnum.long(), dim=1)
-        before_run = torch.gather(alnum_so_far, 1, (start - 1).clamp(min=0)) * (start > 0)
-        place = (alnum_so_far - before_run - 1).clamp(min=0)  # a letter's or digit's place among the word's
-        word_hash = self._word_sum(self._char_hash(self.lower_ids[input_ids], place) * alnum, word_start)
-        length = self._word_sum(alnum.long(), word_start)
-        upper_or_digit = ((classes == UPPER) | (classes == DIGIT)) & alnum
-        lowercase = self._word_sum(upper_or_digit.long(), word_start) == 0
-        segment = self._segments(input_ids, mask)
-        word_segment = _shift(segment)  # a word's segment is its last character's
-        ends = ~in_word & prev_in_word & (length > 0)  # the first position after a word describes it
-        return Words(
-            classes=classes,
-            alnum=alnum,
-            place=place.clamp(max=SHAPE_CHARS - 1),
-            ends=ends,
-            start=word_start,
-            length=length,
-            joined=self._word_sum((in_word & ~alnum).long(), word_start) > 0,
-            hash=word_hash,
-            lowercase=lowercase,
-            segment=segment,
-            word_segment=word_segment,
-            shared=self._shared(word_hash, ends, word_segment, lowercase),
-        )
-
-    def forward(self, input_ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(embeddings [B, L, d], key [B, L])``: ``key`` marks the positions the transformer reads (words' ends
-        and markup)."""
-        w = self.words(input_ids, mask)
-        letters = self.shape((w.classes.clamp(min=UPPER, max=DIGIT) - UPPER) * SHAPE_CHARS + w.place)
-        word = (
-            self._word_sum(letters * w.alnum[..., None], w.start)
-            + self.last(_shift(w.classes))
-            + self.length(torch.bucketize(w.length, self.length_edges))
-            + self.joined(w.joined.long())
-            + self.shared(w.shared)
-            + self.segment(w.word_segment)
-            + self.lower_word(w.hash % LOWER_BUCKETS) * w.lowercase[..., None]
-        )
-        tokens = (self.segment_markers[input_ids] >= 0) | (input_ids == self.unread_image)
-        tokens = (tokens | torch.isin(input_ids, self.action_ids)) & mask  # markup, unread images, actions
-        embeddings = word * w.ends[..., None] + (self.token(input_ids) + self.segment(w.segment)) * tokens[..., None]
-        return embeddings, w.ends | tokens
-
-    @staticmethod
-    def _word_sum(values: torch.Tensor, word_start: torch.Tensor) -> torch.Tensor:
-        """For each position i: the sum of ``values`` over ``word_start[i] .. i-1``."""
-        total = torch.cumsum(values, dim=1)
-        before_start = word_start - 1
-        index = before_start.clamp(min=0)
-        if values.dim() == 3:
-            index = index[..., None].expand(-1, -1, values.size(-1))
-        at_start = torch.gather(total, 1, index)
-        at_start = torch.where((before_start >= 0).view(*before_start.shape, *([1] * (values.dim() - 2))), at_start, 0)
-        prev_total = torch.nn.functional.pad(total[:, :-1], (0, 0, 1, 0) if values.dim() == 3 else (1, 0))
-        return prev_total - at_start
-
-    @staticmethod
-    def _char_hash(lower_ids: torch.Tensor, place: torch.Tensor) -> torch.Tensor:
-        """A pseudo-random 40-bit value per (character, place in word); a word's hash is their sum."""
-        mixed = (lower_ids + 1) * 1_000_003 + (place.clamp(max=63) + 1) * 7_919
-        return (mixed * mixed) & ((1 << HASH_BITS) - 1)
-
-    def _segments(self, input_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        opens = self.segment_markers[input_ids]
-        positions = torch.arange(input_ids.size(1), device=input_ids.device).expand_as(input_ids)
-        latest = torch.cummax(torch.where((opens >= 0) & mask, positions, -1), dim=1).values
-        segment = torch.gather(opens, 1, latest.clamp(min=0))
-        return torch.where(latest >= 0, segment, OTHER)
-
-    @staticmethod
-    def _shared(
-        word_hash: torch.Tensor, ends: torch.Tensor, segment: torch.Tensor, lowercase: torch.Tensor
-    ) -> torch.Tensor:
-        """Does the word ending here occur earlier in the other kind of text (question vs page), and as a name?"""
-        reading = ends & (segment != OTHER)
-        earlier = torch.ones(word_hash.shape[1], word_hash.shape[1], dtype=torch.bool, device=word_hash.device).tril(-1)
-        match = (
-            (word_hash[:, :, None] == word_hash[:, None, :])
-            & (segment[:, :, None] != segment[:, None, :])
-            & earlier
-            & reading[:, None, :]
-            & reading[:, :, None]
-        )
-        as_name = (match & ~lowercase[:, None, :]).any(dim=2) & ~lowercase
-        return torch.where(as_name, SHARED_NAME, torch.where(match.any(dim=2), SHARED_WORD, NOT_SHARED))
+def _linear(inputs: int, outputs: int, init_std: float) -> nn.Linear:
+    """A linear layer that ``_init_weights`` initialises with ``init_std`` (0: zeros) instead of the default."""
+    layer = nn.Linear(inputs, outputs)
+    layer.init_std = init_std
+    return layer
 
 
 class Block(GradientCheckpointingLayer):
@@ -319,9 +162,9 @@ class Block(GradientCheckpointingLayer):
         super().__init__()
         d, self.heads = config.hidden_size, config.num_attention_heads
         self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.qkv, self.out = nn.Linear(d, 3 * d), _linear(d, d, 0.0)  # residual branches start as identity
         self.mlp = nn.Sequential(
-            nn.Linear(d, config.intermediate_size), nn.GELU(), nn.Linear(config.intermediate_size, d)
+            nn.Linear(d, config.intermediate_size), nn.GELU(), _linear(config.intermediate_size, d, 0.0)
         )
 
     def forward(self, x: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
@@ -341,8 +184,8 @@ class TwoActionTextPreTrainedModel(PreTrainedModel):
     _supports_sdpa = True
 
     def _init_weights(self, module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, std=self.config.initializer_range)
+        if isinstance(module, (nn.Linear, nn.Embedding)):  # a layer may set its own ``init_std`` (0: zeros)
+            nn.init.normal_(module.weight, std=getattr(module, "init_std", self.config.initializer_range))
         if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)
         if isinstance(module, nn.LayerNorm):
@@ -362,6 +205,8 @@ class TwoActionTextModel(TwoActionTextPreTrainedModel):
     def __init__(self, config: TwoActionTextConfig):
         super().__init__(config)
         self.features = WordFeatures(config)
+        self.evidence = _linear(config.hidden_size, config.hidden_size, EVIDENCE_INIT)
+        self.evidence_out = _linear(config.hidden_size, config.hidden_size, EVIDENCE_INIT)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.num_hidden_layers))
         self.norm = nn.LayerNorm(config.hidden_size)
         self.post_init()
@@ -379,6 +224,8 @@ class TwoActionTextModel(TwoActionTextPreTrainedModel):
         valid = torch.gather(key, 1, order)
         allowed = torch.ones(count, count, dtype=torch.bool, device=x.device).tril() & valid[:, None, :]
         allowed = allowed | torch.eye(count, dtype=torch.bool, device=x.device)  # padding rows attend to themselves
+        evidence = self.evidence(x).masked_fill(~valid[..., None], torch.finfo(x.dtype).min)
+        x = x + self.evidence_out(torch.cummax(evidence, dim=1).values)  # the strongest evidence read so far
         for block in self.blocks:
             x = block(x, allowed)
         x = self.norm(x)
@@ -457,7 +304,11 @@ def build_two_action_text(
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
-        **_token_tables(tokenizer),
+        **token_tables(
+            {c: tokenizer.convert_tokens_to_ids(c) for c in CHARACTERS},
+            len(tokenizer),
+            {tokenizer.convert_tokens_to_ids(token): segment for token, segment in _SEGMENT_OF.items()},
+        ),
     )
     torch.manual_seed(seed)
     model = TwoActionTextForCausalLM(config).eval()
