@@ -259,8 +259,8 @@ class Episode:
     logprobs: list[float] = field(default_factory=list)  # sampling log-probs; 0.0 for env tokens
     images: list[Image.Image] = field(
         default_factory=list
-    )  # every image shown, in placeholder order (prompt, tools, later turns)
-    image_names: list[str] = field(default_factory=list)  # their names (image_<k>.png, transformed_image_<i>.png)
+    )  # every image a vision policy was shown, in placeholder order (prompt, tools, later turns); none for text
+    image_names: list[str] = field(default_factory=list)  # every image the env showed (image_<k>.png, transformed_...)
     reward: float = 0.0
     components: dict[str, float] = field(default_factory=dict)
     record: "EpisodeRecord | None" = None
@@ -365,10 +365,11 @@ def run_episodes(
 
 def start_episode(renderer: ChatRenderer, task_id: str, observation: dict[str, Any]) -> Episode:
     """A new episode from the env's first observation: prompt tokens and the images shown so far."""
-    episode = Episode(task_id, [], images=_rgb(observation["images"]), image_names=list(observation["image_names"]))
+    episode = Episode(task_id, [], images=_shown(renderer, observation["images"]))
+    episode.image_names = list(observation["image_names"])
     observation = renderer.shown(observation)
     text = renderer.text(observation["messages"], observation["tools"], add_generation_prompt=True)
-    episode.prompt_ids = renderer.encode(text, _shown(renderer, episode.images))
+    episode.prompt_ids = renderer.encode(text, episode.images)
     return episode
 
 
@@ -384,22 +385,17 @@ def append_env_reply(
     ``messages`` is the dialogue before the policy's message; returns the env's dialogue now.
     """
     after = renderer.shown(observation)["messages"]  # the old ones, the env's copy of the policy's message, new ones
-    new_images = _rgb(observation["images"][len(episode.images) :])
-    episode.extend(
-        renderer.appended_tokens(after[: len(messages) + 1], after, tools, _shown(renderer, new_images)), None
-    )
+    new_images = _shown(renderer, observation["images"][len(episode.image_names) :])
+    episode.extend(renderer.appended_tokens(after[: len(messages) + 1], after, tools, new_images), None)
     episode.images += new_images
     episode.image_names += observation["image_names"][len(episode.image_names) :]
     return list(after)
 
 
-def _rgb(images: Sequence[Image.Image]) -> list[Image.Image]:
-    return [image.convert("RGB") for image in images]
-
-
-def _shown(renderer: ChatRenderer, images: list[Image.Image]) -> list[Image.Image]:
-    """The images ``encode`` expands: all of them for a VLM; none for a text policy (placeholders stay text)."""
-    return images if renderer.is_vision else []
+def _shown(renderer: ChatRenderer, images: Sequence[Image.Image]) -> list[Image.Image]:
+    """The images a policy is shown (``encode`` expands them), as RGB: all of them for a VLM; none for a text
+    policy (placeholders stay text, or its view turned them into words)."""
+    return [image.convert("RGB") for image in images] if renderer.is_vision else []
 
 
 def _finish(state: _Live, reward: float, info: dict[str, Any]) -> None:
@@ -443,7 +439,7 @@ def summarize_rollouts(episodes: Sequence[Episode], group_size: int) -> dict[str
     metrics["group/frac_zero_std"] = sum(len({e.reward for e in g}) == 1 for g in groups) / len(groups)
     metrics["group/mean_abs_advantage"] = sum(abs(a) for a in advantages) / n
     metrics["episode/tool_calls"] = sum(len(e.record.tool_calls) for e in episodes if e.record) / n
-    metrics["episode/images"] = sum(len(e.images) for e in episodes) / n
+    metrics["episode/images"] = sum(len(e.image_names) for e in episodes) / n
     metrics["episode/policy_steps"] = sum(e.policy_steps for e in episodes) / n
     metrics["episode/length_truncated"] = sum(e.length_truncated for e in episodes) / n
     metrics["episode/seconds"] = sum(e.seconds for e in episodes) / n
