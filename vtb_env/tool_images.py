@@ -96,7 +96,8 @@ def _checked_here(image: NamedImage) -> NamedImage | None:
     if form is None:
         return None
     if form.pixels > MAX_TOOL_PIXELS_PER_CALL:
-        return replace(image, data=b"", refusal=f"image of {form.width}x{form.height} exceeds {MAX_TOOL_PIXELS_PER_CALL} pixels")
+        refusal = f"image of {form.width}x{form.height} exceeds {MAX_TOOL_PIXELS_PER_CALL} pixels"
+        return replace(image, data=b"", refusal=refusal)
     try:
         decoded = decode_image(image.data)
     except ImageDecodeError as exc:

@@ -186,4 +186,3 @@ def unfinished_reason(timed_out: bool, exit_code: int, stderr: str) -> str:
         return "decoding it did not finish within the call's time limit"
     last = stderr.strip().splitlines()[-1:] or [f"exit code {exit_code}"]
     return f"its decoder failed ({last[0][:200]})"
-

@@ -7,15 +7,15 @@ frames, strips and tiles. ``plain_form`` reads only the container structure (no 
 and its own walk is capped) and says whether the bytes belong to the closed set whose decode work is
 bounded by ``pixels * passes``:
 
-- PNG: 8 bits per sample, grey, RGB or RGBA (the shown modes), one frame (no ``acTL``), interlaced
-  or not, at most ``MAX_PNG_CHUNKS`` chunks;
+- PNG: 8 bits per sample, grey, RGB or RGBA (the shown modes), one frame (no ``acTL``), not
+  interlaced (Adam7 decodes 6 times slower in Pillow), at most ``MAX_PNG_CHUNKS`` chunks;
 - JPEG: Huffman-coded baseline, extended or progressive (SOF0/1/2), 8-bit, 1, 3 or 4 components, at
   most ``MAX_JPEG_SEGMENTS`` marker segments before the first scan, no junk between them, and at most
   ``MAX_JPEG_SCANS`` scans (libjpeg's progressive scripts use 6 to 10).
 
 Anything else (arithmetic or lossless JPEG, GIF, TIFF, WebP, BMP, animations, a PNG with a palette
 or 16-bit samples) is decoded only inside a sandbox call, under its time and memory limits
-(``vtb_env.sandbox.images``), and what comes out of it is re-encoded as a plain PNG. This module runs in
+(``vtb_env.sandbox.normalize``), and what comes out of it is re-encoded as a plain PNG. This module runs in
 the fork server and in the environment alike: the standard library only.
 """
 
@@ -77,7 +77,7 @@ def _png(data: bytes) -> PlainForm | None:
             if kind != b"IHDR" or length != 13:
                 return None
             width, height, depth, colour, _, _, interlace = struct.unpack_from(">IIBBBBB", data, position + 8)
-            if depth != 8 or colour not in _PNG_MODES or interlace > 1 or not width or not height:
+            if depth != 8 or colour not in _PNG_MODES or interlace != 0 or not width or not height:
                 return None
             form = PlainForm("PNG", width, height, _PNG_MODES[colour], 1)
         elif kind == b"acTL":

@@ -34,7 +34,7 @@ from typing import Any
 from vtb_env.sandbox import cleanup, normalize, protocol
 from vtb_env.sandbox import limits as limits_mod
 from vtb_env.sandbox.isolation import SHARED_WORK_DIR, setup
-from vtb_env.sandbox.limits import MiB, Limits
+from vtb_env.sandbox.limits import Limits, MiB
 from vtb_env.sandbox.normalize import CheckedImage, ImageRequest
 from vtb_env.sandbox.reads import ReadWatch
 from vtb_env.sandbox.zygote import Zygote

@@ -1,11 +1,11 @@
 """The zygote: the process that forks every call's child, and the child that isolates itself and runs the code.
 
 The server forks the zygote before it reads any request and feeds it only timeouts over a
-socketpair; the code reaches the child through an unlinked file. A *checking* child (``check_bytes`` > 0)
-is isolated the same way but runs ``vtb_env.sandbox.normalize`` on the images in that file instead of
-code: untrusted images are decoded under a call's limits, never in the server or the environment. The zygote waits for each child
-with a wall-clock timeout, then kills and reaps everything the call left behind
-(``vtb_env/sandbox/reaping.py``) and reports the exit status.
+socketpair; the code reaches the child through an unlinked file. A *checking* child (``check_bytes``
+above 0) is isolated the same way but runs ``vtb_env.sandbox.normalize`` on the images in that file
+instead of code: untrusted images are decoded under a call's limits, never in the server or the
+environment. The zygote waits for each child with a wall-clock timeout, then kills and reaps everything
+the call left behind (``vtb_env/sandbox/reaping.py``) and reports the exit status.
 """
 
 from __future__ import annotations
