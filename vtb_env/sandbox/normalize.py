@@ -148,26 +148,37 @@ def _check(name: str, data: bytes, budgets: _Budgets, inputs: "_Inputs") -> Chec
 
 
 class _Inputs:
-    """The call's input images, decoded only when an output has their size (and then once)."""
+    """The call's input images, each decoded only when an output has its size (and then once)."""
 
     def __init__(self, data: Mapping[str, bytes]):
         self._data = dict(data)
+        self._sizes: dict[str, tuple[int, int] | None] = {}
         self._shown: dict[str, Any] = {}
 
     def repeated_by(self, shown: Any) -> str | None:
         """The name of the input whose shown pixels ``shown`` repeats exactly, or None."""
-        for name, data in self._data.items():
+        for name in self._data:
+            if self._size(name) != shown.size:
+                continue
             if name not in self._shown:
                 try:
-                    with Image.open(io.BytesIO(data)) as header:
-                        same_size = header.size == shown.size
-                    self._shown[name] = shown_image(_loaded(data))[0] if same_size else None
+                    self._shown[name] = shown_image(_loaded(self._data[name]))[0]
                 except Exception:
                     self._shown[name] = None
             other = self._shown[name]
-            if other is not None and other.mode == shown.mode and other.tobytes() == shown.tobytes():
-                return name
+            if other is not None and other.size == shown.size and other.mode == shown.mode:
+                if other.tobytes() == shown.tobytes():
+                    return name
         return None
+
+    def _size(self, name: str) -> tuple[int, int] | None:
+        if name not in self._sizes:
+            try:
+                with Image.open(io.BytesIO(self._data[name])) as header:
+                    self._sizes[name] = header.size
+            except Exception:
+                self._sizes[name] = None
+        return self._sizes[name]
 
 
 def _loaded(data: bytes) -> Any:
