@@ -108,8 +108,9 @@ def test_a_progressive_jpeg_bomb_costs_the_step_no_more_than_the_tool_timeout(fa
     assert decode_s > 2 * (0.6 + MIN_CHECK_S)  # the bomb is a bomb on this machine
     assert step_s < 0.6 + MIN_CHECK_S + 1.0, (step_s, decode_s)  # the tool's timeout, the check's floor, overhead
     assert decoded == [] and obs["image_names"] == ["image_1.png"]
-    assert "transformed_image_0.png was not shown: decoding it did not finish within the call's time limit" in (
-        obs["messages"][-1]["content"]
+    assert (
+        "transformed_image_0.png was not shown: decoding it did not finish within the call's time limit"
+        in (obs["messages"][-1]["content"])
     )
 
 
