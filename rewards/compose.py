@@ -169,8 +169,21 @@ class EpisodeReward:
         evaluation records store them), the ``judge`` id and the ``scoring`` fields. The env puts the
         details in ``info["reward_details"]``, so an evaluation does not judge the answers again."""
         values, details = self._judged(task, record)
+        reward, components = self._combined(values)
+        return reward, components, details
+
+    def relabel(self, components: Mapping[str, float], label: "ModeLabel") -> tuple[float, dict[str, float]]:
+        """The reward and components of an episode that ``explain`` scored as ``components``, had its task
+        carried the mode label ``label`` (an online label: ``vtb_agents.mode_probes``). Only the mode
+        component changes, from the episode's own ``used_tools``: nothing is judged again."""
+        values = {name: value for name, value in components.items() if name not in ("reward", "masked")}
+        values["mode"] = self.config.mode_values.reward(mode_outcome(label, bool(values["used_tools"])))
+        return self._combined(values)
+
+    def _combined(self, values: dict[str, float]) -> tuple[float, dict[str, float]]:
+        """The weighted reward of the components (module doc), and the components with it."""
         if self.config.judge_incomplete == "mask" and values["judge_incomplete"]:
-            return float("nan"), {**values, "masked": 1.0, "reward": float("nan")}, details
+            return float("nan"), {**values, "masked": 1.0, "reward": float("nan")}
         weights = {name: w for name, w in self.config.weights().items() if w > 0 and name in values}
         total = sum(weights.values())
         earned = values["rubric_score"] if self.config.process_credit == "earned" else 1.0
@@ -180,7 +193,7 @@ class EpisodeReward:
             if total
             else 0.0
         )
-        return reward, {**values, "reward": reward}, details
+        return reward, {**values, "reward": reward}
 
 
 def default_reward(

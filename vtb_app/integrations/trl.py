@@ -17,6 +17,12 @@
    only for VLM policies (``EpisodeImagesGRPOTrainer``): ``_generate``,
    ``_generate_and_score_completions``, ``_compute_loss``, ``_get_per_token_logps_and_entropies``
    -- hence the ``SUPPORTED_TRL`` range, checked at start.
+
+   Mode labels measured online (``args.label_probes = k``, ``--label-probes K``): the last ``k`` rollouts of
+   every group run with the tools withdrawn, and the group's label is Tool-Redundant when a rollout that used
+   no tool passed (``vtb_agents.mode_probes``); the task's static label is the default (``k = 0``) and the
+   fallback. TRL logs ``vtb/mode/online_label_disagreement`` (online vs static), ``vtb/mode/online_redundant``
+   and ``vtb/mode/probe_pass_rate``.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import argparse
 import os
 from typing import Any, Callable, Sequence
 
+from vtb_agents.mode_probes import ModeProbes, label_metrics, probe_config
 from vtb_agents.rollout import (
     ChatRenderer,
     Episode,
@@ -42,6 +49,7 @@ from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
 from vtb_env.tasks import Task
 from vtb_env.tools.base import ToolRegistry
+from vtb_rewards.compose import EpisodeReward
 
 SUPPORTED_TRL = (">=1.16.0", "<1.17")  # the private GRPOTrainer methods EpisodeImagesGRPOTrainer overrides
 
@@ -120,6 +128,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+LABEL_PROBES_HELP = (
+    "K: in every group, the last K rollouts run without tools (text-only probes) and the group's mode label is "
+    "tool_redundant when a rollout that used no tool passed; 0: the tasks' static labels (docs/training.md)"
+)
+
+
+def label_probes(args: argparse.Namespace) -> ModeProbes:
+    """The run's text-only probes (``args.label_probes``, 0 when the namespace has none); exits on a bad count."""
+    try:
+        return ModeProbes(int(getattr(args, "label_probes", 0) or 0), args.num_generations)
+    except ValueError as exc:
+        raise SystemExit(f"--label-probes: {exc}") from None
+
+
 def _tasks_or_exit(spec: str) -> list[Task]:
     tasks = loaders.load_tasks(spec)
     if not tasks:
@@ -154,6 +176,8 @@ class EnvRollout:
     With several processes every rank calls generation the same number of times with the same
     batch width (``run_episodes(round_sync=...)``): vLLM server mode slices its results by
     ``process_index * len(prompts)`` and ZeRO-3 generation gathers parameters in every forward.
+    With text-only probes (``label_probes``), the probe positions of each group play in envs without
+    tools, and every group's rewards are rescored with its online label after the rollouts.
     """
 
     def __init__(
@@ -169,15 +193,23 @@ class EnvRollout:
         self.processing_class = processing_class
         self.pool: EnvPool | None = None
         self.calls = 0
+        self.probes = label_probes(args)
 
     def _pool(self, size: int) -> EnvPool:
         if self.pool is None or len(self.pool) < size:
             if self.pool is not None:
                 self.pool.close()
-            self.pool = EnvPool(
-                [VisualToolBenchEnv(tasks=self.tasks, tools=self.tools, config=self.config) for _ in range(size)]
-            )
+            configs = [probe_config(self.config) if self.probes.is_probe(i) else self.config for i in range(size)]
+            self.pool = EnvPool([VisualToolBenchEnv(tasks=self.tasks, tools=self.tools, config=c) for c in configs])
         return self.pool
+
+    def _relabel(self, episodes: list[Episode]) -> None:
+        """The groups' online labels (``vtb_agents.mode_probes``), through the env's own reward."""
+        if self.probes.probes:
+            reward = self.pool.envs[0].reward_fn
+            if not isinstance(reward, EpisodeReward):
+                raise TypeError(f"online mode labels rescore the env's EpisodeReward; the env has {type(reward)}")
+            self.probes.relabel(episodes, reward)
 
     def __call__(self, prompts: list[list[dict[str, Any]]], trainer: Any) -> dict[str, Any]:
         task_ids = [prompt[-1]["task_id"] for prompt in prompts]
@@ -210,6 +242,7 @@ class EnvRollout:
                         top_p=self.args.top_p,
                     )
                 )
+        self._relabel(episodes)
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],
             "completion_ids": [e.completion_ids for e in episodes],
@@ -319,7 +352,8 @@ def make_reward_func(group_size: int) -> Callable[..., list[float]]:
         prompts: list, completions: list, vtb_episode: list[Episode], log_metric=None, log_extra=None, **_: Any
     ) -> list[float]:
         if log_metric is not None:
-            for name, value in summarize_rollouts(vtb_episode, group_size).items():
+            metrics = {**summarize_rollouts(vtb_episode, group_size), **label_metrics(vtb_episode, group_size)}
+            for name, value in metrics.items():
                 log_metric(f"vtb/{name}", value)
         if log_extra is not None:  # the completions table (--log-completions): which images each episode showed
             log_extra("vtb_images", [", ".join(episode.image_names) for episode in vtb_episode])
@@ -340,6 +374,7 @@ def train(
     from trl import GRPOConfig
 
     check_trl_version()
+    label_probes(args)  # a bad count exits before anything loads
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL
     tasks = list(tasks) if tasks is not None else _tasks_or_exit(args.tasks)
     if tools is None:
@@ -444,8 +479,10 @@ __all__ = [
     "VTBEnvironment",
     "VTBEnvironmentFactory",
     "EnvRollout",
+    "LABEL_PROBES_HELP",
     "check_trl_version",
     "episode_images_trainer_class",
+    "label_probes",
     "make_reward_func",
     "parse_args",
     "task_dataset",
