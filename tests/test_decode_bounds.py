@@ -156,3 +156,25 @@ def test_reset_shows_a_dataset_bomb_as_a_plain_image():
     obs, info = env.reset(seed=0)
     assert obs["images"][0].format == "PNG" and obs["images"][0].size == (400, 400)
     assert obs["messages"][-1]["content"][-1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+def test_an_image_part_in_an_action_is_never_decoded(monkeypatch):
+    """What a ``vtb serve`` client sends is an action: its image parts are dropped by the parser, not decoded."""
+    import base64
+
+    from PIL import ImageFile
+
+    bomb = bomb_bytes(progressive_jpeg(side=400, repeats=50))
+    url = "data:image/jpeg;base64," + base64.b64encode(bomb).decode()
+    loads = []
+    real_load = ImageFile.ImageFile.load
+    monkeypatch.setattr(ImageFile.ImageFile, "load", lambda self: loads.append(self.format) or real_load(self))
+    env = VisualToolBenchEnv(tasks=[make_task("a")], reward=exact_reward())
+    env.reset(seed=0)
+    loads.clear()
+    action = {
+        "role": "assistant",
+        "content": [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "It is 10."}],
+    }
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert info["record"].final_answers[0] == "It is 10." and "JPEG" not in loads

@@ -188,7 +188,8 @@ def _loaded(data: bytes) -> Any:
 
 
 def _reason(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if isinstance(exc, MemoryError) or not str(exc) else str(exc)
+    text = re.sub(r" <_io\.BytesIO object at 0x[0-9a-f]+>", "", str(exc))  # Pillow names the buffer
+    return f"{type(exc).__name__}: {text}" if isinstance(exc, MemoryError) or not text else text
 
 
 def unfinished_reason(timed_out: bool, exit_code: int, stderr: str) -> str:
