@@ -29,6 +29,7 @@ from PIL import Image
 
 from vtb_env.sandbox import protocol
 from vtb_env.sandbox.image_modes import for_observation, shown_image
+from vtb_env.sandbox.plain import plain_form
 
 MIN_CHECK_S = 0.5  # the checking child's time when the code used up (nearly) all of the call's
 DEFAULT_MAX_PIXELS = 64_000_000
@@ -72,7 +73,9 @@ class CheckedImage:
 def write_request(
     stream: BinaryIO, request: ImageRequest, images: Sequence[tuple[str, bytes]], inputs: Mapping[str, bytes]
 ) -> None:
-    """The checking child's whole input, framed like the pool's messages."""
+    """The checking child's whole input, framed like the pool's messages; only the inputs an image could
+    repeat go with it (when every image is plain its size is known without decoding)."""
+    inputs = _comparable(images, inputs)
     header = {
         "images": [name for name, _ in images],
         "inputs": list(inputs),
@@ -80,6 +83,21 @@ def write_request(
         "max_call_pixels": request.max_call_pixels,
     }
     protocol.send(stream, header, [data for _, data in images] + list(inputs.values()))
+
+
+def _comparable(images: Sequence[tuple[str, bytes]], inputs: Mapping[str, bytes]) -> dict[str, bytes]:
+    """The inputs whose size matches an image's, either way round (EXIF may turn it); all when an image is
+    not plain (its size is known only once decoded)."""
+    forms = [plain_form(data) for _, data in images]
+    if any(form is None for form in forms):
+        return dict(inputs)
+    sizes = {size for f in forms for size in ((f.width, f.height), (f.height, f.width))}
+    comparable = {}
+    for name, data in inputs.items():
+        form = plain_form(data)
+        if form is None or (form.width, form.height) in sizes:
+            comparable[name] = data
+    return comparable
 
 
 def read_results(data: bytes, names: Sequence[str], unfinished: str) -> list[CheckedImage]:
