@@ -24,9 +24,14 @@ WRONG_ANSWERS = ("I cannot determine this from the image.", "The answer is 98765
 
 
 def _fingerprint(tasks) -> str:
+    """Tasks and pixels, less each turn's closed world (added to every generator after the freeze: it moves
+    no question, rubric or pixel, and the checks read it: tests/test_checks.py)."""
     digest = hashlib.sha256()
     for task in tasks:
-        digest.update(json.dumps(task.to_dict(), sort_keys=True).encode())
+        data = task.to_dict()
+        for turn in data["turns"]:
+            turn.pop("world", None)
+        digest.update(json.dumps(data, sort_keys=True).encode())
         for image in task.images:
             digest.update(pixel_hash(image.open()).encode())
     return digest.hexdigest()

@@ -15,7 +15,7 @@ from vtb_env.config import CAP_PLACEHOLDER_ANSWER, EnvConfig, resolve_config
 from vtb_env.episode import EpisodeOverError, EpisodeState, PendingStep, resolve_tasks, task_info
 from vtb_env.observation import ImageAsset, user_message
 from vtb_env.parsers import ParsedAction, ParsedCall, action_text, parse_action
-from vtb_env.prompts import resolve_system_prompt
+from vtb_env.prompts import resolve_system_prompt, with_answer_format
 from vtb_env.render import render_ansi, render_html
 from vtb_env.reward import RewardFn, default_reward, score_episode
 from vtb_env.safe_text import clean_action, clean_parsed_action
@@ -102,9 +102,15 @@ class VisualToolBenchEnv(gym.Env):
         self._owns_tools = tools is None
         self.tools = ablate(tools if tools is not None else default_tools(), self.config.tool_set)
         self.reward_fn: RewardFn = (
-            reward if reward is not None else default_reward(self.config.judge_options, self.config.reward_options)
+            reward
+            if reward is not None
+            else default_reward(
+                self.config.judge_options, {"answer_format": self.config.answer_format, **self.config.reward_options}
+            )
         )
-        self.system_prompt = resolve_system_prompt(self.config.system_prompt)
+        self.system_prompt = with_answer_format(
+            resolve_system_prompt(self.config.system_prompt), self.config.answer_format
+        )
         self.render_mode = render_mode
         self.action_space = AssistantActionSpace()
         self.observation_space = DialogueObservationSpace()

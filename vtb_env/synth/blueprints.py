@@ -36,6 +36,9 @@ class Ask:
     reads: tuple[tuple[int, str], ...] = ()  # (state, label) facts to read from the images
     steps: tuple[str, ...] = ()  # reasoning key steps after the reading
     tool_calls: tuple[dict[str, Any], ...] = ()  # non-vision reference calls (lookup, calculator)
+    # intermediate values of sound ways to compute the answer that the golden answer and the reference
+    # calculator calls do not state (a tip on its own, a share as a fraction): part of the turn's closed world
+    working: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
