@@ -127,6 +127,13 @@ def calculator(expression: str, purpose: str) -> dict[str, Any]:
     return {"tool": "calculator", "arguments": {"expression": expression}, "purpose": purpose}
 
 
+def running_sums(values: list[float]) -> tuple[float, ...]:
+    """The partial sums of adding ``values`` in their printed order, or from the other end."""
+    forward = [sum(values[: i + 1]) for i in range(len(values))]
+    backward = [sum(values[i:]) for i in range(len(values))]
+    return tuple(forward + backward)
+
+
 def pick(rng: np.random.Generator, entries: tuple[Entry, ...], k: int) -> list[Entry]:
     return [entries[int(i)] for i in sorted(rng.choice(len(entries), size=k, replace=False))]
 

@@ -11,6 +11,7 @@ nothing, whatever its spelling: docs/rewards.md.
 The world is stored on the task (``Turn.world``), a plain JSON object:
 
 - ``numbers``, ``times`` (minutes after midnight), ``dates`` (ISO): the allowed values;
+- ``working``: this turn's intermediate values (a subset of ``numbers``; what an answer shows its working with);
 - ``evidence``: the values of this turn that decide it (facts read, expected numbers): a direction or
   verdict word counts only beside one of them, so a coin flip ("It increased.") earns nothing;
 - ``clarify_rivals``: the missing details of the scene kinds of other domains; a clarifying question
@@ -100,17 +101,25 @@ def _facts(blueprint: Blueprint, ask: Ask, into: _Values) -> None:
             into.add_number(entry.value)
 
 
+def intermediate_values(ask: Ask) -> list[float]:
+    """The intermediate values of the turn's computation: every sub-expression of its reference calculator
+    calls and the builder's other sound paths (``Ask.working``)."""
+    values = [
+        value
+        for call in ask.tool_calls
+        if call.get("tool") == "calculator"
+        for value in subexpression_values(str(call["arguments"]["expression"]))
+    ]
+    return values + [float(v) for v in ask.working]
+
+
 def _add_turn(blueprint: Blueprint, ask: Ask, into: _Values) -> None:
     into.add_text(ask.prompt)
     into.add_text(ask.golden)
     for value in _check_values(ask):
         into.add_number(value) if isinstance(value, float) else into.add_text(value)
     _facts(blueprint, ask, into)
-    for call in ask.tool_calls:
-        if call.get("tool") == "calculator":
-            for value in subexpression_values(str(call["arguments"]["expression"])):
-                into.add_number(value)
-    for value in ask.working:
+    for value in intermediate_values(ask):
         into.add_number(value)
 
 
@@ -139,7 +148,13 @@ def turn_worlds(blueprint: Blueprint) -> list[dict[str, Any]]:
         for value in _check_values(ask):
             if isinstance(value, float):
                 evidence.add_number(value)
-        world: dict[str, Any] = {**values.as_json(), "evidence": evidence.as_json(), "dialogue": list(dialogue)}
+        working = sorted({round(v, _PRECISION) for v in intermediate_values(ask)})
+        world: dict[str, Any] = {
+            **values.as_json(),
+            "working": working,
+            "evidence": evidence.as_json(),
+            "dialogue": list(dialogue),
+        }
         if any(r.check.get("type") == "clarify" for r in ask.rubrics):
             world["clarify_rivals"] = clarify_rivals(blueprint.states[0].kind.name)
         worlds.append(world)
