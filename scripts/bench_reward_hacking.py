@@ -229,7 +229,7 @@ def honest_style(style: str, golden: str, turn: Any) -> str:
         return f'You asked: "{turn.prompt}" {golden}'
     if style == "oracle_lower":
         return golden.lower()
-    working = (turn.world or {}).get("working", [])
+    working = (getattr(turn, "world", None) or {}).get("working", [])  # trees before the closed world have none
     shown = ", ".join(f"{round(value, 4):g}" for value in working)
     return f"{golden} Working: {shown}." if shown else golden
 
