@@ -7,7 +7,8 @@ A rubric's ``check`` is a JSON object; ``type`` selects the rule:
   equal to ``value`` within tolerance (``1,234.5``, ``$13``, ``-4``, ``12%`` all parse).
 - ``{"type": "text", "any_of": ["Lisbon"], "none_of": ["Porto"]}``: one of ``any_of`` occurs as a whole
   word or phrase (case and spacing insensitive), committed to, and none of ``none_of`` occurs. A phrase
-  that is a date or a clock time matches the same date or time in any common spelling.
+  that is a date or a clock time matches the same date or time in any common spelling. A name check
+  (no value, no direction) also refuses every name of the world's ``rival_names``.
 - ``{"type": "choice", "answer": "B", "options": ["A", "B", "C"]}``: the right option and no other.
 - ``{"type": "clarify", "none_of": ["42"], "asks_for": ["which ticker"]}``: a question that names the
   missing detail (one of ``asks_for``), no detail of another scene (the world's ``clarify_rivals``) and
@@ -209,6 +210,9 @@ def _check_text(answer: _Answer, spec: Mapping[str, Any]) -> bool:
         return False
     if wanted & OPPOSITES.keys() and not _has_evidence(answer):
         return False
+    if not kinds and not wanted & OPPOSITES.keys():  # a name: no other name of the vocabulary beside it
+        if any(_mentions(answer, name) for name in answer.world.get("rival_names", ())):
+            return False
     return any(_commits_to_phrase(answer, p) or _states_same_value(answer, p) for p in any_of)
 
 

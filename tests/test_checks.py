@@ -174,3 +174,11 @@ def test_slot_mode_reads_only_the_slot_and_a_slot_holds_one_value_per_asked_valu
 def test_malformed_specs_raise_a_clear_error(spec):
     with pytest.raises(CheckSpecError):
         run_check(spec, "anything")
+
+
+def test_a_name_check_refuses_a_second_name_from_the_vocabulary():
+    spec = {"type": "text", "any_of": ["Falcons"], "none_of": ["Rangers"]}
+    world = {"rival_names": ["Comets", "Wolves"], "dialogue": []}
+    assert run_check(spec, "The Falcons lead with 88 points.", {**world, "numbers": [88.0]}) is True
+    assert run_check(spec, "The Falcons (or the Comets) lead.", world) is False
+    assert run_check(spec, "The Falcons, not the Rangers.", world) is False

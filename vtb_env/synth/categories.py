@@ -14,7 +14,6 @@ import numpy as np
 from vtb_env.synth import templates as prompts
 from vtb_env.synth.blueprints import (
     ROW_WORDS,
-    running_sums,
     Ask,
     Blueprint,
     Options,
@@ -26,6 +25,7 @@ from vtb_env.synth.blueprints import (
     number,
     pick,
     read_rubric,
+    running_sums,
     say,
     text,
 )

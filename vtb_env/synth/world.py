@@ -14,6 +14,8 @@ The world is stored on the task (``Turn.world``), a plain JSON object:
 - ``working``: this turn's intermediate values (a subset of ``numbers``; what an answer shows its working with);
 - ``evidence``: the values of this turn that decide it (facts read, expected numbers): a direction or
   verdict word counts only beside one of them, so a coin flip ("It increased.") earns nothing;
+- ``rival_names``: the names of the shown scene kinds' vocabularies that no turn so far reads, asks or
+  answers about; a name check fails when the answer names one;
 - ``clarify_rivals``: the missing details of the scene kinds of other domains; a clarifying question
   naming one asks about another scene;
 - ``dialogue``: the user's prompts so far; an answer that quotes them states nothing by quoting.
@@ -123,6 +125,20 @@ def _add_turn(blueprint: Blueprint, ask: Ask, into: _Values) -> None:
         into.add_number(value)
 
 
+def _words(text: str) -> str:
+    return " " + " ".join(fold(text).lower().split()) + " "
+
+
+def rival_names(blueprint: Blueprint, asks: list[Ask]) -> list[str]:
+    """The names of the shown scene kinds' vocabularies that no turn so far reads, asks or answers about:
+    a name check fails when the answer names one (a second entity for the asked one)."""
+    vocabulary = {label for scene in blueprint.states for label in scene.kind.labels}
+    said = "".join(_words(text) for ask in asks for text in (ask.prompt, ask.golden))
+    read = "".join(_words(label) for ask in asks for _state, label in ask.reads)
+    allowed = said + read
+    return sorted(name for name in vocabulary if _words(name) not in allowed)
+
+
 def clarify_rivals(kind: str) -> list[str]:
     """The missing details of scene kinds in other domains (a kind shares its domain's phrasing)."""
     own = set(CLARIFY_DETAIL.get(kind, ()))
@@ -154,6 +170,7 @@ def turn_worlds(blueprint: Blueprint) -> list[dict[str, Any]]:
             "working": working,
             "evidence": evidence.as_json(),
             "dialogue": list(dialogue),
+            "rival_names": rival_names(blueprint, list(blueprint.asks[: len(dialogue)])),
         }
         if any(r.check.get("type") == "clarify" for r in ask.rubrics):
             world["clarify_rivals"] = clarify_rivals(blueprint.states[0].kind.name)
