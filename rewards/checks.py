@@ -38,6 +38,7 @@ value and the working that leads to it) can still be written as alternatives; ne
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from typing import Any, Iterable, Mapping
@@ -96,13 +97,24 @@ class _Answer:
         self.lower = self.text.lower()
         self.values = scan(self.text)
         self.world = world
+        self.words = [(m.group(), m.start()) for m in _WORD.finditer(self.lower)]
+        self._starts: dict[str, list[int]] = {}  # word -> its indices in ``words``: phrase look-ups stay linear
+        for index, (word, _) in enumerate(self.words):
+            self._starts.setdefault(word, []).append(index)
+
+    def phrase_starts(self, phrase: str) -> Iterable[int]:
+        """Where ``phrase`` occurs as whole words (spacing insensitive): the start offsets."""
+        target = _WORD.findall(fold(phrase).lower())
+        for i in self._starts.get(target[0], ()) if target else ():
+            if [w for w, _ in self.words[i : i + len(target)]] == target:
+                yield self.words[i][1]
 
     def stated(self, kind: str) -> list[Value]:
         return [v for v in self.values if v.kind == kind]
 
     def outside_world(self, kind: str) -> bool:
         """Some value of ``kind`` that the world does not account for (or more than the slot may hold)."""
-        allowed, stated = self.world.get(_WORLD_KEY[kind], ()), self.stated(kind)
+        allowed, stated = _allowed(self.world.get(_WORLD_KEY[kind], ()), kind), self.stated(kind)
         if self.slot is not None and len({v.value for v in stated}) > self.slot.get(kind, 0):
             return True
         return any(not _accounted(v, allowed) for v in stated)
@@ -116,56 +128,55 @@ _WORLD_KEY = {NUMBER: "numbers", TIME: "times", DATE: "dates"}
 
 def _unquote(text: str, dialogue: list[str]) -> str:
     """Blank every run of ``QUOTE_WORDS`` or more words that the user's prompts contain in that order."""
-    if not dialogue:
-        return text
-    words = [(m.group(), m.start(), m.end()) for m in _WORD.finditer(text.lower())]
-    quoted = set()
+    grams = set()
     for prompt in dialogue:
         prompt_words = _WORD.findall(prompt.lower())
-        grams = {tuple(prompt_words[i : i + QUOTE_WORDS]) for i in range(len(prompt_words) - QUOTE_WORDS + 1)}
-        for i in range(len(words) - QUOTE_WORDS + 1):
-            if tuple(w for w, _, _ in words[i : i + QUOTE_WORDS]) in grams:
-                quoted.update(range(i, i + QUOTE_WORDS))
-    chars = list(text)
-    for i in quoted:
-        _, start, end = words[i]
+        grams.update(tuple(prompt_words[i : i + QUOTE_WORDS]) for i in range(len(prompt_words) - QUOTE_WORDS + 1))
+    if not grams:
+        return text
+    words = list(_WORD.finditer(text.lower()))
+    quoted_until, chars = -1, list(text)
+    for i in range(len(words) - QUOTE_WORDS + 1):
+        if tuple(w.group() for w in words[i : i + QUOTE_WORDS]) in grams:
+            quoted_until = i + QUOTE_WORDS - 1
+        if i <= quoted_until:
+            start, end = words[i].span()
+            chars[start:end] = " " * (end - start)
+    for i in range(max(0, len(words) - QUOTE_WORDS + 1), min(len(words), quoted_until + 1)):
+        start, end = words[i].span()
         chars[start:end] = " " * (end - start)
     return "".join(chars)
 
 
-def _accounted(value: Value, allowed: Iterable[Any]) -> bool:
+def _allowed(values: Iterable[Any], kind: str) -> Any:
+    """A world's values of ``kind`` ready for look-ups: numbers sorted, the rest in a set."""
+    return sorted(float(v) for v in values) if kind == NUMBER else set(values)
+
+
+def _accounted(value: Value, allowed: Any) -> bool:
+    """Is ``value`` in ``allowed`` (``_allowed``'s form)? A number stands for every value it rounds."""
     if value.kind != NUMBER:
         return value.value in allowed
     half_unit = 0.5 * 10.0 ** (-value.decimals) + 1e-9  # "106" stands for anything that rounds to it
-    return any(abs(float(value.value) - float(w)) <= half_unit for w in allowed)
+    i = bisect.bisect_left(allowed, float(value.value) - half_unit)
+    return i < len(allowed) and allowed[i] <= float(value.value) + half_unit
 
 
 def _negated(text: str, start: int) -> bool:
-    """A negation among the few words before ``start``, in the same clause."""
-    before = text[:start].lower()
+    """A negation among the few words before ``start``, in the same clause (looked for in a bounded window)."""
+    before = text[max(0, start - 200) : start].lower()
     ends = list(_CLAUSE_END.finditer(before))
     clause = before[ends[-1].end() :] if ends else before
     words = re.findall(r"[a-z']+", clause)[-NEGATION_WINDOW:]
     return bool(_NEGATION.search(" ".join(words)))
 
 
-def _phrase_spans(lower: str, phrase: str) -> Iterable[int]:
-    """Where ``phrase`` occurs in ``lower`` as whole words (spacing insensitive): the start offsets."""
-    words = [(m.group(), m.start()) for m in _WORD.finditer(lower)]
-    target = _WORD.findall(fold(phrase).lower())
-    if not target:
-        return
-    for i in range(len(words) - len(target) + 1):
-        if [w for w, _ in words[i : i + len(target)]] == target:
-            yield words[i][1]
-
-
 def _mentions(answer: _Answer, phrase: str) -> bool:
-    return any(True for _ in _phrase_spans(answer.lower, phrase))
+    return any(True for _ in answer.phrase_starts(phrase))
 
 
 def _commits_to_phrase(answer: _Answer, phrase: str) -> bool:
-    return any(not _negated(answer.text, start) for start in _phrase_spans(answer.lower, phrase))
+    return any(not _negated(answer.text, start) for start in answer.phrase_starts(phrase))
 
 
 # --- the rules -------------------------------------------------------------------------------------------
@@ -191,7 +202,7 @@ def _has_evidence(answer: _Answer) -> bool:
     if not evidence:
         return True
     return any(
-        _accounted(v, evidence.get(_WORLD_KEY[v.kind], ())) and answer.committed(v)
+        _accounted(v, _allowed(evidence.get(_WORLD_KEY[v.kind], ()), v.kind)) and answer.committed(v)
         for v in answer.values
         if v.kind in (NUMBER, TIME)
     )
