@@ -48,6 +48,7 @@ EXTRAS = {
     "trl": "train",
     "ray": "ray",
     "openenv": "serve",
+    "fastapi": "serve",
     "uvicorn": "serve",
     "verifiers": "verifiers",
     "skyrl_gym": "skyrl",
