@@ -126,7 +126,7 @@ class ResetParams(BaseModel):
     def _known_task(cls, task_id: str | None, info: ValidationInfo) -> str | None:
         known = (info.context or {}).get("task_ids", ())
         if task_id is not None and task_id not in known:
-            raise PydanticCustomError("unknown_task", "no task {task_id!r} on this server", {"task_id": task_id})
+            raise PydanticCustomError("unknown_task", "no task '{task_id}' on this server", {"task_id": task_id})
         return task_id
 
     @field_validator("index")
@@ -341,6 +341,8 @@ def make_app(
     @app.exception_handler(ValidationError)
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Any, exc: ValidationError | RequestValidationError) -> JSONResponse:
+        if isinstance(exc, ValidationError) and exc.title != ResetParams.__name__:
+            raise exc  # a model of ours that failed is a bug (500), not the client's mistake
         # without the inputs: a seed of 1e400 is infinity, which JSON cannot carry (FastAPI's own reply failed: 500)
         return JSONResponse({"detail": _errors(exc)}, status_code=422)
 

@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--token",
         default=None,
-        help=f"clients must send 'Authorization: Bearer TOKEN' (default: ${TOKEN_VARIABLE}; required off loopback)",
+        help=f"clients must send 'Authorization: Bearer TOKEN' (or set ${TOKEN_VARIABLE}); required off loopback",
     )
     parser.add_argument(
         "--max-tool-calls", type=integer(1, 1000), default=None, help="the env's tool-call cap (default: preset's)"
@@ -77,7 +77,7 @@ SERVER_MODULES = ("fastapi", "openenv", "uvicorn")  # the `serve` extra (vtb_app
 
 
 def run(args: argparse.Namespace) -> int:
-    from vtb_app.serve_socket import BindError, TokenRequiredError, bind, require_token_off_loopback
+    from vtb_app.serve_socket import BindError, TokenRequiredError, bind, connection_cap, require_token_off_loopback
 
     for module in SERVER_MODULES:  # at once, not after binding and loading (a missing extra exits 3)
         if importlib.util.find_spec(module) is None:
@@ -103,7 +103,12 @@ def run(args: argparse.Namespace) -> int:
         config = EnvConfig.preset("default", **overrides)
         app = make_app(tasks, args.tools, config, limits=limits, token=token)
         host, port = sock.getsockname()[:2]
-        print(f"vtb serve: {len(tasks)} tasks on http://{host}:{port} (WebSocket /ws)", file=sys.stderr, flush=True)
+        print(
+            f"vtb serve: {len(tasks)} tasks on http://{host}:{port} (WebSocket /ws); at most {limits.max_sessions} "
+            f"sessions, {connection_cap(limits)} connections" + ("; token required" if token else ""),
+            file=sys.stderr,
+            flush=True,
+        )
     except BaseException:
         sock.close()
         raise
