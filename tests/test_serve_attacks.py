@@ -12,6 +12,7 @@ scripts/bench_serve_attacks.py, docs/training.md).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import socket
 import time
@@ -21,6 +22,7 @@ import pytest
 
 pytest.importorskip("openenv", reason="openenv is the `serve` extra (docs/training.md)")
 pytest.importorskip("uvicorn")
+pytestmark = pytest.mark.slow  # a server per test: ~30 s on 2 shared cores
 
 from websockets.asyncio.client import connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed, InvalidStatus  # noqa: E402
@@ -269,3 +271,19 @@ def test_serving_beyond_loopback_without_a_token_is_refused_before_listening():
     with pytest.raises(TokenRequiredError, match="whoever connects runs code in the sandbox pool"):
         serve(app(ServeLimits()), sock=sock)
     assert sock.fileno() == -1  # closed: nothing listens
+
+
+def test_openenvs_own_client_plays_an_episode_with_the_token():
+    from openenv import GenericEnvClient
+
+    if "headers" not in inspect.signature(GenericEnvClient.__init__).parameters:
+        pytest.skip("openenv-core 0.3's client sends no headers; openenv >= 0.10's does (the `serve` extra)")
+    with Server(app(ServeLimits(), token="s3cret")) as server:
+
+        async def play():
+            async with GenericEnvClient(base_url=server.url, headers={"Authorization": "Bearer s3cret"}) as env:
+                await env.reset(task_id="a")
+                return await env.step({"text": "The answer is 1."})
+
+        end = asyncio.run(play())
+    assert end.done and end.observation["reward_components"]["rubric_score"] == 1.0
