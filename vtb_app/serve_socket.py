@@ -37,7 +37,8 @@ class BindError(OSError):
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host``:``port`` (0: any free port); ``BindError`` saying why not."""
+    """A TCP socket bound to ``host``:``port`` (0: any free port), not listening yet (the server listens on it
+    once it starts, after ``require_token_off_loopback``); ``BindError`` saying why not."""
     if not 0 <= port <= 65535:
         raise BindError(f"port {port} is not in 0..65535")
     try:
@@ -49,8 +50,7 @@ def bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: restart over TIME_WAIT
-        sock.bind(address)
-        sock.listen(2048)
+        sock.bind(address)  # a port with a listener already fails here, SO_REUSEADDR or not
     except OSError as exc:
         sock.close()
         raise BindError(f"cannot listen on {host}:{port}: {_why(exc)}") from None
