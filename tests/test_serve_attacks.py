@@ -222,6 +222,7 @@ def test_unparseable_deep_or_huge_messages_get_errors_and_the_session_goes_on():
         ("a 5,000-digit number", '{"type":"reset","data":{"seed":' + "9" * 5000 + "}}", "invalid JSON"),
         ("an array", "[1, 2]", "a message is a JSON object"),
         ("a binary frame", b'{"type": "reset", "data": {}}', "binary frames are not accepted"),
+        ("OpenEnv's mcp", '{"type": "mcp", "data": {"method": "openenv/session/close"}}', "unknown message type 'mcp'"),
     ]
     with Server(app(limits)) as server:
 
@@ -232,8 +233,9 @@ def test_unparseable_deep_or_huge_messages_get_errors_and_the_session_goes_on():
                 return replies, await ask(ws, {"type": "step", "data": {"text": "The answer is 1."}})
 
         replies, step = asyncio.run(play())
-    for reply, (_, _, says) in zip(replies, messages, strict=True):
-        assert reply["type"] == "error" and reply["data"]["code"] == "INVALID_JSON" and says in reply["data"]["message"]
+    codes = ["INVALID_JSON"] * (len(messages) - 1) + ["UNKNOWN_TYPE"]
+    for reply, (_, _, says), code in zip(replies, messages, codes, strict=True):
+        assert reply["type"] == "error" and reply["data"]["code"] == code and says in reply["data"]["message"]
     assert acted(step) and step["data"]["done"]
 
 

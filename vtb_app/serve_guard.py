@@ -7,8 +7,10 @@
   ``Authorization: Bearer <token>`` (compared in constant time); else 401 / a refused handshake.
 - HTTP bodies: read in full before the app sees them, at most ``max_request_bytes`` (413) within
   ``body_timeout_s`` (408); a JSON body must pass ``json_bounds`` (400).
-- WebSocket messages: each must pass ``json_bounds`` and parse as a JSON object, else the client gets
-  OpenEnv's error reply (``INVALID_JSON``) in its turn and the session goes on. The bound is on work,
+- WebSocket messages: each must pass ``json_bounds``, parse as a JSON object and be of a type in
+  ``MESSAGE_TYPES`` (not OpenEnv's ``mcp``, whose ``openenv/session/close`` closes another client's
+  session by its id), else the client gets OpenEnv's error reply (``INVALID_JSON`` / ``UNKNOWN_TYPE``)
+  in its turn and the session goes on. The bound is on work,
   not bytes: 4 MiB of tiny objects would take OpenEnv's ``json.loads`` on the event loop about a second
   and 120 MiB; ``max_json_items`` values take a few milliseconds.
 - Idle sessions: a session that waits for its client's next message longer than ``session_timeout_s``
@@ -33,6 +35,7 @@ from vtb_app.serve_limits import ServeLimits
 
 HTTP_PATHS = frozenset({"/health", "/metadata", "/schema", "/reset", "/step", "/state", "/docs", "/openapi.json"})
 WEBSOCKET_PATHS = frozenset({"/ws"})
+MESSAGE_TYPES = frozenset({"reset", "step", "state", "close"})
 OPEN_PATHS = frozenset({"/health"})  # answered without the token (a load balancer's probe)
 IDLE_CLOSE_CODE = 4000
 POLICY_CLOSE_CODE = 1008  # before the handshake is accepted: the client sees HTTP 403
@@ -189,8 +192,8 @@ async def _reply(send: Send, status: int, detail: str, bearer: bool = False) -> 
 class _Refused:
     """A client message the guard answers itself, in its turn (the app never sees it)."""
 
-    def __init__(self, reason: str):
-        self.reason = reason
+    def __init__(self, reason: str, code: str = "INVALID_JSON"):
+        self.reason, self.code = reason, code
 
 
 class _Session:
@@ -233,7 +236,12 @@ class _Session:
         value, problem = parse_bounded(text, self.limits)
         if problem is None and not isinstance(value, dict):
             problem = "invalid JSON: a message is a JSON object"
-        return _Refused(problem) if problem is not None else message
+        if problem is not None:
+            return _Refused(problem)
+        if value.get("type") not in MESSAGE_TYPES:
+            kind = str(value.get("type"))[:100]
+            return _Refused(f"unknown message type {kind!r}: this server takes {sorted(MESSAGE_TYPES)}", "UNKNOWN_TYPE")
+        return message
 
     async def _app_receive(self) -> dict:
         """The app's next message; refused ones are answered here, in order, and skipped."""
@@ -245,7 +253,7 @@ class _Session:
                 self.waiting = False
             if not isinstance(item, _Refused):
                 return item
-            error = {"type": "error", "data": {"message": item.reason, "code": "INVALID_JSON"}}
+            error = {"type": "error", "data": {"message": item.reason, "code": item.code}}
             await self._app_send({"type": "websocket.send", "text": json.dumps(error)})
 
     async def _app_send(self, message: dict) -> None:
