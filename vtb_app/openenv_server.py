@@ -220,13 +220,7 @@ class VTBOpenEnv(Environment[VTBAction, VTBObservation, VTBState]):
         """
         self._refuse_if_closed()
         checked = ResetParams.model_validate(params, context={"task_ids": self._serve.task_ids})
-        options = (
-            {"task_id": checked.task_id}
-            if checked.task_id is not None
-            else {"index": checked.index}
-            if checked.index is not None
-            else {}
-        )
+        options = checked.model_dump(include={"task_id", "index"}, exclude_none=True)  # the env prefers task_id
         observation, info = self.env.reset(seed=checked.seed, options=options)
         self._state = VTBState(episode_id=checked.episode_id, task_id=info["task"]["id"], turn=0)
         return self._observation(observation, info, 0.0, False, False)
