@@ -20,7 +20,7 @@ from vtb_env.render import render_ansi, render_html
 from vtb_env.reward import RewardFn, default_reward, score_episode
 from vtb_env.safe_text import clean_action, clean_parsed_action
 from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
-from vtb_env.stepping import StepGuard, gives, holds, takes
+from vtb_env.stepping import StepGuard, applies, executes, holds, takes
 from vtb_env.task_images import TaskImageCache
 from vtb_env.tasks import Task
 from vtb_env.tool_round import blocked_reason, cap_message, cap_used, round_messages, run_calls
@@ -202,7 +202,7 @@ class VisualToolBenchEnv(gym.Env):
         pending.overhead_s = time.perf_counter() - start
         return pending
 
-    @gives()
+    @applies
     def end_step(self, pending: "PendingStep") -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """Apply the results of ``pending`` and return gymnasium's step tuple."""
         episode = self._require_running()
@@ -320,7 +320,7 @@ class VisualToolBenchEnv(gym.Env):
             turn_index=episode.turn_index,
         )
 
-    @gives(on_error_only=True)
+    @executes
     def execute(self, pending: "PendingStep") -> "PendingStep":
         """Run the tool calls of ``pending`` (the slow part; safe in a worker thread, one step per env at a time).
 
