@@ -13,6 +13,7 @@ from vtb_agents.ocr_baseline import named_rows, parse_reading
 from vtb_agents.ocr_baseline.reading import Row
 from vtb_env.loaders import load_tasks
 from vtb_env.ocr import OcrWord
+from vtb_env.synth.world import clarify_rivals
 from vtb_env.tasks import Rubric
 from vtb_rewards.checks import run_check
 
@@ -204,9 +205,10 @@ def test_the_rules_know_every_question_template_of_the_generator():
             assert (vague, rule_for(merged).kind) == (vague, _KIND_OF_VAGUE[scene])
             # the clarifying question the baseline asks passes the exact check the generator writes for it
             asked = clarify(SimpleNamespace(question=Question(vague, vague, "", False)))
-            check = {"type": "clarify", "asks_for": list(templates.CLARIFY_DETAIL[scene]), "echo_of": vague}
-            assert run_check(check, asked), (vague, asked)
-            assert not run_check(check, vague), vague  # the question itself names no missing detail
+            check = {"type": "clarify", "asks_for": list(templates.CLARIFY_DETAIL[scene])}
+            world = {"dialogue": [vague], "clarify_rivals": clarify_rivals(scene)}
+            assert run_check(check, asked, world), (vague, asked)
+            assert not run_check(check, vague, world), vague  # the question itself names no missing detail
 
 
 @pytest.mark.slow

@@ -24,13 +24,13 @@ pytest.importorskip("uvicorn")
 
 from openenv import GenericEnvClient  # noqa: E402
 
+from tests.support.env_server import Server  # noqa: E402
 from tests.support.grpo import one_step_grpo_config  # noqa: E402
 from tests.test_grpo import (  # noqa: E402
     PLUMBING_REWARD,
     TEST_MODEL_RESPONSE_TEMPLATE,
     _coin_flip_policy,
 )
-from tests.test_openenv_server import Server  # noqa: E402
 from vtb_app.integrations import trl as vtb_trl  # noqa: E402
 from vtb_app.openenv_server import make_app  # noqa: E402
 from vtb_app.serve_limits import ServeLimits  # noqa: E402
@@ -100,7 +100,7 @@ def test_grpo_step_through_vtb_serve_over_openenv(tmp_path_factory, tmp_path):
     limits = ServeLimits(max_sessions=16)
     made: list[ServedEpisode] = []
     try:
-        with Server(make_app(tasks, tools, config, limits=limits), limits.max_request_bytes) as server:
+        with Server(make_app(tasks, tools, config, limits=limits)) as server:
 
             def environment_factory() -> ServedEpisode:
                 made.append(ServedEpisode(server.url))

@@ -36,6 +36,9 @@ class Ask:
     reads: tuple[tuple[int, str], ...] = ()  # (state, label) facts to read from the images
     steps: tuple[str, ...] = ()  # reasoning key steps after the reading
     tool_calls: tuple[dict[str, Any], ...] = ()  # non-vision reference calls (lookup, calculator)
+    # intermediate values of sound ways to compute the answer that the golden answer and the reference
+    # calculator calls do not state (a tip on its own, a share as a fraction): part of the turn's closed world
+    working: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,13 @@ def page_lookup(query: str, url: str, find: str, read: str) -> tuple[dict[str, A
 
 def calculator(expression: str, purpose: str) -> dict[str, Any]:
     return {"tool": "calculator", "arguments": {"expression": expression}, "purpose": purpose}
+
+
+def running_sums(values: list[float]) -> tuple[float, ...]:
+    """The partial sums of adding ``values`` in their printed order, or from the other end."""
+    forward = [sum(values[: i + 1]) for i in range(len(values))]
+    backward = [sum(values[i:]) for i in range(len(values))]
+    return tuple(forward + backward)
 
 
 def pick(rng: np.random.Generator, entries: tuple[Entry, ...], k: int) -> list[Entry]:

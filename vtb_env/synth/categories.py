@@ -25,6 +25,7 @@ from vtb_env.synth.blueprints import (
     number,
     pick,
     read_rubric,
+    running_sums,
     say,
     text,
 )
@@ -60,6 +61,7 @@ def region_switch(rng: np.random.Generator, domain: str, difficulty: float, opti
                     new_states=(0,),
                     reads=tuple((0, e.label) for e in entries),
                     steps=("Add the lengths of all route segments.", f"State the total distance of {total:g} km."),
+                    working=running_sums([e.value for e in entries]),
                 ),
             ),
         )
@@ -270,6 +272,7 @@ def temporal(rng: np.random.Generator, domain: str, difficulty: float, options: 
             ((1, a.label),),
             ("Compare the new value with the previous one.", "State the change and its direction."),
             (calculator(f"{a1.value:g} - {a.value:g}", "Compute the change."),),
+            working=(delta,),
         ),
     ]
     if n_images == 3:
@@ -293,6 +296,7 @@ def temporal(rng: np.random.Generator, domain: str, difficulty: float, options: 
                         f"{last.entry(best).value:g} - {scene.entry(best).value:g}", "Compute the largest increase."
                     ),
                 ),
+                working=tuple(growth.values()),
             )
         )
     return Blueprint(

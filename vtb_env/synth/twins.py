@@ -25,6 +25,7 @@ from vtb_env.synth.blueprints import Blueprint
 from vtb_env.synth.render import Panel, png_bytes
 from vtb_env.synth.scene_drawing import render
 from vtb_env.synth.scenes import Scene
+from vtb_env.synth.world import turn_worlds
 from vtb_env.tasks import ImageRef, Rubric, Task, Turn
 from vtb_env.toolsets import VISION_TOOL
 
@@ -201,6 +202,7 @@ def assemble(
     rendered: dict[int, _Rendered] = {}
     image_names: dict[int, str] = {}
     turns, key_facts, degradations, looks = [], [], {}, {}
+    worlds = turn_worlds(blueprint)
     next_transformed = 0
     for t, ask in enumerate(blueprint.asks):
         refs = []
@@ -270,6 +272,7 @@ def assemble(
                 tool_trajectory_raw=json.dumps(trajectory, ensure_ascii=False),
                 rubrics=rubrics,
                 key_steps=tuple(steps),
+                world=worlds[t],
             )
         )
     metadata = {
