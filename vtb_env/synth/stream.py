@@ -88,7 +88,8 @@ def generate_pair(
         raise ValueError(f"unknown domain {domain!r} or category {category!r}")
     options = Options()  # v1, v2: the first wording of every question and the original hybrids
     if generator == "v3":  # a wording per question drawn for the pair; more lookups and Python computations
-        options = Options(Wording(np.random.default_rng([seed, index, _WORDING])), richer=True)
+        wording = Wording(np.random.default_rng([seed, index, _WORDING]))
+        options = Options(wording, richer=True, answerable=True, shared_vocabulary=True)
     blueprint = BUILDERS[category](np.random.default_rng([seed, index, _FACTS]), domain, difficulty, options)
     hiding, style = None, None
     if generator == "v3":
