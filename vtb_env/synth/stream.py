@@ -55,6 +55,38 @@ def _weights(names: tuple[str, ...], mix: Mapping[str, float] | None, what: str)
     return weights / weights.sum()
 
 
+def build_blueprint(
+    seed: int,
+    index: int,
+    *,
+    domain: str | None = None,
+    category: str | None = None,
+    difficulty: float = 0.5,
+    generator: str = DEFAULT_GENERATOR,
+) -> Blueprint:
+    """The facts and words of the pair at ``index``, before anything is drawn (``generate_pair`` renders it)."""
+    choice = np.random.default_rng([seed, index, _CHOICE])
+    domain = domain or str(choice.choice(DOMAINS))
+    category = category or str(choice.choice(TASK_CATEGORIES))
+    if domain not in DOMAINS or category not in BUILDERS:
+        raise ValueError(f"unknown domain {domain!r} or category {category!r}")
+    options = Options()  # v1, v2: the first wording of every question and the original hybrids
+    if generator == "v3":  # a wording per question drawn for the pair; lookups, computations; answerable; fair twins
+        wording = Wording(np.random.default_rng([seed, index, _WORDING]))
+        options = Options(wording, richer=True, answerable=True, shared_vocabulary=True)
+    return BUILDERS[category](np.random.default_rng([seed, index, _FACTS]), domain, difficulty, options)
+
+
+def stream_choice(
+    seed: int, index: int, mix: Mapping[str, float] | None = None, domains: Mapping[str, float] | None = None
+) -> tuple[str, str]:
+    """The category and domain ``stream`` builds at ``index``."""
+    category_p, domain_p = _weights(TASK_CATEGORIES, mix, "category"), _weights(DOMAINS, domains, "domain")
+    pick = np.random.default_rng([seed, index, _CHOICE])
+    category = TASK_CATEGORIES[int(pick.choice(len(TASK_CATEGORIES), p=category_p))]
+    return category, DOMAINS[int(pick.choice(len(DOMAINS), p=domain_p))]
+
+
 def generate_pair(
     seed: int,
     index: int,
@@ -81,16 +113,9 @@ def generate_pair(
         raise ValueError(f"unknown generator {generator!r}; choose from {list(GENERATORS)}")
     if split not in SPLITS or (split != "all" and generator != "v3"):
         raise ValueError(f"split must be one of {list(SPLITS)} (train/heldout: generator v3 only), got {split!r}")
-    choice = np.random.default_rng([seed, index, _CHOICE])
-    domain = domain or str(choice.choice(DOMAINS))
-    category = category or str(choice.choice(TASK_CATEGORIES))
-    if domain not in DOMAINS or category not in BUILDERS:
-        raise ValueError(f"unknown domain {domain!r} or category {category!r}")
-    options = Options()  # v1, v2: the first wording of every question and the original hybrids
-    if generator == "v3":  # a wording per question drawn for the pair; more lookups and Python computations
-        wording = Wording(np.random.default_rng([seed, index, _WORDING]))
-        options = Options(wording, richer=True, answerable=True, shared_vocabulary=True)
-    blueprint = BUILDERS[category](np.random.default_rng([seed, index, _FACTS]), domain, difficulty, options)
+    blueprint = build_blueprint(
+        seed, index, domain=domain, category=category, difficulty=difficulty, generator=generator
+    )
     hiding, style = None, None
     if generator == "v3":
         hiding = _hiding(blueprint, np.random.default_rng([seed, index, _HIDE]), difficulty, split)
@@ -165,11 +190,9 @@ def stream(
     if solvable:
         from vtb_env.synth.probe import probe_task  # needs Tesseract; imported only when asked for
 
-    category_p, domain_p = _weights(TASK_CATEGORIES, mix, "category"), _weights(DOMAINS, domains, "domain")
+    stream_choice(seed, start, mix, domains)  # bad weights fail before the first task
     for index in count(start):
-        pick = np.random.default_rng([seed, index, _CHOICE])
-        category = TASK_CATEGORIES[int(pick.choice(len(TASK_CATEGORIES), p=category_p))]
-        domain = DOMAINS[int(pick.choice(len(DOMAINS), p=domain_p))]
+        category, domain = stream_choice(seed, index, mix, domains)
         level = difficulty(index) if callable(difficulty) else difficulty
         pair = generate_pair(
             seed,
