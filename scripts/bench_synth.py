@@ -41,11 +41,13 @@ def main() -> None:
         split = args.split if generator == args.generator else "all"
         start = time.process_time()  # CPU time: other processes on the machine do not count
         made = generate(args.n, args.seed, difficulty=args.difficulty, generator=generator, split=split)
-        speed[generator] = len(made) / (time.process_time() - start)
+        cpu = time.process_time() - start
+        speed[generator] = len(made) / cpu
         images = [image.data for task in made for image in task.images]
+        pairs = len({task.metadata.get("pair_id", task.id) for task in made})
         print(
-            f"generation {generator}: {len(made)} tasks = {speed[generator]:.1f} tasks per CPU-s "
-            f"(one core, difficulty {args.difficulty}); {len(images)} images, "
+            f"generation {generator}: {len(made)} tasks = {speed[generator]:.1f} tasks per CPU-s, "
+            f"{cpu / pairs:.3f} CPU-s per pair (one core, difficulty {args.difficulty}); {len(images)} images, "
             f"{sum(map(len, images)) / len(images) / 1024:.0f} KiB each"
         )
         if generator == args.generator:

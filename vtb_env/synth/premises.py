@@ -294,7 +294,7 @@ def _pattern(wording: str) -> re.Pattern[str]:
         if name in seen:
             return f"(?P={name})"
         seen.add(name)
-        return f"(?P<{name}>[^?,\"]+?)"  # a name, phrase or title holds no question mark, comma or quote
+        return f'(?P<{name}>[^?,"]+?)'  # a name, phrase or title holds no question mark, comma or quote
 
     parts = re.split(r"(\{\w+\})", wording)
     body = "".join(field(re.match(r"\{(\w+)\}", p)) if re.fullmatch(r"\{\w+\}", p) else re.escape(p) for p in parts)

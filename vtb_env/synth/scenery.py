@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
-from vtb_env.synth.desk import CLUTTER_WORDS, Look, Point, background, perspective_coeffs
+from vtb_env.synth.desk import CLUTTER_WORDS, Look, Point, background, perspective_coeffs, warp
 from vtb_env.synth.render import FACES, font, text_width
 
 SURFACES = ("wood", "fabric", "marble", "concrete", "carpet", "paper", "wall")
@@ -285,7 +285,7 @@ def viewpoint(
 
 def view(canvas: Image.Image, size: tuple[int, int], coeffs: Sequence[float]) -> Image.Image:
     """The picture the camera takes of the padded canvas."""
-    return canvas.transform(size, Image.Transform.PERSPECTIVE, tuple(coeffs), Image.Resampling.BICUBIC)
+    return warp(canvas, size, coeffs, "linear")  # the room: no print to read (pages are pasted after)
 
 
 def to_picture(coeffs: Sequence[float], point: Point) -> Point:
