@@ -23,6 +23,11 @@ from vtb_env.tasks import DOMAINS, TASK_CATEGORIES, Task
 Difficulty = Union[float, Callable[[int], float]]
 _FACTS, _CHOICE, _RENDER_REQUIRED, _RENDER_REDUNDANT, _LOOK, _HIDE, _WORDING, _STYLE = 1, 0, 2, 3, 4, 5, 6, 7
 DEFAULT_GENERATOR = "v3"
+# Whose reading the static mode label is true for: the generator hides key facts where Tesseract 5 (the OCR probe,
+# ``vtb_env.ocr``) cannot read them as shown and can after the reference code; another reader may disagree (RapidOCR
+# reads some 11 px side pages as shown: docs/synth.md). Training users: online labels (``group_label``) measure the
+# policy being trained instead (docs/rewards.md).
+MODE_LABEL_READER = "tesseract-5"
 
 
 def _task_id(seed: int, index: int, label: str, generator: str = DEFAULT_GENERATOR, split: str = "all") -> str:
@@ -133,7 +138,13 @@ def generate_pair(
         if generator != "v1"
         else hashlib.sha1(f"vtb-synth:{seed}:{index}".encode()).hexdigest()[:24],
         **(
-            {"split": split, "font": style.face, "small_font": style.small_face, "surface": style.surface}
+            {
+                "split": split,
+                "font": style.face,
+                "small_font": style.small_face,
+                "surface": style.surface,
+                "mode_label_reader": MODE_LABEL_READER,
+            }
             if style
             else {}
         ),
