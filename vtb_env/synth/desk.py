@@ -171,21 +171,23 @@ def notes_page(
     return image
 
 
-WARPS = ("pillow", "cubic", "linear")  # Pillow's bicubic (v1, v2); OpenCV's bicubic or bilinear (v3)
-
-
 def warp(image: Image.Image, size: tuple[int, int], coeffs: Sequence[float], how: str = "pillow") -> Image.Image:
-    """``image.transform(size, PERSPECTIVE, coeffs, BICUBIC)`` (``how="pillow"``), or the same map through
-    OpenCV's ``warpPerspective`` (v3): ``cubic`` is ~4x cheaper than Pillow, ``linear`` ~25x (for what
-    carries no print to read: the room, digit-free notes). The geometry is the same, the pixels differ slightly."""
+    """``image.transform(size, PERSPECTIVE, coeffs, BICUBIC)`` (``how="pillow"``), or the same map bilinear
+    through OpenCV (``"linear"``, v3: ~15x cheaper). The map is computed here (numpy, float64) and handed to
+    ``cv2.remap`` as fixed-point coordinates: OpenCV's own ``warpPerspective``, its bicubic remap and its float
+    maps gave other pixels with and without AVX2; this path gave the same pixels at every x86 level tried
+    (SSE3 to AVX-512: docs/synth.md), as the committed demo set needs."""
     if how == "pillow":
         return image.transform(size, Image.Transform.PERSPECTIVE, tuple(coeffs), Image.Resampling.BICUBIC)
     import cv2  # a core dependency, needed only here
 
-    centre = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.5], [0.0, 0.0, 1.0]])  # Pillow maps pixel centres
-    matrix = np.linalg.inv(centre) @ np.array([*coeffs, 1.0]).reshape(3, 3) @ centre
-    flags = {"cubic": cv2.INTER_CUBIC, "linear": cv2.INTER_LINEAR}[how] | cv2.WARP_INVERSE_MAP
-    out = cv2.warpPerspective(np.asarray(image), matrix, size, flags=flags, borderMode=cv2.BORDER_CONSTANT)
+    a, b, c, d, e, f, g, h = coeffs
+    xs, ys = np.meshgrid(np.arange(size[0]) + 0.5, np.arange(size[1]) + 0.5)  # Pillow maps pixel centres
+    z = g * xs + h * ys + 1.0
+    map_x = ((a * xs + b * ys + c) / z - 0.5).astype(np.float32)
+    map_y = ((d * xs + e * ys + f) / z - 0.5).astype(np.float32)
+    fixed, fraction = cv2.convertMaps(map_x, map_y, cv2.CV_16SC2)
+    out = cv2.remap(np.asarray(image), fixed, fraction, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
     return Image.fromarray(out, image.mode)
 
 

@@ -249,8 +249,9 @@ def render_state(
             if hide.how in PATCHES:
                 rows = [key_big[i].boxes[r] for r in (hide.key_rows if hidden else hide.decoy_rows)]
                 hero_page = _fade_rows(hero_page, rows, hide, paper, photo.HERO_PX)
-            desk.paste(canvas, hero_page, [layout.shot(p) for p in hero], "cubic")
-            desk.paste(canvas, side_page, [layout.shot(p) for p in side], "cubic")
+            # hero pages (30 px print) bilinear through OpenCV; the small side pages stay with Pillow's bicubic
+            desk.paste(canvas, hero_page, [layout.shot(p) for p in hero], "linear")
+            desk.paste(canvas, side_page, [layout.shot(p) for p in side])
             key_panel, key_corners, px = (key_small[i], side, small_px) if swap else (key_big[i], hero, photo.HERO_PX)
             corners = tuple((round(x, 2), round(y, 2)) for x, y in (layout.shot(p) for p in key_corners))
             placements.append(
