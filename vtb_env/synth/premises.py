@@ -108,7 +108,7 @@ def _ticket(q: Question) -> None:
     _require(fields["From"] != fields["To"], "the ticket goes nowhere")
     try:
         ref.weather_on(fields["To"], fields["Date"])
-    except (KeyError, LookupError, ValueError) as error:
+    except KeyError as error:
         raise PremiseFailure(f"the archive has no weather for {fields['To']} on {fields['Date']}") from error
 
 
