@@ -291,7 +291,8 @@ def test_the_leader_is_read_in_the_named_teams_document_not_in_noise():
 @pytest.mark.slow
 def test_changed_the_most_compares_the_dialogues_board_not_a_decoy():
     """Three quote boards a week apart, each photo also showing a decoy board that never changes: the
-    ticker that rose the most (here every real one fell) is read on the board the dialogue is about."""
+    ticker that rose the most is read on the board the dialogue is about (since v3 asks it only when some
+    ticker rose, docs/synth.md "Answerable questions", this pair's third board has one that did)."""
     from vtb_env.synth import generate_pair
     from vtb_env.tools import default_tools
 
@@ -302,7 +303,6 @@ def test_changed_the_most_compares_the_dialogues_board_not_a_decoy():
     )
     (record,) = play_ocr_baseline([task], default_tools())
     assert critical_passes(task, record.final_answers) == [True, True, True], record.final_answers
-    assert "-2.97" in record.final_answers[2]  # a fall keeps its sign
 
 
 def test_a_code_read_as_a_price_is_a_row_label_also_beside_another_panel():
