@@ -29,6 +29,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   fi
   # The core dependencies include the synthetic tasks' six pinned font packages (font-source-sans-pro,
   # -source-serif-pro, -roboto (an sdist: built once), -lato, -caladea, -manrope; OFL / Apache-2.0).
-  .venv/bin/python -m pip install -q -e ".[hf,dev,eval,train,ray,serve,verifiers,skyrl]"
+  .venv/bin/python -m pip install -q -e ".[hf,dev,eval,train,ray,serve,verifiers,skyrl,ocr2]"
+  # The second OCR reader (docs/synth.md): its wheel carries its weights; --no-deps keeps its opencv-python
+  # requirement from installing a second OpenCV over opencv-python-headless (the [ocr2] extra has the rest).
+  .venv/bin/python -m pip install -q --no-deps "rapidocr-onnxruntime==1.4.4" \
+    || echo "setup: note: rapidocr-onnxruntime not installed (it needs Python < 3.13); its tests skip" >&2
   echo "$want" > "$stamp"
 fi

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from vtb_env.synth.scenes import Entry, Scene
+from vtb_env.synth.decoys import vocabulary_kind
+from vtb_env.synth.scenes import KINDS, Entry, Kind, Scene
 from vtb_env.synth.templates import Wording
 
 
@@ -145,7 +146,15 @@ def n_entries(difficulty: float, rng: np.random.Generator) -> int:
 @dataclass(frozen=True)
 class Options:
     """What a generator version changes in the blueprints: v1 and v2 take every question's first wording
-    and the original hybrids; v3 draws wordings for the pair and adds lookups and Python computations."""
+    and the original hybrids; v3 draws wordings for the pair, adds lookups and Python computations, asks
+    only questions whose premise holds on the scene (``answerable``; ``premises`` checks it) and draws
+    every document's labels from the kind's whole vocabulary (``shared_vocabulary``, twins 3.1)."""
 
     wording: Wording = field(default_factory=Wording)
     richer: bool = False
+    answerable: bool = False
+    shared_vocabulary: bool = False
+
+    def kind(self, name: str) -> Kind:
+        """The kind a builder draws a ``name`` document from (v3: the vocabulary it shares with decoys)."""
+        return vocabulary_kind(name) if self.shared_vocabulary else KINDS[name]

@@ -46,7 +46,7 @@ def python_task(rng: np.random.Generator, domain: str, difficulty: float, option
     if not kinds:
         return None
     kind = str(rng.choice(kinds))
-    scene = make_scene(kind, rng, n_entries(difficulty, rng))
+    scene = make_scene(options.kind(kind), rng, n_entries(difficulty, rng))
     how, values = COMPUTATIONS[kind]
     if how == "compound":
         return _compound(rng, scene, options)

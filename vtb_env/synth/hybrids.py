@@ -96,6 +96,7 @@ def _hybrid_weather(rng: np.random.Generator, options: Options) -> Blueprint:
 
 
 def _hybrid_corpus(rng: np.random.Generator, difficulty: float, options: Options) -> Blueprint:
+    # tickers with a company profile (lookup tasks have no twin, so no shared vocabulary is needed)
     scene = make_scene("portfolio", rng, n_entries(difficulty, rng))
     entry = scene.entries[int(rng.integers(0, len(scene.entries)))]
     name, _sector, dividend = ref.COMPANIES[entry.label]
@@ -139,7 +140,7 @@ def _hybrid_corpus(rng: np.random.Generator, difficulty: float, options: Options
 
 def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float, options: Options) -> Blueprint:
     kind = str(rng.choice([k for k in DOMAIN_KINDS[domain] if k != "portfolio"] or DOMAIN_KINDS[domain]))
-    scene = make_scene(kind, rng, n_entries(difficulty, rng))
+    scene = make_scene(options.kind(kind), rng, n_entries(difficulty, rng))
     a, b, c = pick(rng, scene.entries, 3)
     if kind in ("menu", "receipt", "quotes"):
         qa, qb, pct = int(rng.integers(2, 6)), int(rng.integers(1, 5)), int(rng.choice([5, 8, 10, 12, 15, 18, 20]))
