@@ -28,9 +28,9 @@ import operator
 from typing import Any, Iterable
 
 from vtb_env.answer_values import DATE, NUMBER, TIME, fold, scan
-from vtb_env.synth.blueprints import Ask, Blueprint
-from vtb_env.synth.scenes import DOMAIN_KINDS, Scene
-from vtb_env.synth.templates import CLARIFY_DETAIL
+from vtb_env.synth.blueprints import ROW_WORDS, Ask, Blueprint
+from vtb_env.synth.scenes import DOMAIN_KINDS, KINDS, Scene
+from vtb_env.synth.templates import CLARIFY_DETAIL, VAGUE
 
 _OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 _PRECISION = 6  # decimals kept: the checks compare at the precision the answer writes
@@ -140,15 +140,25 @@ def rival_names(blueprint: Blueprint, asks: list[Ask]) -> list[str]:
 
 
 def clarify_rivals(kind: str) -> list[str]:
-    """The missing details of scene kinds in other domains (a kind shares its domain's phrasing)."""
+    """The missing details of scene kinds in other domains that name a thing: a phrase ("which team") or a
+    row noun ("specimen", "stops"), never a common word ("order", "start"), and never a word this scene
+    uses itself ("board" names a timetable's stop, but a quote board is a quote board)."""
     own = set(CLARIFY_DETAIL.get(kind, ()))
     domain = next((d for d, kinds in DOMAIN_KINDS.items() if kind in kinds), None)
+    scene_words = ""
+    if kind in KINDS:
+        kind_of = KINDS[kind]
+        scene_words = _words(" ".join((kind_of.what, *kind_of.header, *kind_of.titles)))
+    wordings, question, _reply = VAGUE.get(kind, ((), "", ""))
+    scene_words += _words(" ".join((*wordings, question)))
+    nouns = {noun for noun, _highest in ROW_WORDS.values()} | {h.lower() for k in KINDS.values() for h in k.header}
     rivals = {
         phrase
         for other_domain, kinds in DOMAIN_KINDS.items()
         if other_domain != domain
         for other in kinds
         for phrase in CLARIFY_DETAIL[other]
+        if _words(phrase) not in scene_words and (" " in phrase or {phrase, phrase[:-1], phrase[:-2]} & nouns)
     }
     return sorted(rivals - own)
 
