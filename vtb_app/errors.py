@@ -40,7 +40,6 @@ class ExitCode(IntEnum):
 # Optional packages -> the extra of pyproject.toml that installs them.
 EXTRAS = {
     "matplotlib": "eval",
-    "openai": "judge",
     "torch": "hf",
     "transformers": "hf",
     "datasets": "hf",
