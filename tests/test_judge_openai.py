@@ -25,7 +25,7 @@ def by_rubric(request):
 
 
 def backend(server, **kwargs):
-    options = {"max_concurrency": 4, "timeout_s": 5.0, "retries": 2, "backoff_s": 0.01}
+    options = {"max_concurrency": 4, "timeout_s": 5.0, "retries": 2}
     return OpenAIChatBackend("judge-model", server.base_url, **{**options, **kwargs})
 
 
