@@ -193,4 +193,4 @@ def test_progress_writes_plain_lines_about_every_tenth_when_not_a_terminal():
     lines = stream.getvalue().splitlines()
     assert "\r" not in stream.getvalue()
     assert 10 <= len(lines) <= 13
-    assert lines[-1].startswith("[" + "#" * 24 + "] 25/25") and "pass 20.0%" in lines[-1]
+    assert lines[-1].startswith("100%|") and " 25/25 " in lines[-1] and "pass 20.0% errors 0" in lines[-1]
