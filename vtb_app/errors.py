@@ -40,6 +40,7 @@ class ExitCode(IntEnum):
 # Optional packages -> the extra of pyproject.toml that installs them.
 EXTRAS = {
     "matplotlib": "eval",
+    "jinja2": "eval",
     "torch": "hf",
     "transformers": "hf",
     "datasets": "hf",
