@@ -201,7 +201,9 @@ class OpenAIChatAgent(BaseAgent):
                     self._fail(problem, start)
                 policy, image_shrinks = smaller, image_shrinks + 1
             except openai.APIError as exc:  # transport errors and timeouts (after the SDK's retries), bad replies
-                self._fail(f"{type(exc).__name__}: {exc}", start)
+                # the SDK's "Connection error." wraps what went wrong (httpx's ConnectError: ... refused)
+                cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) and exc.__cause__ else exc
+                self._fail(f"{type(cause).__name__}: {cause}", start)
 
     def _fail(self, problem: str, start: float) -> NoReturn:
         attempts = self._local.attempts

@@ -86,6 +86,17 @@ def test_html_report_renders_in_headless_chromium(report, chromium, tmp_path):
         assert colors is not None and len(colors) > 50  # text, tables and plots drew, not a blank page
 
 
+def test_report_prints_a_summary_in_100_columns(report, tmp_path):
+    long_name = "a run name far longer than a column holds"
+    runs = [f"{long_name}={report.parent / 'tools'}", f"no tools={report.parent / 'no_tools'}"]
+    result = vtb("report", *runs, "--out", str(tmp_path / "r"))
+    summary = [line for line in result.stdout.splitlines() if line.startswith(("Overall", "|", ">"))]
+    assert result.returncode == 0 and max(map(len, summary)) <= 100, result.stdout
+    header = [cell.strip() for cell in summary[1].split("|")[1:-1]]
+    assert header == ["run", "APR (%) [95% CI]", "ARS", "MCC", "calls/task", "reward"]
+    assert "| a run name far long… |" in result.stdout and "| no tools" in result.stdout
+
+
 @pytest.mark.slow
 def test_html_report_fits_the_page_and_stays_small(report, chromium, tmp_path):
     """Wide tables scroll inside their own box: the page is never wider than the window; images are thumbnails."""
