@@ -29,7 +29,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$venv/bin/python" -m pip install -q --upgrade pip
   # loguru, omegaconf, aiohttp, ray, jaxtyping, torchdata: what skyrl 0.3.0's config and main_base import without
   # declaring them (its skyrl-train extra declares them, and flash-attn, which needs CUDA to build)
-  "$venv/bin/python" -m pip install -q -e ".[dev,serve,skyrl,train]" "skyrl==0.3.0" "openai>=3" \
+  PYTHONWARNINGS="ignore:Editable installation" "$venv/bin/python" -m pip install -q -e ".[dev,serve,skyrl,train]" "skyrl==0.3.0" "openai>=3" \
     loguru omegaconf aiohttp ray jaxtyping torchdata
   "$venv/bin/python" -m pip check
   echo "$want" > "$stamp"
@@ -40,6 +40,7 @@ echo "test_py312: venv ready in $((SECONDS - began)) s"
 status=0
 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_skyrl_env.py tests/test_skyrl_config.py \
   tests/test_openenv_server.py tests/test_openenv_trl.py tests/test_judge_openai.py tests/test_agents_openai.py \
+  tests/test_train_args.py \
   "$@" || status=$?
 echo "test_py312: stage took $((SECONDS - began)) s"
 exit "$status"

@@ -36,7 +36,8 @@ def test_env_flags_and_grpo_flags_parse_into_one_run_with_the_scripts_defaults()
         1,
         False,
     )
-    assert grpo.activation_checkpointing is True and grpo.save_strategy.value == "no"
+    assert getattr(grpo, "activation_checkpointing", grpo.gradient_checkpointing) is True  # the old name before 5.2x
+    assert grpo.save_strategy.value == "no"
     assert (args.seed, args.use_vllm, args.temperature) == (grpo.seed, grpo.use_vllm, grpo.temperature)  # flat too
 
 
@@ -70,3 +71,17 @@ def test_a_vlm_policy_is_refused_vllm_colocate_which_would_expand_its_image_toke
         train(
             parse_args(["--model", str(policy), "--use-vllm", "--vllm-mode", "colocate"]), tasks=[], tools=small_tools()
         )
+
+
+def test_the_train_extra_brings_what_qwen_vl_processors_need():
+    """transformers' Qwen2-VL video processor, which Qwen2.5-VL's processor requires, imports torchvision (the
+    `train` extra's trl[vlm]); the main venv's CPU torch has no importable torchvision (scripts/setup.sh), so
+    this runs in scripts/test_py312.sh."""
+    pytest.importorskip("torchvision", reason="PyPI's torchvision is a CUDA build: scripts/test_py312.sh")
+    from PIL import Image
+    from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+
+    frames = [Image.new("RGB", (56, 56), "white")] * 2
+    out = Qwen2VLVideoProcessor()(videos=[frames], return_tensors="pt")
+    ((t, h, w),) = out["video_grid_thw"].tolist()  # 2 frames: one temporal patch
+    assert t == 1 and out["pixel_values_videos"].shape[0] == t * h * w > 0
