@@ -1,4 +1,4 @@
-"""``vtb serve`` on openenv-core's own server, driven by openenv's own ``GenericEnvClient`` over real sockets.
+"""``vtb serve`` on openenv's own server, driven by openenv's own ``GenericEnvClient`` over real sockets.
 
 The app is ``vtb_app.openenv_server.make_app`` (openenv's ``create_app``) under uvicorn on
 127.0.0.1; the tools are the real sandboxed ``python_image_processing`` and the calculator.
@@ -17,7 +17,9 @@ import pytest
 
 pytestmark = pytest.mark.slow  # a sandbox pool and uvicorn start: ~20 s on 2 shared cores
 
-openenv = pytest.importorskip("openenv", reason="openenv-core is the `serve` extra (docs/training.md)")
+openenv = pytest.importorskip(
+    "openenv", reason="openenv is the `serve` extra (docs/training.md; CI: scripts/test_py312.sh)"
+)
 uvicorn = pytest.importorskip("uvicorn")
 
 from openenv import GenericEnvClient  # noqa: E402

@@ -119,11 +119,8 @@ def test_the_rewards_contract_forbids_every_core_module_but_the_allowed_six():
     (contract,) = [c for c in config if c.get("source_modules") == ["vtb_rewards"]]
     core = {f"vtb_env.{m.name}" for m in pkgutil.iter_modules(vtb_env.__path__)}
     allowed = {
-        "vtb_env.tasks",
-        "vtb_env.trajectory",
-        "vtb_env.reward",
-        "vtb_env.completion",
-        "vtb_env.toolsets",
+        *("vtb_env.tasks", "vtb_env.trajectory", "vtb_env.reward", "vtb_env.completion", "vtb_env.toolsets"),
+        "vtb_env.kv_cache",
         "vtb_env.answer_values",
     }
     assert set(contract["forbidden_modules"]) == core - allowed

@@ -40,7 +40,7 @@ class ExitCode(IntEnum):
 # Optional packages -> the extra of pyproject.toml that installs them.
 EXTRAS = {
     "matplotlib": "eval",
-    "openai": "judge",
+    "jinja2": "eval",
     "torch": "hf",
     "transformers": "hf",
     "datasets": "hf",

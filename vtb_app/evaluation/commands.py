@@ -187,11 +187,11 @@ def run_eval(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any = None) -> tuple[int, Path, list[Any]]:
     """Run `vtb eval` with ``args``: (exit code, run dir, tasks)."""
     from vtb_agents.ablations import ablate_agent
+    from vtb_app.evaluation.console import print_comparison
     from vtb_app.evaluation.judging import episode_reward
     from vtb_app.evaluation.metrics import task_index
     from vtb_app.evaluation.runner import evaluate
     from vtb_app.evaluation.specs import SpecError, make_agent
-    from vtb_app.evaluation.tables import print_comparison
     from vtb_env.config import EnvConfig
     from vtb_env.env import VisualToolBenchEnv
     from vtb_env.loaders import load_tasks

@@ -42,6 +42,7 @@ from vtb_agents.rollout import (
     summarize_rollouts,
     vision_inputs,
 )
+from vtb_app.integrations.trl_args import LABEL_PROBES_HELP, VTBTrainArguments, parse_args
 from vtb_app.integrations.trl_environment import VTBEnvironment, VTBEnvironmentFactory, vtb_env_reward
 from vtb_env import loaders
 from vtb_env.batch import EnvPool
@@ -67,71 +68,6 @@ def check_trl_version() -> str:
 
 
 # ---- 2. rollout_func: multi-turn episodes --------------------------------------------------------
-
-
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        description="GRPO on VisualToolBench with TRL: multi-turn, tool-using rollouts in the real environment.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument(
-        "--model", required=True, help="local checkpoint directory (causal LM or VLM with a tool-aware chat template)"
-    )
-    p.add_argument(
-        "--tasks", default="synth:64:0", help="synth:N:SEED, or any vtb_env.loaders source (parquet, directory)"
-    )
-    p.add_argument("--tools", default=None, help="comma-separated tool names to offer (default: all the env's tools)")
-    p.add_argument("--output-dir", default="runs/grpo")
-    p.add_argument("--seed", type=int, default=0)
-    # GRPO
-    p.add_argument("--num-generations", type=int, default=8, help="G: rollouts per task (one group)")
-    p.add_argument("--tasks-per-step", type=int, default=2, help="groups per optimisation step (per process)")
-    p.add_argument("--max-steps", type=int, default=100)
-    p.add_argument("--learning-rate", type=float, default=1e-6)
-    p.add_argument("--beta", type=float, default=0.0, help="KL coefficient (0: no reference model)")
-    p.add_argument("--epsilon", type=float, default=0.2, help="PPO clip range")
-    p.add_argument("--loss-type", default="dapo", help="TRL loss_type: grpo, dapo, dr_grpo, bnpo, ...")
-    p.add_argument("--gradient-accumulation-steps", type=int, default=1)
-    # rollouts
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--max-new-tokens", type=int, default=512, help="tokens per policy step")
-    p.add_argument(
-        "--max-episode-tokens", type=int, default=4096, help="completion budget per episode (policy + env tokens)"
-    )
-    p.add_argument("--max-tool-calls", type=int, default=5, help="the env's tool-call cap (per --cap-scope)")
-    p.add_argument(
-        "--cap-scope",
-        default="task",
-        choices=("task", "turn"),
-        help="the cap counts calls per task (the paper) or per turn",
-    )
-    p.add_argument("--system-prompt", default="strong", help="strong, weak, none, or text")
-    p.add_argument(
-        "--process-credit",
-        default="earned",
-        choices=("earned", "always"),
-        help="mode/format/tool-success credit weighted by the rubric score (earned) or not (always); docs/rewards.md",
-    )
-    # hardware
-    p.add_argument("--use-vllm", action="store_true", help="generate with vLLM (GPU)")
-    p.add_argument("--vllm-mode", choices=("colocate", "server"), default="colocate")
-    p.add_argument("--vllm-gpu-memory-utilization", type=float, default=0.3)
-    p.add_argument("--bf16", action="store_true")
-    p.add_argument("--gradient-checkpointing", action="store_true")
-    p.add_argument("--report-to", default="none", help="none, tensorboard, wandb, ...")
-    p.add_argument("--logging-steps", type=int, default=1)
-    p.add_argument(
-        "--log-completions", action="store_true", help="TRL's completions table (with each episode's image names)"
-    )
-    p.add_argument("--save-steps", type=int, default=0, help="0: save only at the end")
-    return p.parse_args(argv)
-
-
-LABEL_PROBES_HELP = (
-    "K: in every group, the last K rollouts run without tools (text-only probes) and the group's mode label is "
-    "tool_redundant when a rollout that used no tool passed; 0: the tasks' static labels (docs/training.md)"
-)
 
 
 def label_probes(args: argparse.Namespace) -> ModeProbes:
@@ -371,7 +307,6 @@ def train(
 ):
     """Build everything and run ``trainer.train()``; returns the trainer (tests read its state and model)."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
-    from trl import GRPOConfig
 
     check_trl_version()
     label_probes(args)  # a bad count exits before anything loads
@@ -397,6 +332,7 @@ def train(
         image_parts="name",
         system_prompt=system_prompt,
         reward_options={"process_credit": args.process_credit},
+        answer_format=args.answer_format,
     )
 
     model_config = AutoConfig.from_pretrained(args.model)
@@ -411,6 +347,11 @@ def train(
     )
     if is_vlm and not is_processor(processing_class):
         raise SystemExit(f"{args.model} is a vision-language model but AutoProcessor gave no image processor")
+    if is_vlm and args.use_vllm and args.vllm_mode != "server":
+        # The episode's token ids carry the processor-expanded image tokens (what the loss is computed on). TRL's
+        # server mode places the images' features on those runs of image tokens; colocate hands ids and images to
+        # vLLM, which expands the image tokens a second time (TRL issue #6294).
+        raise SystemExit("a vision-language policy generates with vLLM in server mode only: --vllm_mode server")
     tokenizer = getattr(processing_class, "tokenizer", processing_class)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
@@ -418,39 +359,11 @@ def train(
     model_class = AutoModelForImageTextToText if is_vlm else AutoModelForCausalLM
     model = model_class.from_pretrained(args.model, dtype="bfloat16" if args.bf16 else "float32")
 
-    G = args.num_generations
-    grpo = GRPOConfig(
-        output_dir=args.output_dir,
-        seed=args.seed,
-        max_steps=args.max_steps,
-        learning_rate=args.learning_rate,
-        per_device_train_batch_size=args.tasks_per_step * G,
-        gradient_accumulation_steps=args.gradient_accumulation_steps,
-        num_generations=G,
-        beta=args.beta,
-        epsilon=args.epsilon,
-        loss_type=args.loss_type,
-        scale_rewards="group",
-        temperature=args.temperature,
-        top_p=args.top_p,
-        max_completion_length=args.max_new_tokens,
-        use_vllm=args.use_vllm,
-        vllm_mode=args.vllm_mode,
-        vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
-        bf16=args.bf16,
-        report_to=args.report_to,
-        **({"gradient_checkpointing": True} if args.gradient_checkpointing else {}),
-        logging_steps=args.logging_steps,
-        save_strategy="steps" if args.save_steps else "no",
-        save_steps=args.save_steps or 500,
-        use_cpu=not _has_gpu(),
-        shuffle_dataset=True,
-        log_completions=args.log_completions,
-    )
+    grpo = args.grpo
     rollout = rollout_class(tasks, tools, config, processing_class, args)
     trainer = episode_images_trainer_class()(
         model=model,
-        reward_funcs=[make_reward_func(G)],
+        reward_funcs=[make_reward_func(grpo.num_generations)],
         args=grpo,
         train_dataset=task_dataset(tasks),
         processing_class=processing_class,
@@ -464,12 +377,6 @@ def train(
     return trainer
 
 
-def _has_gpu() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     train(parse_args(argv))
 
@@ -480,6 +387,7 @@ __all__ = [
     "VTBEnvironmentFactory",
     "EnvRollout",
     "LABEL_PROBES_HELP",
+    "VTBTrainArguments",
     "check_trl_version",
     "episode_images_trainer_class",
     "label_probes",

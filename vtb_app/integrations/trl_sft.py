@@ -42,6 +42,8 @@ def sft_cold_start(
     from transformers import AutoModelForImageTextToText, AutoProcessor
     from trl import SFTConfig, SFTTrainer
 
+    from vtb_app.integrations.trl_args import checkpointing
+
     start = time.perf_counter()
     model = AutoModelForImageTextToText.from_pretrained(model_path)
     processor = AutoProcessor.from_pretrained(model_path)
@@ -60,7 +62,7 @@ def sft_cold_start(
             max_length=None,  # images must never be cut from a sequence
             bf16=False,
             use_cpu=True,
-            gradient_checkpointing=False,
+            **checkpointing(SFTConfig, False),
             report_to=[],
             logging_steps=1,
             save_strategy="no",
