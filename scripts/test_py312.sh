@@ -40,7 +40,7 @@ echo "test_py312: venv ready in $((SECONDS - began)) s"
 status=0
 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_skyrl_env.py tests/test_skyrl_config.py \
   tests/test_openenv_server.py tests/test_openenv_trl.py tests/test_serve_attacks.py tests/test_judge_openai.py \
-  tests/test_agents_openai.py tests/test_train_args.py \
+  tests/test_agents_openai.py tests/test_train_args.py tests/test_cli_usage_errors.py \
   "$@" || status=$?
 echo "test_py312: stage took $((SECONDS - began)) s"
 exit "$status"

@@ -69,6 +69,9 @@ USAGE_ERRORS = [
 
 @pytest.mark.parametrize(("argv", "says"), USAGE_ERRORS, ids=[" ".join(a[:3]) for a, _ in USAGE_ERRORS])
 def test_usage_errors_are_one_line_exit_2_before_anything_runs(tmp_path, capsys, busy_port, argv, says):
+    if argv[0] == "serve" and not says.startswith("argument "):
+        # past its arguments `vtb serve` needs its extra first (a missing one exits 3): the py312 stage has it
+        pytest.importorskip("openenv", reason="openenv is the `serve` extra (scripts/test_py312.sh runs these)")
     fill = {"busy": busy_port, "tmp": tmp_path}
     start = time.monotonic()
     code, err = run(capsys, *(arg.format(**fill) for arg in argv))
