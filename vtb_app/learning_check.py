@@ -335,6 +335,8 @@ def _grpo_args(train_grpo: Any, args: argparse.Namespace, policy: Path, output_d
             str(args.seed),
             "--process-credit",
             PROCESS_CREDIT,
+            "--label-probes",
+            str(getattr(args, "label_probes", 0)),
         ]
     )
 
