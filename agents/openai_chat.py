@@ -113,6 +113,7 @@ class OpenAIChatAgent(BaseAgent):
         # the hook counts this thread's HTTP attempts (the SDK's retries included) for the call record.
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
         http = openai.DefaultHttpxClient(limits=limits, event_hooks={"request": [self._count_attempt]})
+        self._http = http  # the transport under the SDK (its request hooks see every attempt)
         self._client = openai.OpenAI(
             base_url=self.base_url,
             api_key=api_key or "EMPTY",
