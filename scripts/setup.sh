@@ -45,7 +45,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     # where it falls back to its PIL image processors; test_py312.sh (CUDA torch on the CPU) tests it.
     .venv/bin/python -m pip uninstall -q -y torchvision
   fi
-  problems=$(.venv/bin/python -m pip check) || { echo "setup: pip check: $problems" >&2; exit 1; }
+  # rapidocr-onnxruntime's opencv-python requirement is left out on purpose (below): not a problem of this venv
+  problems=$(.venv/bin/python -m pip check | grep -v "^rapidocr-onnxruntime .* requires opencv-python" || true)
+  [ -z "$problems" ] || [ "$problems" = "No broken requirements found." ] \
+    || { echo "setup: pip check: $problems" >&2; exit 1; }
   # The second OCR reader (docs/synth.md): its wheel carries its weights; --no-deps keeps its opencv-python
   # requirement from installing a second OpenCV over opencv-python-headless (the [ocr2] extra has the rest).
   # After `pip check`: that requirement is the one it would report.
