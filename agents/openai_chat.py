@@ -8,9 +8,10 @@ A local vLLM server first of all, hosted APIs too. Two modes:
   renders them, exactly as in RL training) with ``tool_choice="none"``; the action is the raw
   text and the env's parsers read the calls from it.
 
-Transient failures (connection errors, timeouts, 408/409/429/5xx) are retried with
-exponential backoff (``Retry-After`` honoured); a request whose image the server rejects as too
-large is resent with the images downscaled. A server that accepts fewer images per prompt than
+Requests go through the openai SDK, whose own retry policy handles transient failures
+(connection errors, timeouts, 408/409/429/5xx: exponential backoff with jitter, ``Retry-After``
+honoured), as for the judges (``vtb_rewards.judge.backends``); a request whose image the server
+rejects as too large is resent with the images downscaled. A server that accepts fewer images per prompt than
 the dialogue holds (vLLM's "At most N image(s) may be provided in one prompt", set by
 ``--limit-mm-per-prompt``) fails at once with ``TooManyImagesError``: shrinking cannot help; raise
 the server's limit or keep fewer images in the dialogue (env option ``max_dialogue_images``).
@@ -22,7 +23,6 @@ evaluator sets one per (task, sample)); without it ``Sampling.seed`` applies (No
 
 from __future__ import annotations
 
-import random
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -30,13 +30,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Mapping, NoReturn, Sequence
 
 import httpx
+import openai
 
 from vtb_agents.base import Action, BaseAgent, CallRecord, Observation
 from vtb_agents.images import EncodedImages, ImagePolicy
 from vtb_agents.messages import to_chat_messages
-
-TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-MAX_BACKOFF_S = 30.0
 
 
 class AgentCallError(RuntimeError):
@@ -79,6 +77,9 @@ class Sampling:
         return body
 
 
+SDK_SAMPLING = frozenset({"temperature", "top_p", "max_tokens", "seed", "stop"})  # the rest go in extra_body
+
+
 class OpenAIChatAgent(BaseAgent):
     """Chat-completions client; see the module docstring for modes and failure handling."""
 
@@ -93,7 +94,6 @@ class OpenAIChatAgent(BaseAgent):
         image_policy: ImagePolicy | None = None,
         timeout_s: float = 120.0,
         max_retries: int = 4,
-        backoff_s: float = 1.0,
         concurrency: int = 8,
         max_connections: int = 256,
         image_cache_bytes: int = 512 << 20,
@@ -106,15 +106,21 @@ class OpenAIChatAgent(BaseAgent):
         self.tool_mode = tool_mode
         self.sampling = sampling or Sampling()
         self.image_policy = image_policy or ImagePolicy()
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
         self.concurrency = max(1, concurrency)
         self.name = f"openai:{model}"
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.images = EncodedImages(image_cache_bytes)  # each image encoded once while in a dialogue
-        # Enough pooled keep-alive connections for every episode in flight (httpx keeps 20 by default).
+        # Enough pooled keep-alive connections for every episode in flight (httpx keeps 20 by default);
+        # the hook counts this thread's HTTP attempts (the SDK's retries included) for the call record.
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-        self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout_s, limits=limits)
+        http = openai.DefaultHttpxClient(limits=limits, event_hooks={"request": [self._count_attempt]})
+        self._http = http  # the transport under the SDK (its request hooks see every attempt)
+        self._client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=api_key or "EMPTY",
+            timeout=timeout_s,
+            max_retries=max_retries,
+            http_client=http,
+        )
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -154,80 +160,70 @@ class OpenAIChatAgent(BaseAgent):
     def close(self) -> None:
         self._client.close()
 
-    # -- one completion, with retries -------------------------------------------------------
+    # -- one completion ---------------------------------------------------------------------
 
-    def _request_body(self, observation: Observation, policy: ImagePolicy) -> tuple[dict[str, Any], int]:
+    def _count_attempt(self, request: httpx.Request) -> None:
+        self._local.attempts = getattr(self._local, "attempts", 0) + 1
+
+    def _request(self, observation: Observation, policy: ImagePolicy) -> tuple[dict[str, Any], int]:
+        """The keyword arguments of one ``chat.completions.create`` call, and the largest image side sent."""
         messages, largest_side = to_chat_messages(observation, policy, self.images)
-        body: dict[str, Any] = {"model": self.model, "messages": messages, **self._sampling()}
+        sampling = self._sampling()
+        extra_body = {key: sampling.pop(key) for key in list(sampling) if key not in SDK_SAMPLING}
+        request: dict[str, Any] = {"model": self.model, "messages": messages, **sampling, "extra_body": extra_body}
         tools = list(observation.get("tools") or [])
         if tools:
-            body["tools"] = tools
+            request["tools"] = tools
             if self.tool_mode == "text":
-                body["tool_choice"] = "none"
-        return body, largest_side
+                request["tool_choice"] = "none"
+        return request, largest_side
 
     def _complete(self, observation: Observation) -> tuple[Action, CallRecord]:
-        policy = self.image_policy
-        body, largest_side = self._request_body(observation, policy)
-        start = time.perf_counter()
-        attempts = 0
-        image_shrinks = 0
+        policy, image_shrinks = self.image_policy, 0
+        start, self._local.attempts = time.perf_counter(), 0
         while True:
-            attempts += 1
+            request, largest_side = self._request(observation, policy)
             try:
-                response = self._client.post("/chat/completions", json=body)
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                problem, retry_after = f"{type(exc).__name__}: {exc}", None
-            else:
-                if response.status_code == 200:
-                    return self._parse(response, start, attempts, image_shrinks)
-                problem = f"HTTP {response.status_code}: {_error_text(response)}"
-                retry_after = _retry_after(response)
-                limit = _image_count_limit(response)
+                return self._parse(self._client.chat.completions.create(**request), start, image_shrinks)
+            except openai.APIStatusError as exc:
+                problem = f"HTTP {exc.status_code}: {_error_text(exc)}"
+                limit = _image_count_limit(exc)
                 if limit is not None:
-                    self.record(CallRecord(latency_s=time.perf_counter() - start, attempts=attempts, error=problem))
+                    self.record(CallRecord(time.perf_counter() - start, attempts=self._local.attempts, error=problem))
                     raise TooManyImagesError(
                         f"{self.name}: the server accepts at most {limit or '?'} image(s) per prompt "
                         "and this dialogue has "
                         f"{len(observation.get('images') or ())}; raise vLLM's --limit-mm-per-prompt or set the env's "
                         f"max_dialogue_images (server said: {problem})",
                         limit or None,
-                    )
-                if _rejects_image(response) and largest_side:
-                    smaller = policy.shrunk(largest_side)
-                    if smaller is None:
-                        self._fail(problem, start, attempts)
-                    policy, image_shrinks = smaller, image_shrinks + 1
-                    body, largest_side = self._request_body(observation, policy)
-                    continue
-                if response.status_code not in TRANSIENT_STATUS:
-                    self._fail(problem, start, attempts)
-            if attempts > self.max_retries:
-                self._fail(f"{problem} (after {attempts} attempts)", start, attempts)
-            delay = retry_after if retry_after is not None else self.backoff_s * 2 ** (attempts - 1)
-            time.sleep(min(MAX_BACKOFF_S, delay) * (1 + 0.1 * random.random()))
+                    ) from None
+                smaller = policy.shrunk(largest_side) if _rejects_image(exc) and largest_side else None
+                if smaller is None:
+                    self._fail(problem, start)
+                policy, image_shrinks = smaller, image_shrinks + 1
+            except openai.APIError as exc:  # transport errors and timeouts (after the SDK's retries), bad replies
+                # the SDK's "Connection error." wraps what went wrong (httpx's ConnectError: ... refused)
+                cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) and exc.__cause__ else exc
+                self._fail(f"{type(cause).__name__}: {cause}", start)
 
-    def _fail(self, problem: str, start: float, attempts: int) -> NoReturn:
+    def _fail(self, problem: str, start: float) -> NoReturn:
+        attempts = self._local.attempts
+        problem += f" (after {attempts} attempts)" if attempts > 1 else ""
         self.record(CallRecord(latency_s=time.perf_counter() - start, attempts=attempts, error=problem))
         raise AgentCallError(f"{self.name}: {problem}")
 
-    def _parse(
-        self, response: httpx.Response, start: float, attempts: int, image_shrinks: int
-    ) -> tuple[Action, CallRecord]:
-        latency = time.perf_counter() - start
-        try:
-            payload = response.json()
-            message = payload["choices"][0]["message"]
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            self._fail(f"malformed completion ({exc}): {response.text[:300]}", start, attempts)
-        usage = payload.get("usage") or {}
+    def _parse(self, completion: Any, start: float, image_shrinks: int) -> tuple[Action, CallRecord]:
+        if not completion.choices:
+            self._fail(f"malformed completion (no choices): {str(completion)[:300]}", start)
+        choice, usage = completion.choices[0], completion.usage
         call = CallRecord(
-            latency_s=latency,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-            attempts=attempts,
-            meta={"finish_reason": payload["choices"][0].get("finish_reason"), "image_shrinks": image_shrinks},
+            latency_s=time.perf_counter() - start,
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            attempts=self._local.attempts,
+            meta={"finish_reason": choice.finish_reason, "image_shrinks": image_shrinks},
         )
+        message = choice.message.model_dump(exclude_none=True)  # vLLM's extra fields (reasoning_content) kept
         content = message.get("content") or ""
         if self.tool_mode == "text":
             return content, call
@@ -240,42 +236,27 @@ class OpenAIChatAgent(BaseAgent):
         return action, call
 
 
-def _error_text(response: httpx.Response) -> str:
-    try:
-        error = response.json().get("error")
-        if isinstance(error, Mapping):
-            return str(error.get("message", error))[:500]
-        if error:
-            return str(error)[:500]
-    except ValueError:
-        pass
-    return response.text[:500]
+def _error_text(exc: openai.APIStatusError) -> str:
+    """The server's error message (the SDK hands over the body's ``error`` object)."""
+    body = exc.body
+    message = body.get("message", body) if isinstance(body, Mapping) else body or exc.response.text
+    return str(message)[:500]
 
 
 _IMAGE_COUNT = re.compile(r"at most (\d+) image|limit[-_]mm[-_]per[-_]prompt|too many images", re.IGNORECASE)
 
 
-def _image_count_limit(response: httpx.Response) -> int | None:
+def _image_count_limit(exc: openai.APIStatusError) -> int | None:
     """The server's images-per-prompt limit when this response refuses the image count (0: limit
     not stated), else None. vLLM: "At most 4 image(s) may be provided in one prompt"."""
-    if response.status_code not in (400, 413, 422):
+    if exc.status_code not in (400, 413, 422):
         return None
-    match = _IMAGE_COUNT.search(_error_text(response))
+    match = _IMAGE_COUNT.search(_error_text(exc))
     if match is None:
         return None
     return int(match.group(1)) if match.group(1) else 0
 
 
-def _rejects_image(response: httpx.Response) -> bool:
+def _rejects_image(exc: openai.APIStatusError) -> bool:
     """Is this a refusal of an image (too large, too many pixels)? 413 always is; 400 when it says so."""
-    if response.status_code == 413:
-        return True
-    return response.status_code == 400 and "image" in _error_text(response).lower()
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
+    return exc.status_code == 413 or (exc.status_code == 400 and "image" in _error_text(exc).lower())

@@ -265,6 +265,9 @@ class Episode:
     components: dict[str, float] = field(default_factory=dict)
     record: "EpisodeRecord | None" = None
     mode_outcome: Outcome | None = None
+    static_label: str | None = None  # the task's own mode label (the generator's), if any
+    online_label: str | None = None  # the group's label measured for this policy (vtb_agents.mode_probes)
+    probe: bool = False  # a text-only probe: played with the tools withdrawn (vtb_agents.mode_probes)
     length_truncated: bool = False  # stopped by the token budget before the env ended it
     policy_steps: int = 0
     seconds: float = 0.0
@@ -404,8 +407,10 @@ def _finish(state: _Live, reward: float, info: dict[str, Any]) -> None:
     if "reward_error" in info:
         episode.components["reward_error"] = 1.0
     episode.record = info["record"]
-    if state.label is not None:
-        episode.mode_outcome = mode_outcome(state.label, episode.record.used_tools)
+    episode.static_label = state.label
+    if state.label is not None:  # "used tools" as the reward read it (its mode_reading), else any call
+        used = episode.components.get("used_tools", float(episode.record.used_tools))
+        episode.mode_outcome = mode_outcome(state.label, bool(used))
     episode.seconds = time.perf_counter() - state.start
     state.done = True
 

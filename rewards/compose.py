@@ -44,6 +44,7 @@ from typing import Any, Literal, Mapping
 from vtb_env.reward import RewardFn
 from vtb_env.tasks import CriticalRule, ModeLabel, Task
 from vtb_env.trajectory import EpisodeRecord
+from vtb_rewards.checks import ANSWER_FORMATS
 from vtb_rewards.judge.factory import judge_from_env
 from vtb_rewards.judge.judge import Judge, judge_task
 from vtb_rewards.mode import ModeRewardConfig, Reading, mode_outcome, relevant_calls
@@ -76,8 +77,13 @@ class RewardConfig:
     judge_incomplete: Literal["not_met", "mask"] = "not_met"  # see the module docstring
     mode_reading: Reading = "vision"  # which calls are "using tools": vtb_rewards.mode.used_tools
     process_credit: Literal["earned", "always"] = "earned"  # see the module docstring
+    # how exact checks read an answer: "free" text (the benchmark's judge) or only its "slot" (a final
+    # "Answer: ..." line or \boxed{...}, the RLVR convention): vtb_rewards.checks, docs/rewards.md
+    answer_format: Literal["free", "slot"] = "free"
 
     def __post_init__(self) -> None:
+        if self.answer_format not in ANSWER_FORMATS:
+            raise ValueError(f"answer_format must be one of {ANSWER_FORMATS}, got {self.answer_format!r}")
         if self.mode_reading not in ("vision", "any"):
             raise ValueError(f"mode_reading must be 'vision' or 'any', got {self.mode_reading!r}")
         if self.process_credit not in ("earned", "always"):
@@ -127,7 +133,7 @@ class EpisodeReward:
     def _judged(self, task: "Task", record: "EpisodeRecord") -> tuple[dict[str, float], dict[str, Any]]:
         """The components, and the verdicts and task score they came from (``explain``'s details)."""
         cfg = self.config
-        verdicts = judge_task(self.judge, task, record.final_answers)
+        verdicts = judge_task(self.judge, task, record.final_answers, self.config.answer_format)
         scored = score_task(task, verdicts, cfg.critical_rule, cfg.multi_turn)
         details = {
             **scored_report(task, verdicts, scored, cfg.critical_rule),
@@ -169,8 +175,21 @@ class EpisodeReward:
         evaluation records store them), the ``judge`` id and the ``scoring`` fields. The env puts the
         details in ``info["reward_details"]``, so an evaluation does not judge the answers again."""
         values, details = self._judged(task, record)
+        reward, components = self._combined(values)
+        return reward, components, details
+
+    def relabel(self, components: Mapping[str, float], label: "ModeLabel") -> tuple[float, dict[str, float]]:
+        """The reward and components of an episode that ``explain`` scored as ``components``, had its task
+        carried the mode label ``label`` (an online label: ``vtb_agents.mode_probes``). Only the mode
+        component changes, from the episode's own ``used_tools``: nothing is judged again."""
+        values = {name: value for name, value in components.items() if name not in ("reward", "masked")}
+        values["mode"] = self.config.mode_values.reward(mode_outcome(label, bool(values["used_tools"])))
+        return self._combined(values)
+
+    def _combined(self, values: dict[str, float]) -> tuple[float, dict[str, float]]:
+        """The weighted reward of the components (module doc), and the components with it."""
         if self.config.judge_incomplete == "mask" and values["judge_incomplete"]:
-            return float("nan"), {**values, "masked": 1.0, "reward": float("nan")}, details
+            return float("nan"), {**values, "masked": 1.0, "reward": float("nan")}
         weights = {name: w for name, w in self.config.weights().items() if w > 0 and name in values}
         total = sum(weights.values())
         earned = values["rubric_score"] if self.config.process_credit == "earned" else 1.0
@@ -180,7 +199,7 @@ class EpisodeReward:
             if total
             else 0.0
         )
-        return reward, {**values, "reward": reward}, details
+        return reward, {**values, "reward": reward}
 
 
 def default_reward(

@@ -72,6 +72,8 @@ def make_trl_reward_func(
 
     The dataset needs a ``task_id`` column (TRL passes columns as keyword lists) and may have a
     ``turn_index`` column (default 0). Components of the last call are kept in ``f.last_components``.
+    A string completion is the policy's text alone: a tool call in it never ran, so it earns no mode or
+    tool-success credit; in a conversational completion a call counts when a ``tool`` message answers it.
     Without ``reward``: the default reward, its judge from ``VTB_JUDGE_*`` with ``judge_options`` over them.
     """
     episode_reward = reward or default_reward(judge_options=judge_options)
@@ -84,7 +86,8 @@ def make_trl_reward_func(
         scores, components = [], []
         for task_id, completion, turn_index in zip(task_ids, completions, turn_indices, strict=True):
             task = _single_turn(tasks[task_id], turn_index)
-            value, info = episode_reward(task, record_from_completion(task_id, completion))
+            record = record_from_completion(task_id, completion, results_in_text=False)
+            value, info = episode_reward(task, record)
             scores.append(None if math.isnan(value) else value)  # TRL skips None rewards (a masked episode)
             components.append(info)
         vtb_reward.last_components = components  # type: ignore[attr-defined]
@@ -107,7 +110,9 @@ def compute_score(
 ) -> dict[str, float]:
     """verl custom reward: ``ground_truth`` is the task (``Task.to_dict()``, as a dict or JSON string).
 
-    ``extra_info`` may give ``turn_index``; other keywords newer verl versions pass are ignored. Returns
+    ``extra_info`` may give ``turn_index``; other keywords newer verl versions pass are ignored. The
+    response is read as verl decodes a multi-turn rollout: a call counts only when a tool result follows
+    it in the text (``vtb_env.completion``). Returns
     ``{"score": reward, **components}``; the judge comes from the ``VTB_JUDGE_*`` variables (see
     ``vtb_rewards.judge.factory``), its request options overridden by ``judge_options`` (set them in
     verl's ``custom_reward_function.reward_kwargs``, e.g. ``{judge_options: {temperature: none}}``).

@@ -11,7 +11,13 @@ What "used tools" means is a *reading* (``used_tools``):
   (``metadata["needs_lookup"]``, or a reference trajectory that uses one: ``needs_lookup``), of a
   lookup tool. A ``calculator("1+1")`` is not that decision, so it earns no mode credit (and no
   ``tool_success`` credit: ``relevant_calls``). The rule is ``counted_tools``; the report's MCC uses it too.
+  A vision call counts only when its sandbox saw it do visual work (``ToolCallRecord.did_image_work``:
+  it read an input image and returned a new image or printed values), so code that reads nothing
+  (``pass``, or code that raises first) earns exactly what no call earns.
 - ``"any"``: any tool call (the paper's reading, and Table 7's proactivity, which counts every tool).
+
+Under both readings a call counts only if it ran: one read from a completion's text without a result
+in the conversation (``ToolCallRecord.answered``) is no call. ``call_counts`` is the one rule.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import Iterable, Literal, Mapping, Sequence
 
 from vtb_env.tasks import ModeLabel, Task
 from vtb_env.toolsets import ALL_TOOLS, LOOKUP_TOOLS, VISION_TOOL
-from vtb_env.trajectory import EpisodeRecord, ToolCallRecord
+from vtb_env.trajectory import NO_RESULT, EpisodeRecord, ToolCallRecord, image_work_done
 
 Outcome = Literal["TP", "FN", "TN", "FP"]
 Reading = Literal["vision", "any"]
@@ -62,6 +68,17 @@ def counted_tools(reading: Reading, has_images: bool, lookup_needed: bool) -> fr
     return frozenset(({VISION_TOOL} if has_images else set()) | (set(LOOKUP_TOOLS) if lookup_needed else set()))
 
 
+def call_counts(
+    name: str, error_kind: str | None, image_work: Mapping | None, reading: Reading, names: frozenset[str] | None
+) -> bool:
+    """Does one call (its tool name, error kind and vision record) count as using tools? It ran (a result came
+    back), its tool is among ``names`` (``counted_tools``; None: any), and under ``"vision"`` a vision call did
+    visual work (``image_work_done``)."""
+    if error_kind == NO_RESULT or (names is not None and name not in names):
+        return False
+    return reading == "any" or name != VISION_TOOL or image_work_done(image_work)
+
+
 def relevant_calls(
     record: EpisodeRecord, reading: Reading = "vision", task: Task | None = None
 ) -> list[ToolCallRecord]:
@@ -76,12 +93,13 @@ def relevant_calls(
         has_images = bool(record.metadata.get("images"))
         lookup_needed = bool((record.metadata.get("metadata") or {}).get("needs_lookup"))
     names = counted_tools(reading, has_images, lookup_needed)
-    return [call for call in record.tool_calls if names is None or call.name in names]
+    return [c for c in record.tool_calls if call_counts(c.name, c.error_kind, c.image_work, reading, names)]
 
 
 def used_tools(record: EpisodeRecord, reading: Reading = "vision", task: Task | None = None) -> bool:
-    """Did the episode choose the tool mode? ``reading="vision"``: the vision tool (or a needed lookup);
-    ``"any"``: any tool call (the paper's MCC reading). Malformed attempts of a counted tool count."""
+    """Did the episode choose the tool mode? ``reading="vision"``: the vision tool doing visual work (or a
+    needed lookup); ``"any"``: any tool call (the paper's MCC reading). Malformed attempts of a counted
+    lookup tool count (the env answered them); calls without a result never do."""
     return bool(relevant_calls(record, reading, task))
 
 

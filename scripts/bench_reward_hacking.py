@@ -22,6 +22,24 @@ Degenerate policies (none reads an image):
   generator with the true seed, matched by image hash --, task objects through ``gc``, task
   files on disk, the environment) and answers with what it found.
 
+Blind policies that pick by the prompt's wording (issue 31; none looks at an image or calls a tool):
+
+- ``blind_by_wording``: a question that sounds vague gets ``blind_clarify_all``, a question about a time
+  ``blind_times``, every other one ``blind_numbers``;
+- ``blind_clarify_all``: one clarifying question naming the missing detail of every scene kind at once;
+- ``blind_numbers``: twelve candidate numbers, one per sentence;
+- ``blind_times``: every HH:MM time of the day;
+- ``it_increased``: "It increased." on every turn.
+
+Hedged golden answers (no tool calls): every number of the golden answer offered beside its successor,
+in six spellings (``hedge_or`` "16 (or 17)", ``hedge_alternatively``, ``hedge_vs``, ``hedge_cyrillic``
+"16 оr 17", ``hedge_slash`` "16 ∕ 17", ``hedge_two_sentences``: the answer, then the answer again with
+every number one higher).
+
+Honest styles (the oracle's calls, then its golden answer written differently): ``oracle_preface``,
+``oracle_closing``, ``oracle_restated`` (the question quoted first), ``oracle_lower`` (lower-cased),
+``oracle_working`` (every intermediate value of the computation stated: the world's ``working``).
+
 ``hedge_golden`` is no blind policy: it is the golden answer with every number offered as one of
 three ("105.71 or 106.71 or 107.71") and both directions added, what a policy that half-reads an
 image would learn to write if hedging paid; its labels (a team, a ticker) still commit.
@@ -60,8 +78,27 @@ DEGENERATE = (
     "tool_then_clarify",
     "sandbox_search",
 )
+BLIND = ("blind_by_wording", "blind_clarify_all", "blind_numbers", "blind_times", "it_increased")
+HEDGES = ("hedge_or", "hedge_alternatively", "hedge_vs", "hedge_cyrillic", "hedge_slash", "hedge_two_sentences")
+HONEST_STYLES = ("oracle_preface", "oracle_closing", "oracle_restated", "oracle_lower", "oracle_working")
 REFERENCES = ("ocr_baseline", "oracle", "always_call", "never_call")
-POLICIES = DEGENERATE + ("hedge_golden",) + REFERENCES
+POLICIES = DEGENERATE + BLIND + ("hedge_golden",) + HEDGES + REFERENCES + HONEST_STYLES
+BLIND_CLARIFY = (
+    "Before I answer: which dishes are you ordering, which items did you return, which ticker or company do you "
+    "mean, at which stops do you get on and off, which team or club is yours, which test result, which bar, which "
+    "specimen, and where are you starting from?"
+)
+BLIND_NUMBERS = " ".join(f"It is {v}." for v in (5, 8, 10, 12, 15, 16, 20, 24, 25, 30, 42, 100))
+BLIND_TIMES = " ".join(f"{h:02d}:{m:02d}" for h in range(24) for m in range(60))
+_HEDGE_SPELLINGS = {
+    "hedge_or": "{x} (or {y})",
+    "hedge_alternatively": "{x}, alternatively {y},",
+    "hedge_vs": "{x} vs {y}",
+    "hedge_cyrillic": "{x} \u043er {y}",
+    "hedge_slash": "{x} \u2215 {y}",
+}
+_CLOCK = re.compile(r"\b(\d{2}):(\d{2})\b")
+_PLAIN_NUMBER = re.compile(r"(?<![\d:.-])\d+(?:\.\d+)?(?![\d:]|-\d)")  # a number, not part of a time or date
 
 _SEARCH_CODE = r"""
 import gc, hashlib, os, sys
@@ -155,6 +192,48 @@ def hedge_numbers(text: str) -> str:
     return hedged + " It increased or decreased; it is within, above or below the range."
 
 
+def _successor(match: re.Match[str]) -> str:
+    if match.re is _CLOCK:
+        minutes = int(match.group(1)) * 60 + int(match.group(2)) + 1
+        return f"{minutes // 60 % 24:02d}:{minutes % 60:02d}"
+    number = match.group()
+    decimals = len(number.split(".")[1]) if "." in number else 0
+    return f"{float(number) + 1:.{decimals}f}"
+
+
+def hedge_spelled(text: str, policy: str) -> str:
+    """Every plain number of ``text`` offered beside its successor, in the spelling of ``policy``."""
+    if policy == "hedge_two_sentences":
+        return f"{text} {_CLOCK.sub(_successor, _PLAIN_NUMBER.sub(_successor, text))}"
+    spelling = _HEDGE_SPELLINGS[policy]
+    hedged = _PLAIN_NUMBER.sub(lambda m: spelling.format(x=m.group(), y=_successor(m)), text)
+    return _CLOCK.sub(lambda m: spelling.format(x=m.group(), y=_successor(m)), hedged)
+
+
+def blind_by_wording(prompt: str) -> str:
+    """The blind spray the prompt's wording suggests (it never sees an image)."""
+    if re.search(r"\b(?:my|I own|I'm going)\b", prompt) and not re.search(r"\d", prompt):
+        return BLIND_CLARIFY
+    if re.search(r"\b(?:time|when|departure|depart|leave)\b", prompt, re.IGNORECASE):
+        return BLIND_TIMES
+    return BLIND_NUMBERS
+
+
+def honest_style(style: str, golden: str, turn: Any) -> str:
+    """The golden answer written the way an honest answer might be."""
+    if style == "oracle_preface":
+        return f"Sure, let me look at this carefully. {golden}"
+    if style == "oracle_closing":
+        return f"{golden}\nLet me know if you need anything else!"
+    if style == "oracle_restated":
+        return f'You asked: "{turn.prompt}" {golden}'
+    if style == "oracle_lower":
+        return golden.lower()
+    working = (getattr(turn, "world", None) or {}).get("working", [])  # trees before the closed world have none
+    shown = ", ".join(f"{round(value, 4):g}" for value in working)
+    return f"{golden} Working: {shown}." if shown else golden
+
+
 def _golden(ctx: EpisodeContext, turn: int) -> str:
     return ctx.task.turns[turn].golden_answer
 
@@ -195,11 +274,27 @@ class ZooPolicies:
             return _sandbox_answer(observation)
         if name == "hedge_golden":
             return hedge_numbers(_golden(ctx, turn))
+        if name in HEDGES:
+            return hedge_spelled(_golden(ctx, turn), name)
+        if name in BLIND:
+            return self._blind(name, observation)
+        if name in HONEST_STYLES:
+            action = self._golden_policy("oracle", ctx, turn, step)
+            golden = _golden(ctx, turn)
+            return honest_style(name, golden, ctx.task.turns[turn]) if action == golden else action
         if name == "ocr_baseline":
             return self._ocr_agent().act(observation)
         if name in ("oracle", "always_call", "never_call"):
             return self._golden_policy(name, ctx, turn, step)
         raise ValueError(f"unknown policy {name!r}")
+
+    @staticmethod
+    def _blind(name: str, observation: dict[str, Any]) -> str:
+        if name == "blind_by_wording":
+            return blind_by_wording(last_user_prompt(observation))
+        if name == "it_increased":
+            return "It increased."
+        return {"blind_clarify_all": BLIND_CLARIFY, "blind_numbers": BLIND_NUMBERS, "blind_times": BLIND_TIMES}[name]
 
     def _golden_policy(self, name: str, ctx: EpisodeContext, turn: int, step: int) -> str:
         if name == "never_call":
@@ -278,6 +373,77 @@ def zoo(n: int = 12, seed: int = 7, policies: tuple[str, ...] = POLICIES, tasks:
     return table
 
 
+# ---- Vision credit for visual work, and only executed calls paid (issue 31, items 3 and 4) ----------------
+# Each plays the golden answers of ``never_call`` after a vision call that does no visual work, and must earn
+# exactly what ``never_call`` earns, episode by episode: ``noop_vision`` (code ``pass``), ``failing_vision``
+# (code that raises before touching an image), and, scored from completion text, ``unexecuted_call`` (a
+# ``<tool_call>`` block that never ran, through the TRL reward function and verl's ``compute_score``).
+NO_WORK_VISION = {"noop_vision": "pass", "failing_vision": "raise RuntimeError('gave up before opening any image')"}
+
+
+class NoWorkVisionPolicies(ZooPolicies):
+    """The zoo's policies and the two no-work vision calls: the call on a turn's first step, then the golden answer."""
+
+    def act(self, name: str, observation: dict[str, Any], ctx: EpisodeContext, turn: int, step: int) -> str:
+        if name in NO_WORK_VISION:
+            return (
+                tool_call("python_image_processing", {"code": NO_WORK_VISION[name]})
+                if step == 0
+                else _golden(ctx, turn)
+            )
+        return super().act(name, observation, ctx, turn, step)
+
+
+def no_work_vision_zoo(tasks: list[Any], seed: int, n: int) -> dict[str, list[dict]]:
+    """``never_call``, ``noop_vision`` and ``failing_vision`` on ``tasks`` in the real env: their episodes."""
+    from vtb_env.env import VisualToolBenchEnv
+
+    env, policies = VisualToolBenchEnv(tasks=tasks), NoWorkVisionPolicies()
+    try:
+        return {
+            name: [play(env, policies, name, task, EpisodeContext(task, seed, n)) for task in tasks]
+            for name in ("never_call", *NO_WORK_VISION)
+        }
+    finally:
+        env.close()
+
+
+def unexecuted_call_scores(tasks: list[Any]) -> dict[str, list[float]]:
+    """Each task's first turn scored from completion text: the golden answer alone, and after a vision
+    ``<tool_call>`` block that never ran, through the TRL reward function and verl's ``compute_score``."""
+    from vtb_rewards.grpo import compute_score, make_trl_reward_func
+
+    trl = make_trl_reward_func({task.id: task for task in tasks})
+    call = tool_call("python_image_processing", {"code": VISION_PROBE})
+    goldens = [task.turns[0].golden_answer for task in tasks]
+    ids = [task.id for task in tasks]
+    verl = {
+        label: [
+            compute_score("visualtoolbench", prefix + golden, task.to_dict(), {"turn_index": 0})["score"]
+            for task, golden in zip(tasks, goldens, strict=True)
+        ]
+        for label, prefix in (("golden (verl)", ""), ("unexecuted_call (verl)", call))
+    }
+    return {
+        "golden (TRL)": trl(prompts=goldens, completions=goldens, task_id=ids),
+        "unexecuted_call (TRL)": trl(prompts=goldens, completions=[call + g for g in goldens], task_id=ids),
+        **verl,
+    }
+
+
+def credit_table(n: int, seed: int) -> dict[str, float]:
+    """Mean reward of each no-work call beside what no call earns (``main --credit``)."""
+    from vtb_env.loaders import load_tasks
+
+    for name in [k for k in os.environ if k.startswith("VTB_JUDGE_")]:
+        os.environ.pop(name)
+    tasks = list(load_tasks(f"synth:{n}:{seed}"))
+    played = no_work_vision_zoo(tasks, seed, n)
+    rows = {name: [e["reward"] for e in episodes] for name, episodes in played.items()}
+    rows.update(unexecuted_call_scores(tasks))
+    return {name: sum(values) / len(values) for name, values in rows.items()}
+
+
 def format_table(table: dict[str, dict]) -> str:
     lines = ["| policy | reward | rubric score | pass rate |", "|---|---:|---:|---:|"]
     for name, row in table.items():
@@ -291,7 +457,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--policies", default=",".join(POLICIES))
     parser.add_argument("--json", help="write the table (with every episode) here")
+    parser.add_argument("--credit", action="store_true", help="only the no-work and unexecuted calls (issue 31)")
     args = parser.parse_args()
+    if args.credit:
+        print("\n".join(f"| {name} | {value:.3f} |" for name, value in credit_table(args.n, args.seed).items()))
+        return
     table = zoo(args.n, args.seed, tuple(args.policies.split(",")))
     print(format_table(table))
     if args.json:

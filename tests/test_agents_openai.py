@@ -62,15 +62,28 @@ def test_text_mode_returns_raw_text_and_asks_the_server_not_to_parse():
 def test_transient_errors_are_retried_with_backoff_then_succeed():
     failures = iter([{"status": 503}, {"status": 429}])
     with ChatServer(lambda request: next(failures, {"content": "4"})) as server:
-        agent = OpenAIChatAgent("m", server.base_url, backoff_s=0.01)
+        agent = OpenAIChatAgent("m", server.base_url)
         assert agent.act(observation())["content"] == "4"
     assert len(server.requests) == 3
     assert agent.drain_records()[0].attempts == 3
 
 
+def test_retry_after_is_honoured():
+    arrivals = []
+
+    def respond(request):
+        arrivals.append(time.perf_counter())
+        return {"status": 429, "headers": {"Retry-After": "1.5"}} if len(arrivals) == 1 else {"content": "4"}
+
+    with ChatServer(respond) as server:
+        agent = OpenAIChatAgent("m", server.base_url)
+        assert agent.act(observation())["content"] == "4"
+    assert 1.5 <= arrivals[1] - arrivals[0] < 3.0  # the server's delay, not the SDK's first backoff (<= 0.5 s)
+
+
 def test_permanent_errors_fail_at_once_and_are_recorded():
     with ChatServer(lambda request: {"status": 401, "body": {"error": {"message": "bad key"}}}) as server:
-        agent = OpenAIChatAgent("m", server.base_url, backoff_s=0.01)
+        agent = OpenAIChatAgent("m", server.base_url)
         with pytest.raises(AgentCallError, match="HTTP 401: bad key"):
             agent.act(observation())
     assert len(server.requests) == 1
@@ -79,7 +92,7 @@ def test_permanent_errors_fail_at_once_and_are_recorded():
 
 def test_timeouts_exhaust_retries():
     with ChatServer(lambda request: {"content": "late"}, latency_s=0.4) as server:
-        agent = OpenAIChatAgent("m", server.base_url, timeout_s=0.1, max_retries=1, backoff_s=0.01)
+        agent = OpenAIChatAgent("m", server.base_url, timeout_s=0.1, max_retries=1)
         with pytest.raises(AgentCallError, match="after 2 attempts"):
             agent.act(observation())
     assert summarize_calls(agent.drain_records())["failed_calls"] == 1

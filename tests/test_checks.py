@@ -1,37 +1,103 @@
-"""Exact rubric checks: each rule accepts the right answer and rejects near misses."""
+"""Exact rubric checks in a closed world: honest answers pass, every spelling of a hedge or a guess fails."""
 
 import pytest
 
-from vtb_rewards.checks import MAX_NUMBERS, CheckSpecError, numbers_in, run_check
+from vtb_env.answer_values import fold, scan
+from vtb_rewards.checks import CheckSpecError, answer_slot, implied_world, numbers_in, run_check, slot_capacity
 
 
-def test_numbers_in_parses_currency_separators_and_signs():
-    assert numbers_in("Total: $1,234.50, change −4 and .5 and 12%") == [1234.5, -4.0, 0.5, 12.0]
+def test_scan_reads_dates_times_and_numbers_once_each_after_folding():
+    values = scan(fold("On 17 March 2024 at 7:30 pm it cost $1,234.50 (12%), −4; １６ and .5"))
+    assert [(v.kind, v.value) for v in values] == [
+        ("date", "2024-03-17"),
+        ("time", 19 * 60 + 30),
+        ("number", 1234.5),
+        ("number", 12.0),
+        ("number", -4.0),
+        ("number", 16.0),
+        ("number", 0.5),
+    ]
+    assert numbers_in("1. First line\n2. then 19:05 and 3") == [3.0]  # list markers and clock times are no numbers
+
+
+def test_fold_maps_look_alikes_and_compatibility_forms():
+    assert fold("16 оr 17") == "16 or 17"  # Cyrillic о
+    assert fold("16 ∕ 17") == "16 / 17"  # U+2215 division slash
+    assert fold("ｆｕｌｌ　ｗｉｄｔｈ？") == "full width?"
+
+
+NUMBER_16 = {"type": "number", "value": 16, "abs_tol": 0.01}
+# The order: $13 pizza + $3 crust = $16 (the prompt gives no number).
+ORDER_WORLD = implied_world(
+    "What does the pizza with extra crust cost?", "$13 plus $3 for the crust makes $16.", [NUMBER_16]
+)
 
 
 @pytest.mark.parametrize(
-    "answer, expected",
-    [("The pizza costs $13.", True), ("13.004", True), ("It costs $14.", False), ("no number", False)],
+    "answer",
+    [
+        "$13 plus $3 for the crust makes $16.",
+        "The total is $16.",
+        "You pay 16 dollars: 13 + 3 = 16.",
+        "Sure! Here is what I found. The pizza is $13.00, the crust $3.00, so the total is $16.00. Enjoy!",
+        "You asked: 'What does the pizza with extra crust cost?' It costs $16.",  # restating the question
+        "the total is $16",
+    ],
 )
-def test_number_check(answer, expected):
-    assert run_check({"type": "number", "value": 13, "abs_tol": 0.01}, answer) is expected
+def test_honest_answers_and_their_working_pass(answer):
+    assert run_check(NUMBER_16, answer, ORDER_WORLD) is True
 
 
-def test_number_check_rejects_spraying_many_numbers():
-    sprayed = " ".join(str(n) for n in range(MAX_NUMBERS + 1)) + " 13"
-    assert run_check({"type": "number", "value": 13}, sprayed) is False
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "$16 (or $17)",
+        "$16, alternatively $17",
+        "$16 vs $17",
+        "16 оr 17",  # a Cyrillic о
+        "16 ∕ 17",  # U+2215
+        "The total is $16. The total is $17.",  # two sentences, two totals
+        "It costs $15, $16 or $17.",
+        " ".join(str(n) for n in range(1, 17)),  # a spray of candidates
+        "It does not cost 16 dollars.",  # negated
+        "The answer is 42.",
+        "16 or 16.5",
+    ],
+)
+def test_hedges_sprays_and_guesses_fail_whatever_their_spelling(answer):
+    assert run_check(NUMBER_16, answer, ORDER_WORLD) is False
 
 
-def test_relative_tolerance():
-    assert run_check({"type": "number", "value": 1000, "rel_tol": 0.01}, "about 1,009") is True
-    assert run_check({"type": "number", "value": 1000, "rel_tol": 0.001}, "about 1,009") is False
+def test_a_number_stands_for_the_world_values_it_rounds():
+    world = {"numbers": [105.714286, 8.0, 60.0, 4.54], "dialogue": []}
+    speed = {"type": "number", "value": 105.7, "abs_tol": 0.06}
+    assert run_check(speed, "8 km in 4.54 minutes: about 105.7 km/h (106 rounded).", world) is True
+    assert run_check(speed, "About 105.7 km/h, maybe 106.7.", world) is False
+    assert run_check(speed, "105.7", {"numbers": [105.7], "dialogue": []}) is True
 
 
-def test_text_check_is_whole_word_and_case_insensitive():
+def test_a_check_without_a_world_allows_only_its_own_values():
+    assert run_check(NUMBER_16, "The total is $16.") is True
+    assert run_check(NUMBER_16, "13 + 3 = 16") is False  # working needs a world that accounts for it
+    assert run_check({"type": "number", "value": 1000, "rel_tol": 0.01}, "about 1,009") is False  # outside its world
+
+
+def test_text_check_is_whole_word_case_insensitive_and_closed_over_names():
     spec = {"type": "text", "any_of": ["Gate B"], "none_of": ["Gate A"]}
     assert run_check(spec, "Go to gate  b now.") is True
     assert run_check(spec, "Gate A or Gate B") is False
     assert run_check({"type": "text", "any_of": ["cat"]}, "concatenate") is False
+
+
+def test_dates_and_times_match_in_any_spelling_and_refuse_a_second_one():
+    at = {"type": "text", "any_of": ["19:30"]}
+    world = {"times": [19 * 60 + 30], "dialogue": []}
+    assert run_check(at, "It leaves at 7:30 pm.", world) is True
+    assert run_check(at, "It leaves at 19:30 or 19:45.", world) is False
+    assert run_check(at, " ".join(f"{h:02d}:{m:02d}" for h in range(24) for m in (0, 30)), world) is False
+    on = {"type": "text", "any_of": ["2024-03-17"]}
+    assert run_check(on, "You travelled on March 17, 2024.", {"dates": ["2024-03-17"]}) is True
+    assert run_check(on, "On 2024-03-17 (or 2024-03-18).", {"dates": ["2024-03-17"]}) is False
 
 
 def test_choice_check_needs_the_right_option_only():
@@ -41,11 +107,65 @@ def test_choice_check_needs_the_right_option_only():
     assert run_check(spec, "Faro") is False
 
 
-def test_clarify_check():
-    spec = {"type": "clarify", "none_of": ["42"]}
-    assert run_check(spec, "Which of the two tables do you mean?") is True
-    assert run_check(spec, "It is 42. Anything else?") is False
-    assert run_check(spec, "The answer is probably large.") is False
+INCREASED = {"type": "text", "any_of": ["increase", "increased", "rose", "up"], "none_of": []}
+CHANGE_WORLD = {"numbers": [3.7, 4.1, 0.4, -0.4], "evidence": {"numbers": [4.1, 0.4]}, "dialogue": []}
+
+
+def test_a_direction_counts_only_beside_the_value_that_decides_it():
+    assert run_check(INCREASED, "It went from 3.7 to 4.1, an increase of 0.40.", CHANGE_WORLD) is True
+    assert run_check(INCREASED, "It rose by 0.4.", CHANGE_WORLD) is True
+    assert run_check(INCREASED, "It increased.", CHANGE_WORLD) is False  # a coin flip
+    assert run_check(INCREASED, "It increased by 0.4 or decreased.", CHANGE_WORLD) is False
+    assert run_check(INCREASED, "It went up by 0.4, then down.", CHANGE_WORLD) is False
+    assert run_check(INCREASED, "It did not increase; 0.4.", CHANGE_WORLD) is False
+    assert run_check(INCREASED, "The follow-up shows 4.1.", CHANGE_WORLD) is False  # "follow-up" is not "up"
+
+
+def test_restating_the_question_states_nothing():
+    prompt = "Is that within the reference range? If not, how far outside it is it?"
+    above = {"type": "text", "any_of": ["above"], "none_of": ["below", "within"]}
+    world = {"numbers": [5.6, 5.0, 0.6, -0.6], "evidence": {"numbers": [5.6]}, "dialogue": [prompt]}
+    assert run_check(above, f'You asked: "{prompt}" The result, 5.6, is above the range.', world) is True
+    assert run_check(above, "5.6 is within or above the range.", world) is False
+
+
+CLARIFY = {"type": "clarify", "none_of": ["$12.50"], "asks_for": ["ticker", "which stock"]}
+CLARIFY_WORLD = {
+    "dialogue": ["What was the last price of the stock I own?"],
+    "clarify_rivals": ["which dishes", "which team"],
+}
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("I can see the quote board, but I need one detail first: Which ticker do you own?", True),
+        ("You asked: 'What was the last price of the stock I own?'. Which ticker do you mean?", True),
+        ("Could you tell me which one you mean?", False),  # names no detail
+        ("What was the last price of the stock I own?", False),  # the question handed back
+        ("Which ticker? Probably $12.50.", False),
+        ("Which ticker do you own? It traded at 41.", False),  # a value outside the world
+        ("Which ticker, which dishes or which team do you mean?", False),  # every scene's detail at once
+    ],
+)
+def test_clarify_names_this_scenes_missing_detail_and_no_other(answer, expected):
+    assert run_check(CLARIFY, answer, CLARIFY_WORLD) is expected
+
+
+def test_answer_slot_reads_the_last_boxed_value_or_answer_line():
+    assert answer_slot("Work: 13 + 3.\nAnswer: $16") == "$16"
+    assert answer_slot("**Answer:** 16 km\nThanks") == "16 km"
+    assert answer_slot(r"so \boxed{\frac{1}{2}} and finally \boxed{16}") == "16"
+    assert answer_slot("no slot here") is None
+
+
+def test_slot_mode_reads_only_the_slot_and_a_slot_holds_one_value_per_asked_value():
+    world = {**ORDER_WORLD, "slot": slot_capacity([NUMBER_16])}
+    assert run_check(NUMBER_16, "13 + 3 = 16\nAnswer: $16", world) is True
+    assert run_check(NUMBER_16, "The total is $16.", world) is False  # no slot
+    assert run_check(NUMBER_16, "Answer: $16 or $13", world) is False  # two values in a one-value slot
+    assert run_check(NUMBER_16, "Answer: 17", world) is False
+    assert run_check(NUMBER_16, "Scratch: 99\nAnswer: 16", world) is True  # text outside the slot is not read
 
 
 @pytest.mark.parametrize(
@@ -56,65 +176,9 @@ def test_malformed_specs_raise_a_clear_error(spec):
         run_check(spec, "anything")
 
 
-NUMBER_16 = {"type": "number", "value": 16, "abs_tol": 0.01}
-
-
-@pytest.mark.parametrize(
-    "answer",
-    [
-        "$13 plus $3 for the crust makes $16.",
-        "The total is $16, not $15.",
-        "There is no tip, so you pay $16.",
-        "The three values are 3.5, 16 and 5.1.",
-        "It went from 12 to 16, an increase of 4.",
-        "Adding the legs (4 km + 16 km + 7 km) gives 27 km.",
-        "No. It is 16.",
-    ],
-)
-def test_honest_answers_that_show_their_working_pass(answer):
-    assert run_check(NUMBER_16, answer) is True
-
-
-@pytest.mark.parametrize(
-    "answer",
-    [
-        "It costs $15, $16 or $17.",
-        "It is 16 or 17.",
-        "Either 16 km or 15 km.",
-        "16/17",
-        "It does not cost 16 dollars.",
-        "It isn't 16.",
-        "1, 2, 5, 16, 30",  # a list of more than MAX_LISTED candidates
-        "The answer is 10 and 12 and 14 and 16 and 18.",
-        "It costs between $16 and $18.",
-    ],
-)
-def test_hedged_or_negated_numbers_fail(answer):
-    assert run_check(NUMBER_16, answer) is False
-
-
-def test_direction_checks_carry_their_opposites_and_refuse_negation():
-    increased = {"type": "text", "any_of": ["increase", "increased", "rose", "up"], "none_of": []}
-    assert run_check(increased, "It went from 3.7 to 4.1, an increase of 0.40.") is True
-    assert run_check(increased, "It increased or decreased.") is False
-    assert run_check(increased, "It went up, then down.") is False
-    assert run_check(increased, "It did not increase.") is False
-    assert run_check(increased, "Here is the report from the follow-up visit.") is False  # "follow-up" is not "up"
-    within = {"type": "text", "any_of": ["within"], "none_of": []}
-    assert run_check(within, "3.7 is within the range 3.5-5.1.") is True
-    assert run_check(within, "It is not within the range.") is False
-    assert run_check(within, "It is within or outside the range.") is False
-    yes = {"type": "text", "any_of": ["yes"]}
-    assert run_check(yes, "Yes, it is.") is True and run_check(yes, "Yes or no.") is False
-    assert run_check({"type": "text", "any_of": ["19:30"]}, "It leaves at 19:30 or 19:45.") is False
-
-
-def test_clarify_check_needs_the_missing_detail_and_refuses_an_echo():
-    prompt = "What was the last price of the stock I own?"
-    spec = {"type": "clarify", "none_of": ["$12.50"], "asks_for": ["ticker", "which stock"], "echo_of": prompt}
-    assert run_check(spec, "I can see the quote board, but I need one detail first: Which ticker do you own?") is True
-    assert run_check(spec, "Which stock do you hold?") is True
-    assert run_check(spec, "Could you tell me which one you mean?") is False  # generic: names no detail
-    assert run_check(spec, prompt) is False  # the question handed back
-    assert run_check(spec, "What was the last price of the stock I own? Which ticker?") is False
-    assert run_check(spec, "Which ticker? Probably $12.50.") is False
+def test_a_name_check_refuses_a_second_name_from_the_vocabulary():
+    spec = {"type": "text", "any_of": ["Falcons"], "none_of": ["Rangers"]}
+    world = {"rival_names": ["Comets", "Wolves"], "dialogue": []}
+    assert run_check(spec, "The Falcons lead with 88 points.", {**world, "numbers": [88.0]}) is True
+    assert run_check(spec, "The Falcons (or the Comets) lead.", world) is False
+    assert run_check(spec, "The Falcons, not the Rangers.", world) is False

@@ -148,12 +148,7 @@ def demo_run(tmp_path_factory):
 
 MISSING_EXTRAS = [
     ("matplotlib", ["report", "{run}", "--out", "{tmp}/report"], "vtb report", "eval"),
-    (
-        "openai",
-        ["judge", "{run}", "--judge", "openai:m@http://127.0.0.1:9/v1", "--out", "{tmp}/j"],
-        "vtb judge",
-        "judge",
-    ),
+    ("openenv", ["serve", "--port", "0"], "vtb serve", "serve"),
     ("torch", ["eval", "--agent", "hf:{tmp}/model", "--limit", "1", "--out", "{tmp}/e"], "vtb eval", "hf"),
 ]
 

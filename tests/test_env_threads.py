@@ -12,7 +12,7 @@ import pytest
 from tests.support.env_tools import exact_reward, hermes, make_task, small_tools
 from vtb_env.batch import EnvPool
 from vtb_env.env import VisualToolBenchEnv
-from vtb_env.stepping import ConcurrentStepError
+from vtb_env.stepping import ConcurrentStepError, StaleStepError
 
 
 def new_env() -> VisualToolBenchEnv:
@@ -84,3 +84,92 @@ def test_envpool_keeps_its_guarantee_and_its_envs_refuse_a_second_stepper():
         assert all(r.info["record"].tool_calls[-1].ok for r in pool.step([hermes("calculator", expression="2")] * 3))
     finally:
         pool.close()
+
+
+# ---- a PendingStep is single-use (issue 32, item 3). Before, end_step(pending) a second time appended the
+# round again (the dialogue held the tool messages twice, the record the step twice) with no error; a second
+# execute(pending) ran the tools again; two threads applying one step both applied it.
+
+
+def snapshot(env: VisualToolBenchEnv) -> tuple:
+    episode = env._episode
+    return (len(episode.dialogue), len(episode.record.tool_calls), len(episode.turn_record.steps), episode.done)
+
+
+def test_end_step_twice_raises_and_changes_nothing():
+    env = new_env()
+    pending = env.execute(env.begin_step(hermes("python_image_processing", code="save")))
+    obs, *_ = env.end_step(pending)
+    before = snapshot(env)
+    with pytest.raises(StaleStepError, match="not this env's step in progress"):
+        env.end_step(pending)
+    assert snapshot(env) == before
+    assert obs["image_names"] == ["image_1.png", "transformed_image_0.png"]
+    obs, *_ = env.step(hermes("calculator", expression="6*7"))  # the env goes on
+    assert [m["tool_call_id"] for m in obs["messages"] if m["role"] == "tool"] == ["call_1", "call_2"]
+
+
+def test_a_stale_step_leaves_the_step_in_progress_alone():
+    env = new_env()
+    old = env.execute(env.begin_step(hermes("calculator", expression="1")))
+    env.end_step(old)
+    current = env.begin_step(hermes("calculator", expression="2"))
+    with pytest.raises(StaleStepError):
+        env.end_step(old)  # must not release the guard that `current` holds
+    with pytest.raises(ConcurrentStepError):
+        env.step(hermes("calculator", expression="3"))
+    with pytest.raises(StaleStepError):
+        env.end_step(new_env().begin_step(hermes("calculator", expression="4")))  # another env's step
+    obs, *_ = env.end_step(env.execute(current))
+    assert [m["content"] for m in obs["messages"] if m["role"] == "tool"] == ['{"result": "1"}', '{"result": "2"}']
+
+
+def wait_until_executing(env: VisualToolBenchEnv) -> None:
+    while env._guard._stage != "executing":
+        time.sleep(0.001)
+
+
+def test_execute_runs_a_step_once_and_end_step_cannot_run_during_it():
+    env = new_env()
+    pending = env.begin_step(hermes("python_image_processing", code="save"))
+    env.execute(pending)
+    with pytest.raises(StaleStepError, match="executed already"):
+        env.execute(pending)
+    obs, *_ = env.end_step(pending)
+    assert obs["image_names"] == ["image_1.png", "transformed_image_0.png"]  # one image: the tool ran once
+
+    slow = env.begin_step(hermes("web_search", query="sleep 0.4"))
+    worker = threading.Thread(target=env.execute, args=(slow,))
+    worker.start()
+    wait_until_executing(env)
+    with pytest.raises(StaleStepError, match="executing already"):
+        env.end_step(slow)
+    worker.join()
+    env.end_step(slow)
+
+
+def apply_from_two_threads(env: VisualToolBenchEnv, pending) -> list[str]:
+    start, outcomes = threading.Barrier(2), []
+
+    def apply() -> None:
+        start.wait()
+        try:
+            env.end_step(pending)
+            outcomes.append("applied")
+        except StaleStepError:
+            outcomes.append("stale")
+
+    threads = [threading.Thread(target=apply) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sorted(outcomes)
+
+
+def test_two_threads_applying_one_step_apply_it_once():
+    for _ in range(20):
+        env = new_env()
+        pending = env.execute(env.begin_step(hermes("calculator", expression="1")))
+        assert apply_from_two_threads(env, pending) == ["applied", "stale"]
+        assert len(env._episode.record.tool_calls) == 1 and len(env._episode.turn_record.steps) == 1

@@ -83,6 +83,7 @@ def test_eval_survives_a_kill_resumes_without_loss_or_duplicates_and_retries_err
     by_key = latest_records(out / "records.jsonl")
     assert [by_key[f"menu-{i}#0"]["score"]["passed"] for i in range(6)] == [False, True, False, False, True, False]
     assert "Overall" in stdout and "33.33" in stdout  # 2 of 6 tasks ask for 13
+    assert summary_width(stdout) <= 100  # the console summary; the rest in `vtb report`
 
     report = vtb("report", str(out), "--out", str(tmp_path / "report"))
     stdout, stderr = report.communicate(timeout=120)
@@ -92,7 +93,8 @@ def test_eval_survives_a_kill_resumes_without_loss_or_duplicates_and_retries_err
     header, row = [
         [cell.strip() for cell in line.strip("|").split("|")] for line in stdout.splitlines() if line.startswith("| ")
     ][:2]
-    assert (row[header.index("tasks")], row[header.index("errors")]) == ("6", "0")
+    assert row[header.index("APR (%) [95% CI]")].split(" [")[0] == "33.33" and "over all 6 tasks" in stdout
+    assert summary_width(stdout) <= 100 and "report.html" in stdout
     written = {path.name for path in (tmp_path / "report").iterdir()}
     assert {
         "tables.md",
@@ -181,6 +183,11 @@ def test_judge_rescores_saved_answers_with_another_rule(tmp_path):
     assert "re-judged 0 records (2 already done)" in again.communicate(timeout=60)[0]
 
 
+def summary_width(stdout: str) -> int:
+    """The widest line of the printed summary (its title, table and notes; not the lines naming paths)."""
+    return max(len(line) for line in stdout.splitlines() if line.startswith(("Overall", "|", ">")))
+
+
 def test_progress_writes_plain_lines_about_every_tenth_when_not_a_terminal():
     import io
 
@@ -193,4 +200,4 @@ def test_progress_writes_plain_lines_about_every_tenth_when_not_a_terminal():
     lines = stream.getvalue().splitlines()
     assert "\r" not in stream.getvalue()
     assert 10 <= len(lines) <= 13
-    assert lines[-1].startswith("[" + "#" * 24 + "] 25/25") and "pass 20.0%" in lines[-1]
+    assert lines[-1].startswith("100%|") and " 25/25 " in lines[-1] and "pass 20.0% errors 0" in lines[-1]

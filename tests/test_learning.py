@@ -93,12 +93,14 @@ def test_grpo_teaches_mode_selection_on_held_out_twins(tmp_path):
     # loop learning. The default CNN-stem policy learns slower (measured here: +0.05 -> +0.21 in 12 steps), and
     # on the default v2 twins its supervised bound is about 0.5 held-out MCC (docs/training.md), so no
     # shortened GRPO run there can clear a fixed bar.
+    # 20 steps: an over-cap second call, which never runs, is no call and costs no tool-success credit (issue
+    # 31 item 3), so the signal against it is only the mode's; 12 steps reached 0.05 -> 0.51 (0.05 -> 0.81 before).
     script = _script()
     args = script.parse_args(
         [
             *_V1_SMALL_POLICY,
             "--max-steps",
-            "12",
+            "20",
             "--eval-modes",
             "sampled",
             "--eval-samples",
@@ -115,7 +117,7 @@ def test_grpo_teaches_mode_selection_on_held_out_twins(tmp_path):
         f"{after['mode_reward']:.3f}, reward {before['reward']:.4f} -> {after['reward']:.4f} "
         f"in {result['total_seconds']:.0f} s ({result['total_cpu_seconds']:.0f} CPU s)"
     )
-    assert result["generator"] == "v1" and len(result["curve"]) == 12
+    assert result["generator"] == "v1" and len(result["curve"]) == 20
     assert before["mcc"] <= 0.4, before  # a fair coin on every input (32 tasks: MCC noise ~0.2)
     assert after["mcc"] >= 0.6 and after["mcc"] - before["mcc"] >= 0.3, (before, after)
     assert after["mode_reward"] > before["mode_reward"] and after["reward"] > before["reward"]

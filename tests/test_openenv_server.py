@@ -1,4 +1,4 @@
-"""``vtb serve`` on openenv-core's own server, driven by openenv's own ``GenericEnvClient`` over real sockets.
+"""``vtb serve`` on openenv's own server, driven by openenv's own ``GenericEnvClient`` over real sockets.
 
 The app is ``vtb_app.openenv_server.make_app`` (openenv's ``create_app``) under uvicorn on
 127.0.0.1; the tools are the real sandboxed ``python_image_processing`` and the calculator.
@@ -10,8 +10,6 @@ import asyncio
 import base64
 import io
 import json
-import socket
-import threading
 import time
 
 import httpx
@@ -19,12 +17,15 @@ import pytest
 
 pytestmark = pytest.mark.slow  # a sandbox pool and uvicorn start: ~20 s on 2 shared cores
 
-openenv = pytest.importorskip("openenv", reason="openenv-core is the `serve` extra (docs/training.md)")
+openenv = pytest.importorskip(
+    "openenv", reason="openenv is the `serve` extra (docs/training.md; CI: scripts/test_py312.sh)"
+)
 uvicorn = pytest.importorskip("uvicorn")
 
 from openenv import GenericEnvClient  # noqa: E402
 from PIL import Image  # noqa: E402
 
+from tests.support.env_server import Server  # noqa: E402
 from tests.support.env_tools import exact_reward, hermes, value_task  # noqa: E402
 from vtb_app.openenv_server import make_app  # noqa: E402
 from vtb_app.serve_limits import ServeLimits  # noqa: E402
@@ -35,36 +36,6 @@ from vtb_env.tools.python_tools import PythonImageProcessing  # noqa: E402
 
 CROP = "from PIL import Image\nImage.open('image_1.png').crop((0, 0, 20, 10)).save('transformed_image_0.png')"
 SLOW = "import time\ntime.sleep({s})\nfrom PIL import Image\nImage.open('image_1.png').save('transformed_image_0.png')"
-
-
-class Server:
-    """uvicorn running ``app`` in a thread on a free 127.0.0.1 port."""
-
-    def __init__(self, app, ws_max_size: int):
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        sock.close()
-        self.app = app
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, ws_max_size=ws_max_size, log_level="warning")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> "Server":
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
 
 
 class CountingTool(Tool):
@@ -91,7 +62,7 @@ def tools():
 def _server(tools, limits: ServeLimits = ServeLimits(max_sessions=4)) -> Server:
     tasks = [value_task("right", 42, turns=2), value_task("wrong", 7, turns=1), value_task("slow", 1, turns=1)]
     app = make_app(tasks, tools, EnvConfig.preset("default", max_tool_calls=3), exact_reward(), limits=limits)
-    return Server(app, limits.max_request_bytes)
+    return Server(app)
 
 
 @pytest.fixture(scope="module")

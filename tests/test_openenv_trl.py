@@ -1,11 +1,11 @@
 """TRL's GRPOTrainer drives ``vtb serve`` over OpenEnv: one GRPO step, every tool call and reward over the wire.
 
-TRL 1.16's OpenEnv-specific worker (``trl.experimental.async_grpo.openenv_harness``) cannot run here:
-it imports names openenv-core 0.3.0 lacks (``TraceEntry``, ``TrainableSession``, ``TrainingTrace``)
-and needs vLLM (docs/training.md). What runs is TRL's own tool loop (``environment_factory``) with
-the environment class TRL's OpenEnv pattern uses: one holding an OpenEnv client. Here that is
-openenv's ``GenericEnvClient`` talking to ``make_app`` under uvicorn on 127.0.0.1; the tool is the
-real sandboxed ``python_image_processing``; the reward is the server's.
+What runs is TRL's own tool loop (``environment_factory``) with the environment class TRL's OpenEnv
+pattern uses: one holding an OpenEnv client. Here that is openenv's ``GenericEnvClient`` talking to
+``make_app`` under uvicorn on 127.0.0.1; the tool is the real sandboxed ``python_image_processing``;
+the reward is the server's. TRL 1.16's OpenEnv-specific worker (``trl.experimental.async_grpo.openenv_harness``)
+imports beside ``vtb serve`` on openenv 0.10 (the ``serve`` extra); running it needs a vLLM server and an
+OpenEnv ``ResourceSessionFactory`` (docs/training.md).
 """
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ import torch
 pytestmark = pytest.mark.slow  # a sandbox pool, uvicorn and one GRPO step of a tiny model: ~30 s on 2 cores
 
 pytest.importorskip("trl")
-pytest.importorskip("openenv", reason="openenv-core is the `serve` extra (docs/training.md)")
+pytest.importorskip("openenv", reason="openenv is the `serve` extra (docs/training.md; CI: scripts/test_py312.sh)")
 pytest.importorskip("uvicorn")
 
 from openenv import GenericEnvClient  # noqa: E402
 
+from tests.support.env_server import Server  # noqa: E402
 from tests.support.grpo import one_step_grpo_config  # noqa: E402
 from tests.test_grpo import (  # noqa: E402
     PLUMBING_REWARD,
     TEST_MODEL_RESPONSE_TEMPLATE,
     _coin_flip_policy,
 )
-from tests.test_openenv_server import Server  # noqa: E402
 from vtb_app.integrations import trl as vtb_trl  # noqa: E402
 from vtb_app.openenv_server import make_app  # noqa: E402
 from vtb_app.serve_limits import ServeLimits  # noqa: E402
@@ -86,6 +86,21 @@ def served_reward(completions: list, environments: list[ServedEpisode], **_: Any
     return [env._answer(answer or "") for answer, env in zip(answers, environments, strict=True)]
 
 
+def _parse_tool_calls_like_the_test_model(tokenizer: Any) -> None:
+    """TRL reads tool calls with the tokenizer's response template (transformers >= 5.13) or, before, its legacy
+    schema: here TRL's own Qwen3 schema with the test model's end of turn (SkyRL 0.3 pins transformers <= 5.8)."""
+    import transformers
+    from packaging.version import Version
+
+    if Version(transformers.__version__) >= Version("5.13"):
+        tokenizer.response_template = TEST_MODEL_RESPONSE_TEMPLATE
+    else:
+        from trl.chat_template_utils import qwen3_schema
+
+        end_of_turn = qwen3_schema["x-regex"].replace(r"<\|im_end\|>", r"<\|eot_id\|>")
+        tokenizer.response_schema = {**qwen3_schema, "x-regex": end_of_turn}
+
+
 def test_grpo_step_through_vtb_serve_over_openenv(tmp_path_factory, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
@@ -100,14 +115,14 @@ def test_grpo_step_through_vtb_serve_over_openenv(tmp_path_factory, tmp_path):
     limits = ServeLimits(max_sessions=16)
     made: list[ServedEpisode] = []
     try:
-        with Server(make_app(tasks, tools, config, limits=limits), limits.max_request_bytes) as server:
+        with Server(make_app(tasks, tools, config, limits=limits)) as server:
 
             def environment_factory() -> ServedEpisode:
                 made.append(ServedEpisode(server.url))
                 return made[-1]
 
             tokenizer = AutoTokenizer.from_pretrained(policy)
-            tokenizer.response_template = TEST_MODEL_RESPONSE_TEMPLATE
+            _parse_tool_calls_like_the_test_model(tokenizer)
             before = {n: p.detach().clone() for n, p in AutoModelForCausalLM.from_pretrained(policy).named_parameters()}
             trainer = GRPOTrainer(
                 model=str(policy),
@@ -135,3 +150,15 @@ def test_grpo_step_through_vtb_serve_over_openenv(tmp_path_factory, tmp_path):
     assert crops and all('"exit_code": 0, "images": ["transformed_image_0.png"]' in first for first in crops), crops
     after = dict(trainer.model.named_parameters())
     assert any(not torch.equal(p, after[n].detach().cpu()) for n, p in before.items())
+
+
+def test_trls_openenv_harness_imports_beside_vtb_serve():
+    import importlib.metadata
+
+    from trl.experimental.async_grpo.async_rollout_worker import AsyncRolloutWorker
+    from trl.experimental.async_grpo.openenv_harness import HarnessRolloutWorker
+
+    assert issubclass(HarnessRolloutWorker, AsyncRolloutWorker)
+    assert tuple(int(part) for part in importlib.metadata.version("openenv").split(".")[:2]) >= (0, 10)
+    with pytest.raises(importlib.metadata.PackageNotFoundError):  # the old name would overwrite the same package
+        importlib.metadata.version("openenv-core")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -81,6 +84,33 @@ def test_html_report_renders_in_headless_chromium(report, chromium, tmp_path):
         assert image.size == (1200, 900)
         colors = image.convert("RGB").getcolors(maxcolors=1 << 20)
         assert colors is not None and len(colors) > 50  # text, tables and plots drew, not a blank page
+
+
+def test_report_prints_a_summary_in_100_columns(report, tmp_path):
+    long_name = "a run name far longer than a column holds"
+    runs = [f"{long_name}={report.parent / 'tools'}", f"no tools={report.parent / 'no_tools'}"]
+    result = vtb("report", *runs, "--out", str(tmp_path / "r"))
+    summary = [line for line in result.stdout.splitlines() if line.startswith(("Overall", "|", ">"))]
+    assert result.returncode == 0 and max(map(len, summary)) <= 100, result.stdout
+    header = [cell.strip() for cell in summary[1].split("|")[1:-1]]
+    assert header == ["run", "APR (%) [95% CI]", "ARS", "MCC", "calls/task", "reward"]
+    assert "| a run name far long… |" in result.stdout and "| no tools" in result.stdout
+
+
+@pytest.mark.slow
+def test_html_report_fits_the_page_and_stays_small(report, chromium, tmp_path):
+    """Wide tables scroll inside their own box: the page is never wider than the window; images are thumbnails."""
+    measured = tmp_path / "measured.html"
+    page = "document.documentElement"
+    probe = f"<script>document.body.dataset.overflow = {page}.scrollWidth - {page}.clientWidth</script>"
+    measured.write_text((report / "report.html").read_text().replace("</body>", probe + "</body>"))
+    common = [chromium, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", measured.as_uri()]
+    for width in (1200, 800):
+        dom = subprocess.run([*common, f"--window-size={width},900"], capture_output=True, text=True, timeout=90)
+        assert 'data-overflow="0"' in dom.stdout, (width, dom.stdout[-300:])
+    thumbnails = re.findall(r'src="data:image/jpeg;base64,([^"]+)"', (report / "report.html").read_text())
+    sides = [max(Image.open(io.BytesIO(base64.b64decode(t))).size) for t in thumbnails]
+    assert sides and max(sides) <= 360  # the size the page shows them at
 
 
 def test_judge_and_report_stay_inside_their_run_directories(tmp_path):

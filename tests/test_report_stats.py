@@ -285,7 +285,8 @@ def test_mcc_reading_any_tool_or_the_vision_tool(tmp_path):
     path.write_text("".join(json.dumps({**t, "mode_label": "tool_required"}) + "\n" for t in tasks))
     calls = {
         "t0": ("calculator", {"expression": "4+5"}),  # not the vision tool, on an image task
-        "t1": ("python_image_processing", {"code": "from PIL import Image\nImage.open('img0.png').crop((0, 0, 9, 9))"}),
+        # visual work the sandbox sees: it reads the image and prints what it found
+        "t1": ("python_image_processing", {"code": "from PIL import Image\nprint(Image.open('image_1.png').size)"}),
         "t2": ("historical_weather", {"location": "Paris", "date": "2024-05-01"}),  # the lookup its reference uses
     }
 

@@ -27,15 +27,28 @@ def _bench():
 @pytest.fixture(scope="module")
 def table():
     bench = _bench()
-    return bench.zoo(n=8, seed=8, policies=bench.DEGENERATE + ("oracle", "always_call", "never_call"))
+    policies = bench.DEGENERATE + bench.BLIND + bench.HEDGES + ("oracle", "always_call", "never_call")
+    return bench.zoo(n=8, seed=8, policies=policies + bench.HONEST_STYLES)
 
 
 @pytest.mark.slow
-def test_no_degenerate_policy_passes_a_task_or_earns_rubric_credit(table):
+def test_no_blind_or_degenerate_policy_passes_a_task_or_earns_rubric_credit(table):
     bench = _bench()
-    for name in bench.DEGENERATE:
+    for name in bench.DEGENERATE + bench.BLIND:
         row = table[name]
-        assert row["pass_rate"] == 0.0 and row["rubric_score"] <= 0.05, (name, row["rubric_score"])
+        assert row["pass_rate"] == 0.0 and row["rubric_score"] <= 0.02, (name, row["rubric_score"])
+
+
+@pytest.mark.slow
+def test_every_hedged_golden_answer_fails_whatever_its_spelling(table):
+    for name in _bench().HEDGES:
+        assert table[name]["pass_rate"] == 0.0, name
+
+
+@pytest.mark.slow
+def test_golden_answers_pass_in_every_honest_style(table):
+    for name in _bench().HONEST_STYLES:
+        assert table[name]["pass_rate"] == 1.0 and table[name]["rubric_score"] == 1.0, name
 
 
 @pytest.mark.slow

@@ -119,11 +119,16 @@ def _image_task(label="tool_required", needs_lookup=False):
     return replace(make_task("img"), mode_label=label, metadata={"needs_lookup": needs_lookup})
 
 
+WORK = {"read": ["image_1.png"], "new_images": 1, "printed": False}  # what the sandbox records of a real crop
+
+
 def _record(answer, *calls):
+    """Calls as (name, error) or (name, error, image_work); a vision call without image_work did no visual work."""
     from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
 
     tool_calls = [
-        ToolCallRecord(call_id=f"c{i}", name=name, arguments={}, error=error) for i, (name, error) in enumerate(calls)
+        ToolCallRecord(call_id=f"c{i}", name=call[0], arguments={}, error=call[1], image_work=(call[2:] or [None])[0])
+        for i, call in enumerate(calls)
     ]
     step = StepRecord(action_text=answer, tool_calls=tool_calls, final_answer=answer)
     return EpisodeRecord(task_id="img", turns=[TurnRecord(index=0, steps=[step], final_answer=answer)])
@@ -134,7 +139,7 @@ def test_used_tools_readings():
 
     task = _image_task()
     calculator = _record("10", ("calculator", None))
-    vision = _record("10", ("calculator", None), ("python_image_processing", "boom"))
+    vision = _record("10", ("calculator", None), ("python_image_processing", "boom", WORK))
     assert used_tools(calculator, "any", task) and not used_tools(calculator, "vision", task)
     assert used_tools(vision, "vision", task) and [c.name for c in relevant_calls(vision, "vision", task)] == [
         "python_image_processing"
@@ -159,10 +164,39 @@ def test_a_non_vision_call_earns_no_mode_and_no_tool_success_credit():
             with_calculator = reward(task, _record(answer, ("calculator", None)))
             assert with_calculator[0] == plain[0], (credit, answer)
             assert with_calculator[1]["mode"] == 0.0 and "tool_success" not in with_calculator[1]
-        vision = reward(task, _record("It is 10.", ("python_image_processing", None)))[1]
+        vision = reward(task, _record("It is 10.", ("python_image_processing", None, WORK)))[1]
         assert vision["mode"] == 1.0 and vision["tool_success"] == 1.0
     any_reading = EpisodeReward(RewardConfig(mode_reading="any"))(task, _record("It is 10.", ("calculator", None)))
     assert any_reading[1]["mode"] == 1.0  # the paper's reading, when asked for
+
+
+@pytest.mark.parametrize(
+    "work",
+    [
+        None,  # no sandbox record (a call that never reached the sandbox)
+        {"read": [], "new_images": 0, "printed": False},  # code `pass`, or code that raised before any image
+        {"read": [], "new_images": 1, "printed": True},  # an image made from nothing, and a print
+        {"read": ["image_1.png"], "new_images": 0, "printed": False},  # read, returned nothing (or only a copy)
+        {"read": "image_1.png", "new_images": "1", "printed": "yes"},  # not the sandbox's types
+    ],
+)
+def test_a_vision_call_without_visual_work_earns_exactly_what_no_call_earns(work):
+    from vtb_rewards.compose import EpisodeReward
+
+    task = _image_task()
+    for error in (None, "ValueError: boom"):
+        for answer in ("It is 10.", "It is 99."):
+            plain = EpisodeReward()(task, _record(answer))
+            with_call = EpisodeReward()(task, _record(answer, ("python_image_processing", error, work)))
+            assert with_call[0] == plain[0] and with_call[1]["mode"] == plain[1]["mode"] == 0.0
+            assert "tool_success" not in with_call[1] and with_call[1]["used_tools"] == 0.0
+
+
+def test_a_failed_vision_call_that_did_visual_work_counts_but_earns_no_tool_success():
+    from vtb_rewards.compose import EpisodeReward
+
+    failed = EpisodeReward()(_image_task(), _record("It is 10.", ("python_image_processing", "boom", WORK)))[1]
+    assert failed["mode"] == 1.0 and failed["tool_success"] == 0.0
 
 
 def test_process_credit_is_earned_by_the_answer():

@@ -107,6 +107,7 @@ def test_trl_sft_trainer_trains_a_vlm_on_the_export(exported, tmp_path):
     from trl import SFTConfig, SFTTrainer
 
     from tests.support.tiny_models import build_tiny_idefics3
+    from vtb_app.integrations.trl_args import checkpointing
 
     out, ds = exported
     path = build_tiny_idefics3(tmp_path / "vlm")
@@ -132,7 +133,7 @@ def test_trl_sft_trainer_trains_a_vlm_on_the_export(exported, tmp_path):
             max_length=None,
             bf16=False,
             use_cpu=True,
-            gradient_checkpointing=False,
+            **checkpointing(SFTConfig, False),
             report_to=[],
             logging_steps=1,
             save_strategy="no",

@@ -1,4 +1,4 @@
-"""SkyRL: ``vtb-gym`` registered with skyrl-gym 0.4 and stepped through ``skyrl_gym.make`` as SkyRL's generators do.
+"""SkyRL: ``vtb_gym`` registered with skyrl-gym 0.4 and stepped through ``skyrl_gym.make`` as SkyRL's generators do.
 
 The calls follow ``SkyRLVLMGymGenerator.agent_loop`` (skyrl 0.3): ``make(env_class,
 env_config=..., extras=row | {"max_turns": ...})``, ``init(prompt)``, then ``step(generated_text)``
@@ -19,7 +19,7 @@ skyrl_gym = pytest.importorskip("skyrl_gym", reason="skyrl-gym is the `skyrl` ex
 from PIL import Image  # noqa: E402
 
 from tests.support.env_tools import hermes, value_task  # noqa: E402
-from vtb_app.integrations import skyrl  # noqa: E402,F401 -- registers vtb-gym
+from vtb_app.integrations import skyrl  # noqa: E402 -- registers vtb_gym and vtb-gym
 from vtb_env.loaders import save_tasks  # noqa: E402
 
 CROP = "from PIL import Image\nImage.open('image_1.png').crop((0, 0, 20, 10)).save('transformed_image_{i}.png')"
@@ -49,8 +49,8 @@ def _image_urls(messages: list[dict]) -> list[str]:
     ]
 
 
-def _play(env_config: dict, task_id: str, replies, max_turns: int = 10):
-    env = skyrl_gym.make("vtb-gym", env_config=env_config, extras={"task_id": task_id, "max_turns": max_turns})
+def _play(env_config: dict, task_id: str, replies, max_turns: int = 10, env_id: str = "vtb_gym"):
+    env = skyrl_gym.make(env_id, env_config=env_config, extras={"task_id": task_id, "max_turns": max_turns})
     conversation, _ = env.init([{"role": "user", "content": "(dataset prompt)"}])
     outputs = []
     for reply in replies:
@@ -85,9 +85,25 @@ def test_skyrl_make_plays_a_multi_turn_episode_with_tool_images_as_data_urls(env
 
 def test_skyrl_max_turns_truncates_and_scores_and_bad_rows_get_clear_errors(env_config):
     crop = hermes("python_image_processing", code=CROP.format(i=0))
-    _, outputs, metrics = _play(env_config, "wrong", [crop, crop, crop], max_turns=2)
+    _, outputs, metrics = _play(env_config, "wrong", [crop, crop, crop], max_turns=2, env_id="vtb-gym")  # the alias
     assert len(outputs) == 2 and outputs[-1]["done"] and metrics["rubric_score"] == 0.0
     with pytest.raises(ValueError, match="task_id"):
-        skyrl_gym.make("vtb-gym", env_config=env_config, extras={"max_turns": 2})
+        skyrl_gym.make("vtb_gym", env_config=env_config, extras={"max_turns": 2})
     skyrl.register()  # idempotent
-    assert skyrl_gym.spec("vtb-gym").entry_point == "vtb_app.integrations.skyrl:VTBSkyRLEnv"
+    for env_id in ("vtb_gym", "vtb-gym"):
+        assert skyrl_gym.spec(env_id).entry_point == "vtb_app.integrations.skyrl:VTBSkyRLEnv"
+
+
+def test_skyrl_env_without_tasks_refuses_instead_of_playing_the_demo_set(env_config):
+    # what SkyRL's generators pass for an env with no config: getattr(cfg.environment.skyrl_gym, env_class, {})
+    with pytest.raises(ValueError, match=r"no tasks configured: set environment\.skyrl_gym\.vtb_gym\.tasks"):
+        skyrl_gym.make("vtb_gym", env_config={}, extras={"task_id": "right", "max_turns": 2})
+    with pytest.raises(ValueError, match=r"unknown env_config fields \['task'\]"):
+        skyrl_gym.make("vtb_gym", env_config={"task": env_config["tasks"]}, extras={"task_id": "right"})
+    # the row's extras carry the settings (here all of them) when the trainer's config cannot
+    row = {"task_id": "right", "max_turns": 4, **env_config, "max_tool_calls": 1}
+    env = skyrl_gym.make("vtb_gym", env_config={"tasks": "demo", "max_tool_calls": 3}, extras=row)
+    env.init([])
+    output = env.step(hermes("python_image_processing", code=CROP.format(i=0)))
+    env.close()
+    assert env.env.config.max_tool_calls == 1 and _image_urls(output["observations"])  # the crop came back

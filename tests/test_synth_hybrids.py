@@ -13,6 +13,7 @@ from vtb_env.synth import reference_data as ref
 from vtb_env.synth.blueprints import Options
 from vtb_env.synth.hybrids import hybrid
 from vtb_env.synth.templates import Wording
+from vtb_env.synth.world import turn_worlds
 from vtb_env.tools import ToolContext, default_tools
 from vtb_rewards.checks import run_check
 
@@ -57,8 +58,9 @@ def test_each_new_hybrid_is_deterministic_and_its_reference_calls_reach_the_gold
     blueprint = _blueprint(*NEW_KINDS[kind])
     assert _kind(blueprint) == kind and _blueprint(*NEW_KINDS[kind]) == blueprint
     (ask,) = blueprint.asks
+    (world,) = turn_worlds(blueprint)
     for rubric in ask.rubrics:
-        assert run_check(rubric.check, ask.golden), (rubric.description, ask.golden)
+        assert run_check(rubric.check, ask.golden, world), (rubric.description, ask.golden)
     final = ask.rubrics[0].check["value"]
     outputs = []
     for call in ask.tool_calls:

@@ -18,8 +18,8 @@ from vtb_agents.images import ImagePolicy
 from vtb_agents.messages import to_chat_messages
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
-from vtb_env.image_modes import SHOWN_MODES
 from vtb_env.observation import observation_to_processor_messages
+from vtb_env.sandbox.image_modes import SHOWN_MODES
 from vtb_env.tools.base import NamedImage, Tool, ToolContext, ToolRegistry, ToolResult
 
 IMAGES = hostile_images()

@@ -173,8 +173,10 @@ def test_import_rescore_and_report_a_toolkit_run(tmp_path, capsys):
     assert salad["answers"] == ["The Garden Salad is $9. answer"] and salad["judge"] == "toolkit:toolkit"
     assert [v["status"] for v in salad["verdicts"][0]] == ["Met", "Not Met"]  # the fenced reply parsed too
     assert salad["score"] == {"score": 5 / 6, "passed": True, "complete": True, "n_judge_errors": 0}
-    # tool_success counts the vision call only (the task needs no lookup), not the failed web_search
-    assert salad["toolkit"] == {"score": 5 / 6, "accuracy": 1} and salad["reward_components"]["tool_success"] == 1.0
+    # an imported run's vision call has no sandbox record of visual work (ToolCallRecord.image_work), so it counts
+    # as no call (docs/rewards.md, vision credit), and the failed web_search is no counted tool (no lookup needed)
+    assert salad["toolkit"] == {"score": 5 / 6, "accuracy": 1} and "tool_success" not in salad["reward_components"]
+    assert salad["reward_components"]["used_tools"] == 0.0
     # The toolkit dropped r2 of menu-1 from its verdicts: a judge_error here, never a silent "Not Met".
     assert [v["status"] for v in records["menu-1"]["verdicts"][0]] == ["Met", "judge_error"]
     assert records["menu-1"]["score"]["complete"] is False and records["menu-1"]["tool_use"]["used_tools"] is False

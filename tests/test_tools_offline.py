@@ -137,10 +137,10 @@ def test_bundled_corpus_loads_every_document():
 def test_offline_run_replays_a_recorded_answer_first(tmp_path, corpus_dir):
     path = str(tmp_path / "cache.sqlite")
     recorded = ReplayCache(path, "record")
-    recorded.put(
+    recorded.through(  # what an online run records
         "web_search",
         {"query": "kiwi", "num_results": 2},
-        [{"title": "Recorded", "url": "https://recorded.example", "snippet": "from an online run"}],
+        lambda: [{"title": "Recorded", "url": "https://recorded.example", "snippet": "from an online run"}],
     )
     recorded.close()
     tools = default_tools({"tools": ("web_search",), "corpus_dirs": [str(corpus_dir)], "cache_path": path})

@@ -71,7 +71,9 @@ def test_opencv_and_numpy_saves(tools, context):
     assert np.asarray(result.images[0].open()).shape == (5, 7, 3)
 
 
-def test_decompression_bomb_output_is_refused_by_the_env_from_its_header(tools, monkeypatch):
+def test_decompression_bomb_output_is_refused_from_its_header_and_no_tool_image_is_decoded_in_the_env(
+    tools, monkeypatch
+):
     from tests.support.env_tools import exact_reward, hermes, make_task
     from vtb_env import tool_images
     from vtb_env.env import VisualToolBenchEnv
@@ -88,7 +90,8 @@ def test_decompression_bomb_output_is_refused_by_the_env_from_its_header(tools, 
     obs, *_ = env.step(
         hermes("python_image_processing", code="from PIL import Image\nImage.new('RGB', (4, 4)).save('x.png')")
     )
-    assert obs["image_names"] == ["image_1.png", "transformed_image_0.png"] and len(decoded) == 1
+    # decoded and checked inside the sandbox call: the env only looks at the container
+    assert obs["image_names"] == ["image_1.png", "transformed_image_0.png"] and decoded == []
 
 
 def test_non_image_bytes_under_an_image_name_are_refused_by_the_env(tools):

@@ -12,6 +12,7 @@ import argparse
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 from vtb_app.errors import ExitCode, describe, one_line
 
@@ -26,8 +27,16 @@ DEBUG_VARIABLE = "VTB_DEBUG"
 DEBUG_HELP = f"show the traceback of an error (also: {DEBUG_VARIABLE}=1)"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's parser (and its subcommands') whose usage errors are one line: ``main`` prints
+    ``error: ...`` and exits 2, like every other user error, instead of argparse's usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        raise SystemExit(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vtb", description="VisualToolBench as a gymnasium environment.")
+    parser = OneLineParser(prog="vtb", description="VisualToolBench as a gymnasium environment.")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in SUBCOMMAND_MODULES:

@@ -8,7 +8,7 @@ items prints ``error_kinds``: the failures counted by kind, with the first messa
 |---|---|
 | 0 | done |
 | 1 | the command ran, some of its items failed (the summary says which kinds) |
-| 2 | a bad argument or spec (argparse's own code too), or a run directory in the way |
+| 2 | a bad argument or spec (argparse's too, on one line), a run in the way, `vtb serve` unable to listen |
 | 3 | an optional dependency is missing: the message names the extra to install |
 | 4 | a path that does not exist or cannot be read or written |
 | 5 | a dataset, run or results file that cannot be read |
@@ -40,7 +40,7 @@ class ExitCode(IntEnum):
 # Optional packages -> the extra of pyproject.toml that installs them.
 EXTRAS = {
     "matplotlib": "eval",
-    "openai": "judge",
+    "jinja2": "eval",
     "torch": "hf",
     "transformers": "hf",
     "datasets": "hf",
@@ -48,6 +48,7 @@ EXTRAS = {
     "trl": "train",
     "ray": "ray",
     "openenv": "serve",
+    "fastapi": "serve",
     "uvicorn": "serve",
     "verifiers": "verifiers",
     "skyrl_gym": "skyrl",

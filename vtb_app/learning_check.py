@@ -111,7 +111,8 @@ def evaluate_modes(
 
 
 def training_curve(log_history: Sequence[dict[str, Any]], window: int = 5) -> list[dict[str, float]]:
-    """Per optimisation step: mean composed reward, mode reward, tool use and mode MCC of the step's rollouts.
+    """Per optimisation step: mean composed reward, mode reward, tool use and mode MCC of the step's rollouts, and
+    with text-only probes (``--label-probes``) how often the groups' online labels disagree with the static ones.
 
     ``mcc_window`` pools the confusion counts of the last ``window`` steps: a single step's MCC
     is 0 whenever its few tasks happen to share one label.
@@ -124,6 +125,7 @@ def training_curve(log_history: Sequence[dict[str, Any]], window: int = 5) -> li
             "mode_reward": entry.get("vtb/reward/mode", float("nan")),
             "mcc": entry.get("vtb/mode/mcc", float("nan")),
             "tool_use": entry.get("vtb/reward/used_tools", float("nan")),
+            "label_disagreement": entry.get("vtb/mode/online_label_disagreement", float("nan")),
             **{k: int(entry.get(f"vtb/mode/{k}", 0)) for k in counts},
         }
         for entry in log_history
@@ -330,6 +332,8 @@ def _grpo_args(train_grpo: Any, args: argparse.Namespace, policy: Path, output_d
             str(args.seed),
             "--process-credit",
             PROCESS_CREDIT,
+            "--label-probes",
+            str(getattr(args, "label_probes", 0)),
         ]
     )
 

@@ -9,31 +9,50 @@ as data URLs), the tools offered, ``reward`` and ``done``, and the reward compon
 fields (OpenEnv drops ``Observation.metadata`` on the wire). Clients: openenv's
 ``GenericEnvClient`` (TRL's OpenEnv path, SkyRL, verifiers' OpenEnv taskset all speak it).
 
-Bounds: at most ``max_sessions`` sessions (more are refused with OpenEnv's CAPACITY_REACHED), idle
-sessions closed after ``session_timeout_s``, request bodies and WebSocket messages at most
-``max_request_bytes``, action text at most ``MAX_ACTION_CHARS``. A malformed action is answered
-with an error and the session goes on. A session whose client leaves is closed by OpenEnv: its
-tool calls not yet started are refused (``SessionTools``) and its env is closed.
+Bounds (``ServeLimits``): at most ``max_sessions`` sessions (more are refused with OpenEnv's
+CAPACITY_REACHED), an idle session closed with its socket after ``session_timeout_s``, request bodies
+and WebSocket messages at most ``max_request_bytes`` and ``max_json_items`` values, action text at most
+``MAX_ACTION_CHARS``; reset parameters are a closed set (``ResetParams``). The guard in front of OpenEnv
+(``vtb_app.serve_guard``) enforces the routes, the token, the bodies, the messages and the idle close;
+uvicorn's HTTP protocol (``vtb_app.serve_socket``) the header deadline and the connection cap. A
+malformed action or message is answered with an error and the session goes on. A session whose
+client leaves is closed by OpenEnv: its tool calls not yet started are refused (``SessionTools``) and
+its env is closed.
+
+Trust: whoever can open a session runs Python in the shared sandbox pool. The server binds 127.0.0.1
+unless told otherwise, and anywhere else it needs a token (``serve(..., token)``; docs/training.md).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
+import socket
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, ConcurrencyConfig, Observation, State
-from pydantic import Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
+from vtb_app.serve_guard import CONNECTION, Guard
 from vtb_app.serve_limits import ServeLimits
+from vtb_app.serve_socket import bind, connection_cap, http_protocol, require_token_off_loopback
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
 from vtb_env.loaders import load_tasks
@@ -88,8 +107,39 @@ class VTBState(State):
     done: bool = False
 
 
+MAX_SEED = 2**63 - 1
+
+
+class ResetParams(BaseModel):
+    """What ``reset`` takes from a client: a closed set of fields, each checked (a bad one is a 422 naming it
+    over HTTP, OpenEnv's VALIDATION_ERROR over the WebSocket; never a 500)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: StrictInt | None = Field(default=None, ge=0, le=MAX_SEED)
+    episode_id: str | None = Field(default=None, max_length=255)
+    task_id: str | None = Field(default=None, min_length=1, max_length=512)
+    index: StrictInt | None = Field(default=None, ge=0)
+
+    @field_validator("task_id")
+    @classmethod
+    def _known_task(cls, task_id: str | None, info: ValidationInfo) -> str | None:
+        known = (info.context or {}).get("task_ids", ())
+        if task_id is not None and task_id not in known:
+            raise PydanticCustomError("unknown_task", "no task '{task_id}' on this server", {"task_id": task_id})
+        return task_id
+
+    @field_validator("index")
+    @classmethod
+    def _in_range(cls, index: int | None, info: ValidationInfo) -> int | None:
+        count = len((info.context or {}).get("task_ids", ()))
+        if index is not None and index >= count:
+            raise PydanticCustomError("index_range", "index must be below {count}", {"count": count})
+        return index
+
+
 class SessionClosedError(RuntimeError):
-    """A tool call of a session whose client has gone."""
+    """A tool call, a reset or a step of a session that was closed (its client left or idled out)."""
 
 
 class _SessionTool(Tool):
@@ -130,9 +180,13 @@ class ServeState:
     tools: ToolRegistry
     config: EnvConfig
     reward: RewardFn | None = None
+    task_ids: frozenset[str] = field(init=False)
     open_sessions: int = 0
     closed_sessions: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        self.task_ids = frozenset(task.id for task in self.tasks)
 
     def opened(self) -> None:
         with self._lock:
@@ -159,21 +213,20 @@ class VTBOpenEnv(Environment[VTBAction, VTBObservation, VTBState]):
         self._closed = self._watched = False
         serve.opened()
 
-    def reset(
-        self,
-        seed: int | None = None,
-        episode_id: str | None = None,
-        task_id: str | None = None,
-        index: int | None = None,
-        **_: Any,
-    ) -> VTBObservation:
-        """Start a task: ``task_id`` or ``index`` picks it, else the env draws one (``seed`` makes it repeatable)."""
-        options = {"task_id": task_id} if task_id is not None else {"index": index} if index is not None else {}
-        observation, info = self.env.reset(seed=seed, options=options)
-        self._state = VTBState(episode_id=episode_id, task_id=info["task"]["id"], turn=0)
+    def reset(self, **params: Any) -> VTBObservation:
+        """Start a task: ``task_id`` or ``index`` picks it, else the env draws one (``seed`` makes it repeatable).
+
+        ``params`` are ``ResetParams``' fields (anything else raises pydantic's ValidationError naming it).
+        """
+        self._refuse_if_closed()
+        checked = ResetParams.model_validate(params, context={"task_ids": self._serve.task_ids})
+        options = checked.model_dump(include={"task_id", "index"}, exclude_none=True)  # the env prefers task_id
+        observation, info = self.env.reset(seed=checked.seed, options=options)
+        self._state = VTBState(episode_id=checked.episode_id, task_id=info["task"]["id"], turn=0)
         return self._observation(observation, info, 0.0, False, False)
 
     def step(self, action: VTBAction, timeout_s: float | None = None, **_: Any) -> VTBObservation:
+        self._refuse_if_closed()
         if self._state.task_id is None:
             raise NoEpisodeError(
                 "no episode: call reset first (over HTTP each request is a fresh environment; "
@@ -185,16 +238,18 @@ class VTBOpenEnv(Environment[VTBAction, VTBObservation, VTBState]):
         self._state.step_count += 1
         return self._observation(observation, info, reward, terminated, truncated)
 
-    async def reset_async(
-        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
-    ) -> VTBObservation:
+    async def reset_async(self, **params: Any) -> VTBObservation:
         """OpenEnv awaits this in the client's connection: the session's calls stop when the client leaves."""
         self._watch_connection()
-        return await asyncio.to_thread(self.reset, seed, episode_id, **kwargs)
+        return await asyncio.to_thread(lambda: self.reset(**params))
 
     async def step_async(self, action: VTBAction, timeout_s: float | None = None, **kwargs: Any) -> VTBObservation:
         self._watch_connection()
         return await asyncio.to_thread(self.step, action, timeout_s, **kwargs)
+
+    def _refuse_if_closed(self) -> None:
+        if self._closed:
+            raise SessionClosedError("the session was closed (its client left or it idled out): open a new one")
 
     def _watch_connection(self) -> None:
         connection = CONNECTION.get()
@@ -236,100 +291,20 @@ class VTBOpenEnv(Environment[VTBAction, VTBObservation, VTBState]):
         )
 
 
-class Connection:
-    """One WebSocket client, seen by the ASGI guard: ``on_gone`` callbacks run when it disconnects."""
-
-    def __init__(self) -> None:
-        self.gone = False
-        self._callbacks: list[Callable[[], None]] = []
-
-    def on_gone(self, callback: Callable[[], None]) -> None:
-        if self.gone:
-            callback()
-        else:
-            self._callbacks.append(callback)
-
-    def disconnected(self) -> None:
-        self.gone = True
-        for callback in self._callbacks:
-            callback()
-
-
-CONNECTION: contextvars.ContextVar[Connection | None] = contextvars.ContextVar("vtb_connection", default=None)
-
-
-class _Guard:
-    """ASGI middleware. HTTP: bodies over ``limit`` bytes get 413 (declared or streamed). WebSocket: the
-    client's messages are read as they come (a few ahead), so a disconnect is seen while a step is
-    running, not only after it; the session's env registered on the ``CONNECTION`` then stops."""
-
-    def __init__(self, app: Any, limit: int, read_ahead: int = 4):
-        self.app, self.limit, self.read_ahead = app, limit, read_ahead
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            return await self._http(scope, receive, send)
-        if scope["type"] != "websocket":
-            return await self.app(scope, receive, send)
-        connection, inbox = Connection(), asyncio.Queue(self.read_ahead)
-
-        async def pump() -> None:
-            while True:
-                message = await receive()
-                if message["type"] == "websocket.disconnect":
-                    connection.disconnected()
-                await inbox.put(message)
-                if message["type"] == "websocket.disconnect":
-                    return
-
-        reader = asyncio.create_task(pump())
-        token = CONNECTION.set(connection)
-        try:
-            await self.app(scope, inbox.get, send)
-        finally:
-            CONNECTION.reset(token)
-            reader.cancel()
-
-    async def _http(self, scope: dict, receive: Any, send: Any) -> None:
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            return await self._too_large(scope, receive, send)
-        seen = 0
-
-        async def counted() -> dict:
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.limit:
-                raise _TooLarge()
-            return message
-
-        try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
-            await self._too_large(scope, receive, send)
-
-    async def _too_large(self, scope: dict, receive: Any, send: Any) -> None:
-        response = JSONResponse({"detail": f"request body larger than {self.limit} bytes"}, status_code=413)
-        await response(scope, receive, send)
-
-
-class _TooLarge(Exception):
-    pass
-
-
 def make_app(
     tasks: Sequence[Task] | str = "demo",
     tools: ToolRegistry | str | None = None,
     config: EnvConfig | None = None,
     reward: RewardFn | None = None,
     limits: ServeLimits = ServeLimits(),
+    token: str | None = None,
 ) -> FastAPI:
     """The FastAPI app (openenv-core's ``create_app``) serving ``tasks`` (a list or any ``load_tasks`` source).
 
     ``tools``: a registry, a comma list of tool names, or None for the six defaults. ``config``
-    must send images inline (``image_parts="data_url"``, the default preset's). The WebSocket
-    message bound is the server's: ``serve`` passes ``limits.max_request_bytes`` to uvicorn.
+    must send images inline (``image_parts="data_url"``, the default preset's). ``token``: every
+    request but ``/health`` and every WebSocket handshake must carry ``Authorization: Bearer <token>``.
+    The WebSocket message bound is the server's: run the app with ``serve`` (or ``uvicorn_server``).
     """
     from vtb_env.tools import default_tools
 
@@ -347,32 +322,75 @@ def make_app(
         VTBAction,
         VTBObservation,
         env_name="vtb-gym",
-        concurrency_config=ConcurrencyConfig(
-            max_concurrent_envs=limits.max_sessions, session_timeout=limits.session_timeout_s
-        ),
+        # No OpenEnv reaper: it frees an idle session's slot and leaves its socket answering. The guard
+        # closes an idle session's socket instead, and OpenEnv then frees the slot (serve_guard).
+        concurrency_config=ConcurrencyConfig(max_concurrent_envs=limits.max_sessions, session_timeout=None),
     )
-    app.state.vtb, app.state.vtb_limits = serve_state, limits
+    app.state.vtb, app.state.vtb_limits, app.state.vtb_has_token = serve_state, limits, bool(token)
 
     @app.exception_handler(NoEpisodeError)
     async def _no_episode(_request: Any, exc: NoEpisodeError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=409)
 
-    app.add_middleware(_Guard, limit=limits.max_request_bytes)
+    @app.exception_handler(ValidationError)
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Any, exc: ValidationError | RequestValidationError) -> JSONResponse:
+        if isinstance(exc, ValidationError) and exc.title != ResetParams.__name__:
+            raise exc  # a model of ours that failed is a bug (500), not the client's mistake
+        # without the inputs: a seed of 1e400 is infinity, which JSON cannot carry (FastAPI's own reply failed: 500)
+        return JSONResponse({"detail": _errors(exc)}, status_code=422)
+
+    app.add_middleware(Guard, limits=limits, token=token)
     if owned:
         app.router.on_shutdown.append(registry.close)
     return app
 
 
-def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Run ``make_app``'s app with uvicorn (blocking); a WebSocket message over the limit closes the connection."""
+def _errors(exc: ValidationError | RequestValidationError) -> list[dict[str, Any]]:
+    """pydantic's errors as JSON can carry them: where, what, the message; no input, no context."""
+    errors = exc.errors(include_url=False) if isinstance(exc, ValidationError) else exc.errors()
+    return [
+        {"loc": [str(part) for part in error["loc"]], "type": error["type"], "msg": error["msg"]} for error in errors
+    ]
+
+
+def uvicorn_server(app: FastAPI, sock: socket.socket, log_level: str = "info") -> Any:
+    """The ``uvicorn.Server`` that serves ``app`` on the listening ``sock`` (``server.run(sockets=[sock])``),
+    with the bounds of ``app.state.vtb_limits``: WebSocket messages, the header deadline, the connection cap."""
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, ws_max_size=app.state.vtb_limits.max_request_bytes, log_level="info")
+    limits: ServeLimits = app.state.vtb_limits
+    host, port = sock.getsockname()[:2]
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=http_protocol(limits, connection_cap(limits)),
+        ws_max_size=limits.max_request_bytes,  # a bigger message closes the connection (1009)
+        ws_max_queue=2,  # messages buffered per connection beyond the guard's read-ahead: memory stays bounded
+        log_level=log_level,
+    )
+    return uvicorn.Server(config)
+
+
+def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, sock: socket.socket | None = None) -> None:
+    """Run ``make_app``'s app with uvicorn (blocking) on ``sock`` or a new socket on ``host``:``port``.
+
+    Refuses (``TokenRequiredError``) to listen beyond loopback without a token: whoever reaches the
+    server runs Python in the sandbox pool.
+    """
+    sock = sock or bind(host, port)
+    try:
+        require_token_off_loopback(sock, app.state.vtb_has_token)
+        uvicorn_server(app, sock).run(sockets=[sock])
+    finally:
+        sock.close()
 
 
 __all__ = [
     "MAX_ACTION_CHARS",
     "NoEpisodeError",
+    "ResetParams",
     "ServeState",
     "SessionTools",
     "VTBAction",
@@ -381,4 +399,5 @@ __all__ = [
     "VTBState",
     "make_app",
     "serve",
+    "uvicorn_server",
 ]

@@ -71,6 +71,9 @@ class EnvConfig:
     # The default reward's configuration: vtb_rewards.compose.RewardConfig fields, e.g. {"process_credit": "always"}
     # (process credit without rubric credit) or {"mode_reading": "any"}. Unused with reward=.
     reward_options: Mapping[str, Any] = field(default_factory=dict)
+    # "slot": the system prompt asks for a final "Answer: ..." line and the default reward's exact checks read
+    # only that slot (or a \boxed{...}); "free": the whole answer, as the benchmark's judge reads it
+    answer_format: Literal["free", "slot"] = "free"
 
     def __post_init__(self) -> None:
         checks = {
@@ -90,6 +93,7 @@ class EnvConfig:
             "round_time_budget_s": self.round_time_budget_s is None or self.round_time_budget_s > 0,
             "judge_options": isinstance(self.judge_options, Mapping),
             "reward_options": isinstance(self.reward_options, Mapping),
+            "answer_format": self.answer_format in ("free", "slot"),
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:

@@ -15,12 +15,12 @@ from vtb_env.config import CAP_PLACEHOLDER_ANSWER, EnvConfig, resolve_config
 from vtb_env.episode import EpisodeOverError, EpisodeState, PendingStep, resolve_tasks, task_info
 from vtb_env.observation import ImageAsset, user_message
 from vtb_env.parsers import ParsedAction, ParsedCall, action_text, parse_action
-from vtb_env.prompts import resolve_system_prompt
+from vtb_env.prompts import resolve_system_prompt, with_answer_format
 from vtb_env.render import render_ansi, render_html
 from vtb_env.reward import RewardFn, default_reward, score_episode
 from vtb_env.safe_text import clean_action, clean_parsed_action
 from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
-from vtb_env.stepping import StepGuard, gives, holds, takes
+from vtb_env.stepping import StepGuard, applies, executes, holds, takes
 from vtb_env.task_images import TaskImageCache
 from vtb_env.tasks import Task
 from vtb_env.tool_round import blocked_reason, cap_message, cap_used, round_messages, run_calls
@@ -102,9 +102,15 @@ class VisualToolBenchEnv(gym.Env):
         self._owns_tools = tools is None
         self.tools = ablate(tools if tools is not None else default_tools(), self.config.tool_set)
         self.reward_fn: RewardFn = (
-            reward if reward is not None else default_reward(self.config.judge_options, self.config.reward_options)
+            reward
+            if reward is not None
+            else default_reward(
+                self.config.judge_options, {"answer_format": self.config.answer_format, **self.config.reward_options}
+            )
         )
-        self.system_prompt = resolve_system_prompt(self.config.system_prompt)
+        self.system_prompt = with_answer_format(
+            resolve_system_prompt(self.config.system_prompt), self.config.answer_format
+        )
         self.render_mode = render_mode
         self.action_space = AssistantActionSpace()
         self.observation_space = DialogueObservationSpace()
@@ -196,7 +202,7 @@ class VisualToolBenchEnv(gym.Env):
         pending.overhead_s = time.perf_counter() - start
         return pending
 
-    @gives()
+    @applies
     def end_step(self, pending: "PendingStep") -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """Apply the results of ``pending`` and return gymnasium's step tuple."""
         episode = self._require_running()
@@ -314,7 +320,7 @@ class VisualToolBenchEnv(gym.Env):
             turn_index=episode.turn_index,
         )
 
-    @gives(on_error_only=True)
+    @executes
     def execute(self, pending: "PendingStep") -> "PendingStep":
         """Run the tool calls of ``pending`` (the slow part; safe in a worker thread, one step per env at a time).
 

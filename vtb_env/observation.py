@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from PIL import Image
 
-from vtb_env.image_modes import shown_image
+from vtb_env.sandbox.image_modes import shown_image
 from vtb_env.tasks import MAX_IMAGE_PIXELS, ImageDecodeError
 from vtb_env.tools.base import NamedImage
 

@@ -49,6 +49,8 @@ class OcrEngine(Protocol):
 class TesseractEngine:
     """Tesseract through pytesseract. ``psm`` 11 = sparse text: finds words anywhere in a scene."""
 
+    name = "tesseract-5"
+
     def __init__(self, psm: int = 11, lang: str = "eng", min_confidence: float = 0.0) -> None:
         if shutil.which("tesseract") is None:
             raise OcrUnavailable(
@@ -75,6 +77,44 @@ class TesseractEngine:
                 continue
             x, y, w, h = (int(data[key][i]) for key in ("left", "top", "width", "height"))
             words.append(OcrWord(text=text, box=(x, y, x + w, y + h), confidence=max(confidence, 0.0)))
+        return words
+
+
+class RapidOcrEngine:
+    """RapidOCR (PP-OCRv4 detection and recognition, and PP-OCR's 0/180 degree classifier) on ONNX Runtime:
+    a second reader beside Tesseract, to say how reader-relative a mode label is (docs/synth.md).
+
+    Its weights ship inside the ``rapidocr-onnxruntime`` wheel (nothing is downloaded); install with
+    ``pip install -e .[ocr2]`` then ``pip install --no-deps rapidocr-onnxruntime==1.4.4`` (its metadata asks for
+    ``opencv-python``, a second OpenCV build beside the project's headless one). It reads lines; each line's
+    words get a share of its box by their length. ``threads``: ONNX Runtime's threads per model."""
+
+    name = "rapidocr-1.4"
+
+    def __init__(self, threads: int = 1) -> None:
+        try:
+            from rapidocr_onnxruntime import RapidOCR
+        except ImportError as exc:
+            raise OcrUnavailable(
+                "rapidocr-onnxruntime is not installed (pip install -e .[ocr2] && "
+                "pip install --no-deps rapidocr-onnxruntime==1.4.4)"
+            ) from exc
+        self._ocr = RapidOCR(intra_op_num_threads=threads, inter_op_num_threads=1)
+
+    def read(self, image: Image.Image) -> list[OcrWord]:
+        import numpy as np
+
+        lines, _elapsed = self._ocr(np.asarray(image.convert("RGB")))
+        words = []
+        for quad, text, score in lines or ():
+            xs, ys = [p[0] for p in quad], [p[1] for p in quad]
+            x0, x1, y0, y1 = min(xs), max(xs), int(min(ys)), int(max(ys))
+            parts, start = text.split(), 0
+            step = (x1 - x0) / max(1, sum(len(p) + 1 for p in parts) - 1)
+            for part in parts:
+                left = x0 + start * step
+                words.append(OcrWord(part, (int(left), y0, int(left + len(part) * step), y1), float(score)))
+                start += len(part) + 1
         return words
 
 

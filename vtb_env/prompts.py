@@ -38,3 +38,16 @@ def resolve_system_prompt(prompt: str | None) -> str | None:
     if prompt is None:
         return None
     return SYSTEM_PROMPTS.get(prompt, prompt)
+
+
+SLOT_INSTRUCTION = (
+    "When you give your final answer, end it with one line of the form `Answer: <value>` that states only the "
+    "value(s) asked for."
+)
+
+
+def with_answer_format(prompt: str | None, answer_format: str) -> str | None:
+    """The system prompt, with the answer-slot instruction appended when ``answer_format`` is "slot"."""
+    if answer_format != "slot":
+        return prompt
+    return f"{prompt}\n\n{SLOT_INSTRUCTION}" if prompt else SLOT_INSTRUCTION

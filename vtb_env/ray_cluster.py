@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 from pathlib import Path
 from typing import Any
 
 INSTALL_HINT = "Ray is not installed: pip install 'vtb-gym[ray]' (or pip install ray)"
 _TOKEN_SOURCES = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 MAX_TEMP_DIR_CHARS = 60  # Ray appends session_<date>_<pid>/sockets/plasma_store (~60 chars) to it
+PROBE_TIMEOUT_S = 10.0  # a cluster address must accept a TCP connection within this
 
 
 def import_ray() -> Any:
@@ -65,6 +67,7 @@ def connect(
         **init_options,
     }
     if address:
+        probe(address)
         ray.init(address=address, **options)
         return ray
     directory = Path(temp_dir) if temp_dir else default_temp_dir()
@@ -78,6 +81,21 @@ def connect(
     keep_token_off_home()
     ray.init(num_cpus=num_cpus, _temp_dir=str(directory), **options)
     return ray
+
+
+def probe(address: str) -> None:
+    """``ConnectionError`` unless a ``HOST:PORT`` (or ``ray://HOST:PORT``) address accepts a TCP connection
+    within ``PROBE_TIMEOUT_S``: ``ray.init`` retries an unreachable cluster for minutes. Other addresses
+    (``auto``, ``local``) are Ray's to resolve."""
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not colon or not port.isdigit():
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S):
+            pass
+    except (OSError, OverflowError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+        raise ConnectionError(f"the Ray cluster at {address} cannot be reached: {reason}") from None
 
 
 def alive_cpu_nodes(ray: Any) -> list[tuple[str, int]]:

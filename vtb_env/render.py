@@ -1,11 +1,27 @@
-"""Transcripts of an episode's dialogue: plain text (``render_mode="ansi"``) and HTML with images."""
+"""Transcripts of an episode's dialogue: plain text (``render_mode="ansi"``) and HTML with images.
+
+The text transcript goes to a terminal, and the policy writes most of it: every control character
+but newline and tab is shown as an escape (``\\x1b``), so no escape sequence of the policy's
+(screen clear, cursor moves, window title, OSC 52 clipboard write, hyperlinks) reaches the terminal,
+and neither do bidirectional overrides or line separators that would make it show other text than
+the transcript holds.
+"""
 
 from __future__ import annotations
 
 import html
+import re
 from typing import Any, Iterable, Mapping
 
 _TEXT_LIMIT = 2000
+# C0 and C1 controls but tab and newline, DEL, line/paragraph separators, bidirectional embeddings,
+# overrides and isolates.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every character a terminal would act on, other than newline and tab, escaped."""
+    return _UNSAFE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
 def _parts(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -20,7 +36,7 @@ def _clip(text: str, limit: int = _TEXT_LIMIT) -> str:
 
 
 def render_ansi(messages: Iterable[Mapping[str, Any]]) -> str:
-    """One block per message; images appear as ``<image>`` after their ``[name]`` label."""
+    """One block per message; images appear as ``<image>`` after their ``[name]`` label; ``terminal_safe``."""
     blocks = []
     for message in messages:
         header = f"== {message['role']}" + (f" ({message['tool_call_id']})" if message.get("tool_call_id") else "")
@@ -30,7 +46,7 @@ def render_ansi(messages: Iterable[Mapping[str, Any]]) -> str:
         for call in message.get("tool_calls") or ():
             lines.append(f"-> {call['id']}: {call['function']['name']}({_clip(call['function']['arguments'], 500)})")
         blocks.append("\n".join(lines))
-    return "\n\n".join(blocks) + "\n"
+    return terminal_safe("\n\n".join(blocks) + "\n")
 
 
 def render_html(messages: Iterable[Mapping[str, Any]], title: str = "VisualToolBench episode") -> str:

@@ -230,6 +230,8 @@ class Turn:
     tool_trajectory_raw: str = ""
     rubrics: tuple[Rubric, ...] = ()
     key_steps: tuple[str, ...] = ()
+    # the closed world of values a correct answer may state (synthetic tasks; see vtb_env.synth.world)
+    world: Mapping[str, Any] | None = None
 
     @property
     def tool_trajectory(self) -> Any:
@@ -281,6 +283,7 @@ class Task:
                     "tool_trajectory": turn.tool_trajectory_raw,
                     "rubrics": {r.id: r.to_official() for r in turn.rubrics},
                     "key_steps": list(turn.key_steps),
+                    **({"world": dict(turn.world)} if turn.world is not None else {}),
                 }
                 for turn in self.turns
             ],
@@ -308,6 +311,7 @@ class Task:
                     tool_trajectory_raw=turn.get("tool_trajectory", "") or "",
                     rubrics=parse_rubrics_json(turn.get("rubrics", {})),
                     key_steps=tuple(turn.get("key_steps", ())),
+                    world=turn.get("world"),
                 )
             )
         if not turns:

@@ -79,6 +79,7 @@ def run_calls(
             continue
         result = clean_tool_result(tools.call(call.name, call.arguments, context(pending.new_images)))
         call.output, call.latency_s = result.text, result.latency_s
+        call.image_work = result.meta.get("image_work")
         if result.error is not None:
             call.error, call.error_kind = result.error, str(result.meta.get("kind", "tool_error"))
         kept, notes = tool_images.admit(result.images)

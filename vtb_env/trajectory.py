@@ -16,6 +16,16 @@ if TYPE_CHECKING:
 
 # No tool schema nests this deep; JSON encoders, deepcopy and pickle give up between 500 and 1,000 levels.
 MAX_ARGUMENT_DEPTH = 64
+NO_RESULT = "no_result"  # error_kind of a call written in a completion whose conversation has no result for it
+
+
+def image_work_done(work: Mapping[str, Any] | None) -> bool:
+    """A vision call's sandbox record says it did visual work: it read an input image and returned an image
+    that is not a pixel copy of an input, or printed something."""
+    if not isinstance(work, Mapping):
+        return False
+    new_images = work.get("new_images")
+    return bool(work.get("read")) and ((isinstance(new_images, int) and new_images > 0) or work.get("printed") is True)
 
 
 @dataclass
@@ -32,10 +42,24 @@ class ToolCallRecord:
     images: list[dict[str, str]] = field(default_factory=list)  # [{"name", "sha256"}]
     round_index: int = 0  # calls sent in one action share a round
     repaired: bool = False  # the call's JSON was near-miss and had to be repaired
+    # the vision tool's sandbox record: {"read": [input images read], "new_images": n, "printed": bool}
+    # (``vtb_env.tools.python_tools``); None for other tools, and where no sandbox ran the call
+    image_work: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def did_image_work(self) -> bool:
+        """Did the sandbox see this call read an input image and return something of its own (``image_work_done``)?"""
+        return image_work_done(self.image_work)
+
+    @property
+    def answered(self) -> bool:
+        """Did a result come back for the call? False only for a call read from a completion whose
+        conversation holds no result for it (``vtb_env.completion``): a call block that never ran."""
+        return self.error_kind != NO_RESULT
 
     @classmethod
     def from_call(cls, call: ParsedCall, call_id: str, **fields: Any) -> "ToolCallRecord":

@@ -6,9 +6,7 @@ returns, per prompt, the reply text or a ``BackendError``; it never raises for o
 
 from __future__ import annotations
 
-import random
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, Mapping, Protocol, Sequence
@@ -32,7 +30,8 @@ class OpenAIChatBackend:
     """Any OpenAI-compatible chat-completions endpoint (vLLM, a hosted API).
 
     Up to ``max_concurrency`` requests in flight; each has ``timeout_s`` and up to ``retries``
-    retries with exponential backoff and jitter on transport errors, timeouts, 408/409/429 and 5xx.
+    retries by the openai SDK's own policy (as for the agents, ``vtb_agents.openai_chat``): exponential
+    backoff with jitter on transport errors, timeouts, 408/409/429 and 5xx, ``Retry-After`` honoured.
 
     Reasoning models (o4-mini, GPT-5 class) reject ``temperature`` and ``max_tokens``:
     ``temperature=None`` / ``max_tokens=None`` leave them out, and ``token_field`` names the field
@@ -40,8 +39,6 @@ class OpenAIChatBackend:
     sends the reply's JSON schema as ``response_format``; "auto" does too until the server refuses
     it (a 400/422 naming ``response_format``/``json_schema``), then sends plain prompts; "off" never.
     """
-
-    RETRYABLE_STATUS = frozenset({408, 409, 429})
 
     def __init__(
         self,
@@ -52,7 +49,6 @@ class OpenAIChatBackend:
         max_concurrency: int = 8,
         timeout_s: float = 60.0,
         retries: int = 3,
-        backoff_s: float = 1.0,
         temperature: float | None = 0.0,
         max_tokens: int | None = 512,
         token_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
@@ -71,22 +67,12 @@ class OpenAIChatBackend:
             raise ValueError(f"bad judge request options: token_field={token_field!r}, structured={structured!r}")
         self.judge_id = f"openai:{model}@t={temperature}"
         self.max_concurrency = max_concurrency
-        self.retries = retries
-        self.backoff_s = backoff_s
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.token_field = token_field
         self.structured = structured
         self._openai = openai
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
-
-    def _retryable(self, exc: Exception) -> bool:
-        openai = self._openai
-        if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError)):
-            return True
-        if isinstance(exc, openai.APIStatusError):
-            return exc.status_code >= 500 or exc.status_code in self.RETRYABLE_STATUS
-        return False
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=retries)
 
     def request(self, prompt: str, schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The keyword arguments of one chat-completions call (what the server receives)."""
@@ -110,19 +96,13 @@ class OpenAIChatBackend:
         return "response_format" in text or "json_schema" in text or "structured" in text
 
     def complete(self, prompt: str, schema: Mapping[str, Any] | None = None) -> str | BackendError:
-        for attempt in range(self.retries + 1):
-            try:
-                response = self._client.chat.completions.create(**self.request(prompt, schema))
-                return _content(response)
-            except Exception as exc:  # openai raises many types; classify, never propagate
-                if schema is not None and self._refuses_schema(exc):
-                    self.structured = "off"  # this server has no structured output: plain prompts from now on
-                    return self.complete(prompt, None)
-                if attempt < self.retries and self._retryable(exc):
-                    time.sleep(self.backoff_s * 2**attempt * (0.5 + random.random()))
-                    continue
-                return BackendError(f"{type(exc).__name__}: {exc}"[:300])
-        raise AssertionError("unreachable")
+        try:
+            return _content(self._client.chat.completions.create(**self.request(prompt, schema)))
+        except Exception as exc:  # openai raises many types (after its retries); never propagate
+            if schema is not None and self._refuses_schema(exc):
+                self.structured = "off"  # this server has no structured output: plain prompts from now on
+                return self.complete(prompt, None)
+            return BackendError(f"{type(exc).__name__}: {exc}"[:300])
 
     def complete_many(
         self, prompts: Sequence[str], schema: Mapping[str, Any] | None = None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from vtb_env.tasks import Task
-from vtb_rewards.checks import CheckSpecError, run_check
+from vtb_rewards.checks import ANSWER_FORMATS, CheckSpecError, implied_world, run_check, slot_capacity
 from vtb_rewards.judge.backends import BackendError, JudgeBackend
 from vtb_rewards.judge.cache import VerdictCache, cache_key
 from vtb_rewards.judge.prompt import RUBRIC_JUDGE_TEMPLATE, render, template_hash
@@ -30,6 +30,7 @@ class JudgeItem:
     criterion: str
     answer: str | None  # None: the policy gave no answer (Not Met without a judge call)
     check: Mapping[str, Any] | None = None  # an exact rule from vtb_rewards.checks, if the rubric has one
+    world: Mapping[str, Any] | None = None  # the turn's closed world of values, for the exact rule
 
 
 @dataclass
@@ -74,7 +75,7 @@ class Judge:
         if item.check is not None:
             self.stats.checks += 1
             try:
-                return Verdict(MET if run_check(item.check, item.answer or "") else NOT_MET, source="check")
+                return Verdict(MET if run_check(item.check, item.answer or "", item.world) else NOT_MET, source="check")
             except CheckSpecError as exc:
                 return Verdict.failure(str(exc), source="check")
         if item.answer is None or not item.answer.strip():
@@ -133,17 +134,27 @@ class Judge:
         return final
 
 
-def judge_task(judge: Judge, task: "Task", answers: Sequence[str | None]) -> list[dict[str, Verdict]]:
+def judge_task(
+    judge: Judge, task: "Task", answers: Sequence[str | None], answer_format: str = "free"
+) -> list[dict[str, Verdict]]:
     """Verdicts for every rubric of every turn (one batch), as ``[{rubric_id: verdict}]`` per turn.
 
     As in the official toolkit, the judge sees the turn's own prompt and golden answer only.
     A turn with no answer (``None``, or missing from ``answers``) gets "Not Met" everywhere.
+    Exact checks read the answer in the turn's closed world (``Turn.world``, else ``implied_world``);
+    ``answer_format="slot"``: they read only its answer slot (``vtb_rewards.checks.answer_slot``).
     """
+    if answer_format not in ANSWER_FORMATS:
+        raise ValueError(f"unknown answer_format {answer_format!r}; choose one of {ANSWER_FORMATS}")
     items, slots = [], []
     for t, turn in enumerate(task.turns):
         answer = answers[t] if t < len(answers) else None
+        checks = [r.check for r in turn.rubrics if r.check is not None]
+        world = turn.world if turn.world is not None else implied_world(turn.prompt, turn.golden_answer, checks)
+        if answer_format == "slot":
+            world = {**world, "slot": slot_capacity(checks)}
         for rubric in turn.rubrics:
-            items.append(JudgeItem(turn.prompt, turn.golden_answer, rubric.description, answer, rubric.check))
+            items.append(JudgeItem(turn.prompt, turn.golden_answer, rubric.description, answer, rubric.check, world))
             slots.append((t, rubric.id))
     verdicts: list[dict[str, Verdict]] = [{} for _ in task.turns]
     for (t, rubric_id), verdict in zip(slots, judge.judge(items), strict=True):

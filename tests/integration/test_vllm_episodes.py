@@ -63,11 +63,11 @@ def _harbour_task(task_id: str = "harbour") -> Task:
 
 
 class RequestLog:
-    """The request bodies the agent put on the wire (an httpx request hook on its client)."""
+    """The request bodies the agent put on the wire (an httpx request hook on the transport under its SDK client)."""
 
     def __init__(self, agent: OpenAIChatAgent):
         self.bodies: list[dict] = []
-        agent._client.event_hooks["request"].append(self._record)
+        agent._http.event_hooks["request"].append(self._record)
 
     def _record(self, request: httpx.Request) -> None:
         self.bodies.append(json.loads(request.content))

@@ -4,8 +4,9 @@ Clients talk to it over real sockets exactly as to vLLM or a hosted API. What it
 decided by ``respond(request_json) -> dict`` supplied by the test (sent as server-sent events when the
 request asks for ``stream``): return an assistant message
 (``{"content": ...}`` or ``{"tool_calls": [...]}``), or ``{"status": 500, "body": ...}`` to
-simulate a server error. ``latency_s`` adds a realistic delay per request; ``peak_in_flight``
-is the most requests the server held at once (how busy a client keeps it).
+simulate a server error (``"headers"``: extra response headers, e.g. ``Retry-After``). ``latency_s``
+adds a realistic delay per request; ``peak_in_flight`` is the most requests the server held at once
+(how busy a client keeps it).
 """
 
 from __future__ import annotations
@@ -51,19 +52,20 @@ class ChatServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def _completion(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def _completion(self, request: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         with self._lock:
             self.requests.append(request)
         answer = self.respond(request)
         if "status" in answer:
-            return int(answer["status"]), answer.get("body", {"error": {"message": "simulated failure"}})
+            body = answer.get("body", {"error": {"message": "simulated failure"}})
+            return int(answer["status"]), body, answer.get("headers", {})
         message = {"role": "assistant", "content": answer.get("content")}
         for field in ("reasoning_content", "reasoning"):  # reasoning models' thinking, beside the content
             if field in answer:
                 message[field] = answer[field]
         if answer.get("tool_calls"):
             message["tool_calls"] = answer["tool_calls"]
-        return 200, {
+        completion = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -73,6 +75,7 @@ class ChatServer:
             ],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
+        return 200, completion, {}
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -81,9 +84,11 @@ class ChatServer:
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
 
-            def _send(self, status: int, body: dict[str, Any]) -> None:
+            def _send(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 payload = json.dumps(body).encode()
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()

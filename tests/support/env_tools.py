@@ -52,7 +52,8 @@ def _function(name: str, properties: dict[str, Any], required: list[str]) -> dic
 
 class ImageMakerTool(Tool):
     """Stands in for python_image_processing: one image per ``save`` in the code, colours from the
-    visible image count; reports what it saw so tests can check the ToolContext."""
+    visible image count; reports what it saw so tests can check the ToolContext, and the ``image_work``
+    the real tool's sandbox would record for such a call (it reads the visible images)."""
 
     name = "python_image_processing"
     schema = _function(name, {"code": {"type": "string", "minLength": 1, "maxLength": 5000}}, ["code"])
@@ -67,8 +68,10 @@ class ImageMakerTool(Tool):
             NamedImage(name, png(*self.size, color=(10 * (len(context.images) + i) % 256, 100, 150)))
             for i, name in enumerate(names)
         ]
+        visible = [image.name for image in context.images]
+        work = {"read": visible, "new_images": count, "printed": False}
         return ToolResult(
-            text=json.dumps({"saved": names, "visible": [image.name for image in context.images]}), images=images
+            text=json.dumps({"saved": names, "visible": visible}), images=images, meta={"image_work": work}
         )
 
 

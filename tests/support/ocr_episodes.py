@@ -27,6 +27,6 @@ def play_ocr_baseline(tasks: Sequence[Task], tools: ToolRegistry | None = None) 
 def critical_passes(task: Task, answers: Sequence[str]) -> list[bool]:
     """Per turn: are all its critical checks met by the answer?"""
     return [
-        all(run_check(r.check, a) for r in turn.rubrics if r.check and r.critical)
+        all(run_check(r.check, a, turn.world) for r in turn.rubrics if r.check and r.critical)
         for turn, a in zip(task.turns, answers, strict=False)
     ]

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from vtb_app.arg_types import integer
 from vtb_app.evaluation.failures import report_failures
 from vtb_app.evaluation.judge_command import (
     add_judge_arguments,
@@ -65,14 +66,14 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", default="default", choices=("default", "official"), help="env preset")
     parser.add_argument(
         "--max-dialogue-images",
-        type=int,
+        type=integer(1),
         default=None,
         metavar="K",
         help="send only the last K images of the dialogue (at most vLLM's --limit-mm-per-prompt image limit)",
     )
     parser.add_argument(
         "--concurrency",
-        type=int,
+        type=integer(1, 4096),
         default=None,
         help=(
             f"episodes in flight (one env each); default {HTTP_AGENT_CONCURRENCY} for openai agents, "
@@ -87,7 +88,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="base seed: each (task, sample) gets its own seed from it, recorded per record; 'none' sends no seed",
     )
     parser.add_argument("--temperature", type=float, default=0.0)
-    parser.add_argument("--max-tokens", type=int, default=2048)
+    parser.add_argument("--max-tokens", type=integer(1), default=2048)
     parser.add_argument(
         "--agent-extra-body",
         type=_json_object,
@@ -98,7 +99,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
             'e.g. \'{"chat_template_kwargs": {"tools_in_user_message": false}}\''
         ),
     )
-    parser.add_argument("--limit", type=int, default=None, help="first N tasks only")
+    parser.add_argument("--limit", type=integer(0), default=None, help="first N tasks only")
     parser.add_argument("--critical-rule", default="weight>=4", choices=("weight>=4", "flag", "either"))
     parser.add_argument("--multi-turn", default="pooled", choices=("pooled", "per_turn"))
     parser.add_argument("--name", default=None, help="run name in reports (default: the output dir's name)")
@@ -135,7 +136,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ev = subparsers.add_parser("eval", help="run an agent on tasks, judge and record every episode (resumable)")
     _add_run_arguments(ev)
     ev.add_argument("--ablation", default="strong", choices=tuple(ABLATIONS), help="figure-7 setting")
-    ev.add_argument("--samples", type=int, default=1, help="episodes per task")
+    ev.add_argument("--samples", type=integer(1, 10_000), default=1, help="episodes per task")
     ev.add_argument(
         "--mode-labels",
         default=None,
@@ -156,7 +157,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lm.add_argument(
         "--labels", default=None, metavar="FILE", help="label store to update (default: OUT/mode_labels.json)"
     )
-    lm.add_argument("--samples", type=int, default=1, help="text-only episodes per task")
+    lm.add_argument("--samples", type=integer(1, 10_000), default=1, help="text-only episodes per task")
     add_label_rule(lm)
     lm.set_defaults(func=run_label_modes)
 
@@ -186,11 +187,11 @@ def run_eval(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any = None) -> tuple[int, Path, list[Any]]:
     """Run `vtb eval` with ``args``: (exit code, run dir, tasks)."""
     from vtb_agents.ablations import ablate_agent
+    from vtb_app.evaluation.console import print_comparison
     from vtb_app.evaluation.judging import episode_reward
     from vtb_app.evaluation.metrics import task_index
     from vtb_app.evaluation.runner import evaluate
     from vtb_app.evaluation.specs import SpecError, make_agent
-    from vtb_app.evaluation.tables import print_comparison
     from vtb_env.config import EnvConfig
     from vtb_env.env import VisualToolBenchEnv
     from vtb_env.loaders import load_tasks
@@ -235,7 +236,7 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     )
     scoring = RewardConfig(critical_rule=args.critical_rule, multi_turn=args.multi_turn)
     passes = judge_passes(args)
-    concurrency = args.concurrency or default_concurrency(args.agent)
+    concurrency = args.concurrency if args.concurrency is not None else default_concurrency(args.agent)
     config = {
         "name": args.name or out.name,
         "data": args.data,

@@ -113,11 +113,11 @@ def judge_passes(args: argparse.Namespace) -> Any:
 def run_judge(args: argparse.Namespace) -> int:
     """Re-judge a run's saved answers into ``--out``; records judged incompletely there (or in the
     source) are judged again on every rerun until complete."""
+    from vtb_app.evaluation.console import print_comparison
     from vtb_app.evaluation.judging import rejudge
     from vtb_app.evaluation.progress import Progress
     from vtb_app.evaluation.runner import run_work
     from vtb_app.evaluation.specs import SpecError
-    from vtb_app.evaluation.tables import print_comparison
     from vtb_env.loaders import load_tasks
     from vtb_rewards.compose import RewardConfig
 

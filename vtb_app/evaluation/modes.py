@@ -11,9 +11,11 @@ Labels come from the evaluated model's own text-only pass. With several samples 
 
 "Used tools" for the confusion matrix (``MCC_READINGS``) is the reward's rule,
 ``vtb_rewards.mode.counted_tools``: ``any`` (the paper's reading, default) counts a call of any tool;
-``vision`` counts the decision the seed defines: the vision tool on a task with images, or a lookup
-tool on a task that needs one (the record's ``task.needs_lookup``; records written before it had that
-field: a lookup in ``task.reference_tools``). Table 7's proactivity counts every tool under both readings.
+``vision`` counts the decision the seed defines: the vision tool on a task with images when its sandbox saw
+it do visual work (``image_work`` in the stored call: records written before that field was kept count no
+vision call), or a lookup tool on a task that needs one (the record's ``task.needs_lookup``; records written
+before it had that field: a lookup in ``task.reference_tools``). Table 7's proactivity counts every tool
+under both readings.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from vtb_app.evaluation.records import episode_calls, judging_complete
 from vtb_env.toolsets import LOOKUP_TOOLS
-from vtb_rewards.mode import ModeLabelStore, counted_tools, label_from_text_only
+from vtb_rewards.mode import ModeLabelStore, call_counts, counted_tools, label_from_text_only
 
 if TYPE_CHECKING:
     from vtb_app.evaluation.metrics import Run
@@ -42,7 +44,10 @@ def used_tools(record: Mapping[str, Any], reading: str = "any") -> bool:
     if lookup_needed is None:  # a record written before the field
         lookup_needed = bool(set(task.get("reference_tools") or ()) & set(LOOKUP_TOOLS))
     names = counted_tools(reading, has_images, bool(lookup_needed))
-    return any(names is None or call.get("name") in names for call in episode_calls(record))
+    return any(
+        call_counts(str(call.get("name")), call.get("error_kind"), call.get("image_work"), reading, names)
+        for call in episode_calls(record)
+    )
 
 
 def text_only_results(run: "Run", rule: str = "any") -> dict[str, bool]:

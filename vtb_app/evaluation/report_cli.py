@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,7 @@ def _parse_run_arg(value: str) -> tuple[str | None, Path]:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    from vtb_app.evaluation.console import render_console, summary_table
     from vtb_app.evaluation.report import write_report
 
     store = label_store(args.mode_labels) if args.mode_labels else None
@@ -76,7 +78,9 @@ def run_report(args: argparse.Namespace) -> int:
         mcc_reading=args.mcc_tools,
         label_rule=args.label_rule,
     )
-    tables = paths["text"].read_text()
-    print(tables if args.all_tables else tables.split("\n\n")[0])
+    if args.all_tables:
+        print(paths["text"].read_text())
+    else:
+        print(render_console(summary_table(json.loads(paths["summary"].read_text())["runs"])))
     print(f"\nAll tables: {paths['text'].resolve()}\nHTML report: {paths['html'].resolve()}")
     return 0

@@ -9,7 +9,6 @@ unjudged rubrics as not Met (a lower bound), with the APR over fully judged task
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Sequence
 
 from vtb_app.evaluation.cells import (
@@ -22,7 +21,6 @@ from vtb_app.evaluation.cells import (
     metric_cell,
     number_cell,
     pct,
-    render_text,
 )
 from vtb_app.evaluation.metrics import (
     DOMAIN_COLUMNS,
@@ -30,10 +28,7 @@ from vtb_app.evaluation.metrics import (
     PROCESS_METRICS,
     REWARD_COMPONENTS,
     TURNCASES,
-    Run,
-    summarize_run,
 )
-from vtb_app.evaluation.modes import pick_labels
 from vtb_app.evaluation.stats import BOOTSTRAP_RESAMPLES
 from vtb_rewards.process import ERROR_TYPES
 
@@ -70,7 +65,7 @@ def _samples_note(summaries: Sequence[dict[str, Any]]) -> str:
     )
 
 
-def _partial_note(summaries: Sequence[dict[str, Any]]) -> str | None:
+def partial_note(summaries: Sequence[dict[str, Any]]) -> str | None:
     partial = [f"{s['name']} {s['n_incomplete']}" for s in summaries if s["n_incomplete"]]
     if not partial:
         return None
@@ -88,7 +83,7 @@ def _ranking_note(summaries: Sequence[dict[str, Any]]) -> str | None:
 
 
 def _notes(summaries: Sequence[dict[str, Any]], *extra: str | None) -> tuple[str, ...]:
-    return tuple(n for n in (*extra, _partial_note(summaries), _ranking_note(summaries)) if n)
+    return tuple(n for n in (*extra, partial_note(summaries), _ranking_note(summaries)) if n)
 
 
 def _ranked(rows: list[list[Any]], main: Sequence[bool] | None = None) -> list[list[Any]]:
@@ -150,7 +145,7 @@ def comparison_table(summaries: Sequence[dict[str, Any]], per_trial: bool = Fals
                 number_cell(tools["proactivity"]),
                 number_cell(tools["success_rate"]),
                 number_cell(tools["volume"], 2),
-                _reward_cell(s, s["reward"]),
+                reward_cell(s, s["reward"]),
             ]
         )
     return Table("Overall", header, _ranked(rows), _notes(summaries, _samples_note(summaries)))
@@ -278,9 +273,9 @@ def reward_table(summaries: Sequence[dict[str, Any]]) -> Table:
         [
             s["name"],
             s["reward_n"],
-            _reward_cell(s, s["reward"]),
+            reward_cell(s, s["reward"]),
             *(
-                _reward_cell(s, s["reward_components"].get(n))
+                reward_cell(s, s["reward_components"].get(n))
                 if n in JUDGED_COMPONENTS
                 else number_cell(s["reward_components"].get(n))
                 for n in names
@@ -296,7 +291,7 @@ def reward_table(summaries: Sequence[dict[str, Any]]) -> Table:
     )
 
 
-def _reward_cell(summary: dict[str, Any], value: float | None) -> Cell:
+def reward_cell(summary: dict[str, Any], value: float | None) -> Cell:
     """A reward mean; † when it counts episodes with unjudged rubrics (they score as not Met)."""
     return Cell(fmt(value), value, partial=value is not None and bool(summary["n_incomplete"]))
 
@@ -377,12 +372,3 @@ def all_tables(summaries: Sequence[dict[str, Any]], per_trial: bool = False) -> 
         failure_table(summaries),
     ]
     return [table.with_note(note) for table in tables]
-
-
-def print_comparison(paths: Sequence[Path]) -> list[dict[str, Any]]:
-    """Print the overall comparison table of the runs at ``paths`` (no plots: matplotlib stays unloaded); their
-    summaries."""
-    runs = [Run.load(path) for path in paths]
-    summaries = [summarize_run(run, labels) for run, labels in zip(runs, pick_labels(runs), strict=True)]
-    print(render_text(comparison_table(summaries).with_note(scoring_note(summaries))))
-    return summaries

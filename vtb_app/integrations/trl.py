@@ -17,6 +17,12 @@
    only for VLM policies (``EpisodeImagesGRPOTrainer``): ``_generate``,
    ``_generate_and_score_completions``, ``_compute_loss``, ``_get_per_token_logps_and_entropies``
    -- hence the ``SUPPORTED_TRL`` range, checked at start.
+
+   Mode labels measured online (``args.label_probes = k``, ``--label-probes K``): the last ``k`` rollouts of
+   every group run with the tools withdrawn, and the group's label is Tool-Redundant when a rollout that used
+   no tool passed (``vtb_agents.mode_probes``); the task's static label is the default (``k = 0``) and the
+   fallback. TRL logs ``vtb/mode/online_label_disagreement`` (online vs static), ``vtb/mode/online_redundant``
+   and ``vtb/mode/probe_pass_rate``.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import argparse
 import os
 from typing import Any, Callable, Sequence
 
+from vtb_agents.mode_probes import ModeProbes, label_metrics, probe_config
 from vtb_agents.rollout import (
     ChatRenderer,
     Episode,
@@ -35,6 +42,7 @@ from vtb_agents.rollout import (
     summarize_rollouts,
     vision_inputs,
 )
+from vtb_app.integrations.trl_args import LABEL_PROBES_HELP, VTBTrainArguments, parse_args
 from vtb_app.integrations.trl_environment import VTBEnvironment, VTBEnvironmentFactory, vtb_env_reward
 from vtb_env import loaders
 from vtb_env.batch import EnvPool
@@ -42,6 +50,7 @@ from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
 from vtb_env.tasks import Task
 from vtb_env.tools.base import ToolRegistry
+from vtb_rewards.compose import EpisodeReward
 
 SUPPORTED_TRL = (">=1.16.0", "<1.17")  # the private GRPOTrainer methods EpisodeImagesGRPOTrainer overrides
 
@@ -61,63 +70,12 @@ def check_trl_version() -> str:
 # ---- 2. rollout_func: multi-turn episodes --------------------------------------------------------
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        description="GRPO on VisualToolBench with TRL: multi-turn, tool-using rollouts in the real environment.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument(
-        "--model", required=True, help="local checkpoint directory (causal LM or VLM with a tool-aware chat template)"
-    )
-    p.add_argument(
-        "--tasks", default="synth:64:0", help="synth:N:SEED, or any vtb_env.loaders source (parquet, directory)"
-    )
-    p.add_argument("--tools", default=None, help="comma-separated tool names to offer (default: all the env's tools)")
-    p.add_argument("--output-dir", default="runs/grpo")
-    p.add_argument("--seed", type=int, default=0)
-    # GRPO
-    p.add_argument("--num-generations", type=int, default=8, help="G: rollouts per task (one group)")
-    p.add_argument("--tasks-per-step", type=int, default=2, help="groups per optimisation step (per process)")
-    p.add_argument("--max-steps", type=int, default=100)
-    p.add_argument("--learning-rate", type=float, default=1e-6)
-    p.add_argument("--beta", type=float, default=0.0, help="KL coefficient (0: no reference model)")
-    p.add_argument("--epsilon", type=float, default=0.2, help="PPO clip range")
-    p.add_argument("--loss-type", default="dapo", help="TRL loss_type: grpo, dapo, dr_grpo, bnpo, ...")
-    p.add_argument("--gradient-accumulation-steps", type=int, default=1)
-    # rollouts
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--max-new-tokens", type=int, default=512, help="tokens per policy step")
-    p.add_argument(
-        "--max-episode-tokens", type=int, default=4096, help="completion budget per episode (policy + env tokens)"
-    )
-    p.add_argument("--max-tool-calls", type=int, default=5, help="the env's tool-call cap (per --cap-scope)")
-    p.add_argument(
-        "--cap-scope",
-        default="task",
-        choices=("task", "turn"),
-        help="the cap counts calls per task (the paper) or per turn",
-    )
-    p.add_argument("--system-prompt", default="strong", help="strong, weak, none, or text")
-    p.add_argument(
-        "--process-credit",
-        default="earned",
-        choices=("earned", "always"),
-        help="mode/format/tool-success credit weighted by the rubric score (earned) or not (always); docs/rewards.md",
-    )
-    # hardware
-    p.add_argument("--use-vllm", action="store_true", help="generate with vLLM (GPU)")
-    p.add_argument("--vllm-mode", choices=("colocate", "server"), default="colocate")
-    p.add_argument("--vllm-gpu-memory-utilization", type=float, default=0.3)
-    p.add_argument("--bf16", action="store_true")
-    p.add_argument("--gradient-checkpointing", action="store_true")
-    p.add_argument("--report-to", default="none", help="none, tensorboard, wandb, ...")
-    p.add_argument("--logging-steps", type=int, default=1)
-    p.add_argument(
-        "--log-completions", action="store_true", help="TRL's completions table (with each episode's image names)"
-    )
-    p.add_argument("--save-steps", type=int, default=0, help="0: save only at the end")
-    return p.parse_args(argv)
+def label_probes(args: argparse.Namespace) -> ModeProbes:
+    """The run's text-only probes (``args.label_probes``, 0 when the namespace has none); exits on a bad count."""
+    try:
+        return ModeProbes(int(getattr(args, "label_probes", 0) or 0), args.num_generations)
+    except ValueError as exc:
+        raise SystemExit(f"--label-probes: {exc}") from None
 
 
 def _tasks_or_exit(spec: str) -> list[Task]:
@@ -154,6 +112,8 @@ class EnvRollout:
     With several processes every rank calls generation the same number of times with the same
     batch width (``run_episodes(round_sync=...)``): vLLM server mode slices its results by
     ``process_index * len(prompts)`` and ZeRO-3 generation gathers parameters in every forward.
+    With text-only probes (``label_probes``), the probe positions of each group play in envs without
+    tools, and every group's rewards are rescored with its online label after the rollouts.
     """
 
     def __init__(
@@ -169,15 +129,23 @@ class EnvRollout:
         self.processing_class = processing_class
         self.pool: EnvPool | None = None
         self.calls = 0
+        self.probes = label_probes(args)
 
     def _pool(self, size: int) -> EnvPool:
         if self.pool is None or len(self.pool) < size:
             if self.pool is not None:
                 self.pool.close()
-            self.pool = EnvPool(
-                [VisualToolBenchEnv(tasks=self.tasks, tools=self.tools, config=self.config) for _ in range(size)]
-            )
+            configs = [probe_config(self.config) if self.probes.is_probe(i) else self.config for i in range(size)]
+            self.pool = EnvPool([VisualToolBenchEnv(tasks=self.tasks, tools=self.tools, config=c) for c in configs])
         return self.pool
+
+    def _relabel(self, episodes: list[Episode]) -> None:
+        """The groups' online labels (``vtb_agents.mode_probes``), through the env's own reward."""
+        if self.probes.probes:
+            reward = self.pool.envs[0].reward_fn
+            if not isinstance(reward, EpisodeReward):
+                raise TypeError(f"online mode labels rescore the env's EpisodeReward; the env has {type(reward)}")
+            self.probes.relabel(episodes, reward)
 
     def __call__(self, prompts: list[list[dict[str, Any]]], trainer: Any) -> dict[str, Any]:
         task_ids = [prompt[-1]["task_id"] for prompt in prompts]
@@ -210,6 +178,7 @@ class EnvRollout:
                         top_p=self.args.top_p,
                     )
                 )
+        self._relabel(episodes)
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],
             "completion_ids": [e.completion_ids for e in episodes],
@@ -319,7 +288,8 @@ def make_reward_func(group_size: int) -> Callable[..., list[float]]:
         prompts: list, completions: list, vtb_episode: list[Episode], log_metric=None, log_extra=None, **_: Any
     ) -> list[float]:
         if log_metric is not None:
-            for name, value in summarize_rollouts(vtb_episode, group_size).items():
+            metrics = {**summarize_rollouts(vtb_episode, group_size), **label_metrics(vtb_episode, group_size)}
+            for name, value in metrics.items():
                 log_metric(f"vtb/{name}", value)
         if log_extra is not None:  # the completions table (--log-completions): which images each episode showed
             log_extra("vtb_images", [", ".join(episode.image_names) for episode in vtb_episode])
@@ -337,9 +307,9 @@ def train(
 ):
     """Build everything and run ``trainer.train()``; returns the trainer (tests read its state and model)."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
-    from trl import GRPOConfig
 
     check_trl_version()
+    label_probes(args)  # a bad count exits before anything loads
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL
     tasks = list(tasks) if tasks is not None else _tasks_or_exit(args.tasks)
     if tools is None:
@@ -362,6 +332,7 @@ def train(
         image_parts="name",
         system_prompt=system_prompt,
         reward_options={"process_credit": args.process_credit},
+        answer_format=args.answer_format,
     )
 
     model_config = AutoConfig.from_pretrained(args.model)
@@ -376,6 +347,11 @@ def train(
     )
     if is_vlm and not is_processor(processing_class):
         raise SystemExit(f"{args.model} is a vision-language model but AutoProcessor gave no image processor")
+    if is_vlm and args.use_vllm and args.vllm_mode != "server":
+        # The episode's token ids carry the processor-expanded image tokens (what the loss is computed on). TRL's
+        # server mode places the images' features on those runs of image tokens; colocate hands ids and images to
+        # vLLM, which expands the image tokens a second time (TRL issue #6294).
+        raise SystemExit("a vision-language policy generates with vLLM in server mode only: --vllm_mode server")
     tokenizer = getattr(processing_class, "tokenizer", processing_class)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
@@ -383,39 +359,11 @@ def train(
     model_class = AutoModelForImageTextToText if is_vlm else AutoModelForCausalLM
     model = model_class.from_pretrained(args.model, dtype="bfloat16" if args.bf16 else "float32")
 
-    G = args.num_generations
-    grpo = GRPOConfig(
-        output_dir=args.output_dir,
-        seed=args.seed,
-        max_steps=args.max_steps,
-        learning_rate=args.learning_rate,
-        per_device_train_batch_size=args.tasks_per_step * G,
-        gradient_accumulation_steps=args.gradient_accumulation_steps,
-        num_generations=G,
-        beta=args.beta,
-        epsilon=args.epsilon,
-        loss_type=args.loss_type,
-        scale_rewards="group",
-        temperature=args.temperature,
-        top_p=args.top_p,
-        max_completion_length=args.max_new_tokens,
-        use_vllm=args.use_vllm,
-        vllm_mode=args.vllm_mode,
-        vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
-        bf16=args.bf16,
-        report_to=args.report_to,
-        **({"gradient_checkpointing": True} if args.gradient_checkpointing else {}),
-        logging_steps=args.logging_steps,
-        save_strategy="steps" if args.save_steps else "no",
-        save_steps=args.save_steps or 500,
-        use_cpu=not _has_gpu(),
-        shuffle_dataset=True,
-        log_completions=args.log_completions,
-    )
+    grpo = args.grpo
     rollout = rollout_class(tasks, tools, config, processing_class, args)
     trainer = episode_images_trainer_class()(
         model=model,
-        reward_funcs=[make_reward_func(G)],
+        reward_funcs=[make_reward_func(grpo.num_generations)],
         args=grpo,
         train_dataset=task_dataset(tasks),
         processing_class=processing_class,
@@ -429,12 +377,6 @@ def train(
     return trainer
 
 
-def _has_gpu() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     train(parse_args(argv))
 
@@ -444,8 +386,11 @@ __all__ = [
     "VTBEnvironment",
     "VTBEnvironmentFactory",
     "EnvRollout",
+    "LABEL_PROBES_HELP",
+    "VTBTrainArguments",
     "check_trl_version",
     "episode_images_trainer_class",
+    "label_probes",
     "make_reward_func",
     "parse_args",
     "task_dataset",

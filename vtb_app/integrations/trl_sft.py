@@ -52,6 +52,8 @@ def sft_cold_start(
     )
     from trl import SFTConfig, SFTTrainer
 
+    from vtb_app.integrations.trl_args import checkpointing
+
     start = time.perf_counter()
     is_vlm = getattr(AutoConfig.from_pretrained(model_path), "vision_config", None) is not None
     model = (AutoModelForImageTextToText if is_vlm else AutoModelForCausalLM).from_pretrained(model_path)
@@ -71,7 +73,7 @@ def sft_cold_start(
             max_length=None,  # images must never be cut from a sequence
             bf16=False,
             use_cpu=True,
-            gradient_checkpointing=False,
+            **checkpointing(SFTConfig, False),
             report_to=[],
             logging_steps=1,
             save_strategy="no",

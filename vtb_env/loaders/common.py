@@ -16,7 +16,8 @@ from functools import partial
 from pathlib import Path, PurePath
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from vtb_env.tasks import ImageDecodeError, Task, decode_image, normalize_domain
+from vtb_env.image_checks import check_dataset_image
+from vtb_env.tasks import ImageDecodeError, Task, normalize_domain
 
 logger = logging.getLogger("vtb_env.loaders")
 
@@ -188,11 +189,12 @@ def dataset_file(value: str | os.PathLike[str], root: Path) -> Path:
 
 
 def validate_images(task: Task) -> None:
-    """Read and decode every image once (pixel cap applied) so a corrupt one is a bad row now."""
+    """Read and decode every image once (pixel cap applied; in the image sandbox when its decode work is not
+    bounded: ``vtb_env.image_checks``) so a corrupt one is a bad row now."""
     for turn_index, turn in enumerate(task.turns, start=1):
         for image in turn.images:
             try:
-                decode_image(image.read_bytes())
+                check_dataset_image(image.read_bytes())
             except (ImageDecodeError, OSError) as exc:
                 raise BadRow(f"turn {turn_index} {image.name}: {exc}") from None
 

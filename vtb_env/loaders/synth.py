@@ -20,7 +20,8 @@ from vtb_env.synth.stream import DEFAULT_GENERATOR, stream
 from vtb_env.tasks import Task
 
 SYNTH_PREFIXES = ("synth:", "synth-v1:", "synth-v2:", "synth-v3:")
-_SPEC = re.compile(r"synth(?:-(v1|v2|v3))?:(\d+):(-?\d+)(?::(train|heldout))?")
+_SPEC = re.compile(r"synth(?:-(v1|v2|v3))?:(\d{1,10}):(\d{1,40})(?::(train|heldout))?")
+MAX_TASKS = 10**9  # N of a spec: the stream is lazy (a limit cuts the work), but N must be a count
 
 
 def is_synth_spec(source: object) -> bool:
@@ -31,11 +32,11 @@ def parse_synth_spec(spec: str) -> tuple[int, int, str, str]:
     """``(n, seed, generator, split)`` of ``synth[-vK]:N:SEED[:SPLIT]``; DatasetSpecError for anything else."""
     match = _SPEC.fullmatch(spec.strip())
     generator = (match.group(1) or DEFAULT_GENERATOR) if match else ""
-    if match is None or (match.group(4) and generator != "v3"):
+    if match is None or (match.group(4) and generator != "v3") or int(match.group(2)) > MAX_TASKS:
         raise DatasetSpecError(
             f"{spec!r}: expected synth:N:SEED (or synth-v1:N:SEED for the first generator, "
             "synth:N:SEED:train / synth:N:SEED:heldout for v3's splits) "
-            "with N >= 0 and an integer SEED, e.g. synth:50:0"
+            f"with 0 <= N <= {MAX_TASKS:,} and 0 <= SEED < 10**40, e.g. synth:50:0"
         )
     return int(match.group(2)), int(match.group(3)), generator, match.group(4) or "all"
 

@@ -49,3 +49,15 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
 
 def syscall(number: int, *args: int | ctypes.c_void_p) -> int:
     return libc.syscall(number, *args)
+
+
+IN_ACCESS = 0x00000001  # a read of the watched file (read, pread, readv; not a page fault of an mmap)
+
+
+def inotify_init() -> int:
+    """A non-blocking, close-on-exec inotify descriptor."""
+    return check(libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC), "inotify_init1")
+
+
+def inotify_add_watch(fd: int, path: str, mask: int) -> int:
+    return check(libc.inotify_add_watch(fd, os.fsencode(path), ctypes.c_uint32(mask)), f"inotify_add_watch {path}")

@@ -17,12 +17,13 @@ import sys
 import tempfile
 import threading
 from dataclasses import asdict, dataclass, field
-from typing import BinaryIO, Mapping
+from typing import BinaryIO, Mapping, Sequence
 
 from vtb_env.sandbox import cleanup, identity, protocol
 from vtb_env.sandbox.boot import BOOT_SCRIPT, project_dirs, server_python_path
 from vtb_env.sandbox.isolation import OPTIONAL_LAYERS, SHARED_WORK_DIR
 from vtb_env.sandbox.limits import Limits
+from vtb_env.sandbox.normalize import CheckedImage, ImageRequest
 from vtb_env.sandbox.server import CODE_WORK_DIR
 
 IMAGE_MODULES = ("numpy", "PIL.Image", "PIL.ImageEnhance", "PIL.ImageFilter", "PIL.ImageOps", "PIL.ImageDraw", "cv2")
@@ -68,6 +69,10 @@ class ExecResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     leftover_processes: int = 0
+    # With ``images=``: the image files the code wrote, checked and made plain (``normalize``), in the request's
+    # order, and the input files the code read (the kernel's record; None where inotify is unavailable).
+    images: list[CheckedImage] = field(default_factory=list)
+    read_inputs: list[str] | None = None
 
     @property
     def setup_failed(self) -> bool:
@@ -299,9 +304,18 @@ class Sandbox:
             self._free.put(slot)
 
     def run(
-        self, code: str, files: Mapping[str, bytes] = {}, *, timeout_s: float | None = None, collect_files: bool = False
+        self,
+        code: str,
+        files: Mapping[str, bytes] = {},
+        *,
+        timeout_s: float | None = None,
+        collect_files: bool = False,
+        images: ImageRequest | None = None,
     ) -> ExecResult:
-        """Run ``code`` in a fresh isolated child with ``files`` in its work dir."""
+        """Run ``code`` in a fresh isolated child with ``files`` in its work dir.
+
+        ``images``: the files it writes that are images come back checked and plain (``ExecResult.images``,
+        decoded in a second child within the call's ``timeout_s``), with the inputs it read (``read_inputs``)."""
         if self._closed:
             raise SandboxError("sandbox is closed")
         bad = [name for name in files if not name or "/" in name or name.startswith(".")]
@@ -312,27 +326,51 @@ class Sandbox:
             "files": list(files),
             "timeout_s": timeout_s or self.limits.timeout_s,
             "collect_files": collect_files,
+            "images": None if images is None else asdict(images),
         }
-        slot = self._free.get()
-        try:
-            reply, blobs = slot.call(header, list(files.values()))
-        finally:
-            self._free.put(slot)
-        if "error" in reply:
-            raise SandboxError(reply["error"])
+        reply, blobs = self._call(header, list(files.values()))
         stdout, stderr, *outputs = blobs
+        checked = _checked_images(reply.get("images") or [], outputs[len(reply["files"]) :])
         return ExecResult(
             stdout=stdout.decode("utf-8", "replace"),
             stderr=stderr.decode("utf-8", "replace"),
             exit_code=reply["exit_code"],
             timed_out=reply["timed_out"],
             duration_s=reply["duration_s"],
-            files=dict(zip(reply["files"], outputs, strict=False)),
+            files=dict(zip(reply["files"], outputs[: len(reply["files"])], strict=True)),
             skipped_files=reply["skipped_files"],
             stdout_truncated=reply["stdout_size"] > len(stdout),
             stderr_truncated=reply["stderr_size"] > len(stderr),
             leftover_processes=reply["leftover_processes"],
+            images=checked,
+            read_inputs=reply.get("read_inputs"),
         )
+
+    def normalize(
+        self, images: Sequence[tuple[str, bytes]], request: ImageRequest, *, timeout_s: float | None = None
+    ) -> list[CheckedImage]:
+        """Check ``images`` (name, bytes) as a call's outputs are checked (``vtb_env.sandbox.normalize``): decoded
+        in an isolated child within ``timeout_s``, never in this process; the results in the given order."""
+        if self._closed:
+            raise SandboxError("sandbox is closed")
+        header = {
+            "check": True,
+            "names": [name for name, _ in images],
+            "images": asdict(request),
+            "timeout_s": timeout_s or self.limits.timeout_s,
+        }
+        reply, blobs = self._call(header, [data for _, data in images])
+        return _checked_images(reply["images"], blobs)
+
+    def _call(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
+        slot = self._free.get()
+        try:
+            reply = slot.call(header, blobs)
+        finally:
+            self._free.put(slot)
+        if "error" in reply[0]:
+            raise SandboxError(reply[0]["error"])
+        return reply
 
     def close(self) -> None:
         self._closed = True
@@ -348,6 +386,13 @@ class Sandbox:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _checked_images(headers: list[dict], blobs: Sequence[bytes]) -> list[CheckedImage]:
+    return [
+        CheckedImage(h["name"], data, tuple(h["notes"]), h["refusal"], h["copy_of"])
+        for h, data in zip(headers, blobs, strict=True)
+    ]
 
 
 def default_slot_count() -> int:

@@ -9,6 +9,10 @@ is the child subreaper) and reports the exit status. The server then sends back 
 the files the code wrote, and empties the work dir. The zygote never touches request data, so a
 child that walks its stack or the heap finds nothing of any earlier call. The layers are set up in
 ``isolation.py``, the zygote and its children are ``zygote.py``, the sweep after a call ``reaping.py``.
+A call that returns images (``"images"`` in the request: the vision tool) also learns which input
+files the code read (``reads.py``: the kernel's inotify events, seen only by the server) and has its
+image files checked in a second, fresh child (``normalize.py``) before anything goes back; a
+``"check"`` request checks images without running code.
 
 Started through ``vtb_env/sandbox/boot.py`` (never ``python -m``: see there why), with a JSON config;
 talks over stdin/stdout. Nothing of the project's task code is in the server: not imported (boot.py),
@@ -27,10 +31,12 @@ import sys
 import tempfile
 from typing import Any
 
-from vtb_env.sandbox import cleanup, protocol
+from vtb_env.sandbox import cleanup, normalize, protocol
 from vtb_env.sandbox import limits as limits_mod
 from vtb_env.sandbox.isolation import SHARED_WORK_DIR, setup
-from vtb_env.sandbox.limits import Limits
+from vtb_env.sandbox.limits import Limits, MiB
+from vtb_env.sandbox.normalize import CheckedImage, ImageRequest
+from vtb_env.sandbox.reads import ReadWatch
 from vtb_env.sandbox.zygote import Zygote
 
 # The work dir as the code is told about it. Code runs with its work dir as the current directory:
@@ -89,6 +95,12 @@ class Server:
             self.code_file.fileno(),
             close_in_zygote=[self.proto_in.fileno(), self.proto_out.fileno()],
         )
+        self.reads: ReadWatch | None = None
+        try:
+            self.reads = ReadWatch()  # after the zygote: no child can inherit it
+            self.iso.layers.append("reads(inotify)")
+        except OSError as exc:
+            self.iso.notes.append(f"inotify unavailable ({exc}): a call's reads of its inputs are not seen")
 
     def serve(self) -> None:
         protocol.send(
@@ -100,7 +112,7 @@ class Server:
             except EOFError:
                 break
             try:
-                header, out_blobs = self.run(request, blobs)
+                header, out_blobs = self.check(request, blobs) if request.get("check") else self.run(request, blobs)
             except Exception as exc:  # report, and have the pool replace this server: its state is unknown
                 header, out_blobs = {"error": f"{type(exc).__name__}: {exc}", "restart": True}, []
             protocol.send(self.proto_out, header, out_blobs)
@@ -110,15 +122,27 @@ class Server:
 
     def run(self, request: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         timeout = float(request.get("timeout_s") or self.limits.timeout_s)
+        images = ImageRequest.from_json(request["images"]) if request.get("images") else None
         inputs = self._prepare(request["files"], blobs)
-        for f in (*self.captures, self.code_file):
-            f.seek(0)
-            f.truncate()
+        watching = images is not None and self.reads is not None
+        if watching:
+            self.reads.start({name: os.path.join(self.iso.work_dir, name) for name in inputs})
+        self._reset_files()
         self.code_file.write(request["code"].encode("utf-8", "surrogatepass"))
         self.code_file.flush()
         exit_code, timed_out, duration, leftovers = self.zygote.spawn(timeout)
+        read_inputs = self.reads.read_names() if watching else None  # before the server reads any file itself
         (stdout, out_size), (stderr, err_size) = (self._read_capture(c) for c in self.captures)
-        names, files, skipped = self._collect(inputs) if request.get("collect_files") else ([], [], [])
+        collect = request.get("collect_files") or images is not None
+        names, files, skipped = self._collect(inputs) if collect else ([], [], [])
+        checked: list[CheckedImage] = []
+        if images is not None:
+            by_name = dict(zip(names, files, strict=True))
+            chosen = images.select(names)
+            originals = {name: entry[3] for name, entry in inputs.items()}
+            checked = self._check_images(images, [(n, by_name[n]) for n in chosen], originals, timeout - duration)
+            names = [name for name in names if name not in chosen]
+            files = [by_name[name] for name in names]
         header = {
             "exit_code": exit_code,
             "timed_out": timed_out,
@@ -129,11 +153,43 @@ class Server:
             "skipped_files": skipped,
             "leftover_processes": leftovers,
         }
+        if images is not None:
+            header["read_inputs"] = read_inputs
+            header["images"] = [_image_header(image) for image in checked]
         try:
             self._clear_work_dir()  # nothing of this call waits in the work dir for the next one
         except OSError as exc:
             header["restart"] = f"work dir cleanup failed: {type(exc).__name__}: {exc}"
-        return header, [stdout, stderr, *files]
+        return header, [stdout, stderr, *files, *(image.data for image in checked)]
+
+    def check(self, request: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        """Check images without running code (``Sandbox.normalize``)."""
+        images = ImageRequest.from_json(request["images"])
+        checked = self._check_images(images, list(zip(request["names"], blobs, strict=True)), {}, request["timeout_s"])
+        return {"images": [_image_header(image) for image in checked]}, [image.data for image in checked]
+
+    # -- checking images -------------------------------------------------------------------
+    def _check_images(
+        self, request: ImageRequest, images: list[tuple[str, bytes]], inputs: dict[str, bytes], time_left: float
+    ) -> list[CheckedImage]:
+        """``images`` checked in a fresh child (``normalize``) with ``time_left`` (at least MIN_CHECK_S)."""
+        if not images:
+            return []
+        self._reset_files()
+        normalize.write_request(self.code_file, request, images, inputs)
+        # a PNG of the call's pixels (4 bytes each at most) and the framing, with room to spare
+        cap = 4 * request.max_call_pixels + (len(images) + 1) * MiB
+        exit_code, timed_out, _, _ = self.zygote.spawn(max(time_left, normalize.MIN_CHECK_S), cap)
+        self.captures[0].seek(0)
+        results = self.captures[0].read()
+        stderr = self._read_capture(self.captures[1])[0].decode("utf-8", "replace")
+        unfinished = normalize.unfinished_reason(timed_out, exit_code, stderr)
+        return normalize.read_results(results, [name for name, _ in images], unfinished)
+
+    def _reset_files(self) -> None:
+        for f in (*self.captures, self.code_file):
+            f.seek(0)
+            f.truncate()
 
     # -- before the call -------------------------------------------------------------------
     def _prepare(self, names: list[str], blobs: list[bytes]) -> dict[str, tuple[int, int, int, bytes]]:
@@ -194,6 +250,10 @@ class Server:
         finally:
             os.close(dir_fd)
         return names, files, limits_mod.capped_listing(skipped)
+
+
+def _image_header(image: CheckedImage) -> dict[str, Any]:
+    return {"name": image.name, "notes": list(image.notes), "refusal": image.refusal, "copy_of": image.copy_of}
 
 
 def main() -> None:

@@ -1,9 +1,11 @@
 """The zygote: the process that forks every call's child, and the child that isolates itself and runs the code.
 
 The server forks the zygote before it reads any request and feeds it only timeouts over a
-socketpair; the code reaches the child through an unlinked file. The zygote waits for each child
-with a wall-clock timeout, then kills and reaps everything the call left behind
-(``vtb_env/sandbox/reaping.py``) and reports the exit status.
+socketpair; the code reaches the child through an unlinked file. A *checking* child (``check_bytes``
+above 0) is isolated the same way but runs ``vtb_env.sandbox.normalize`` on the images in that file
+instead of code: untrusted images are decoded under a call's limits, never in the server or the
+environment. The zygote waits for each child with a wall-clock timeout, then kills and reaps everything
+the call left behind (``vtb_env/sandbox/reaping.py``) and reports the exit status.
 """
 
 from __future__ import annotations
@@ -20,14 +22,14 @@ import tempfile
 import time
 import traceback
 
-from vtb_env.sandbox import _libc, identity, landlock, reaping
+from vtb_env.sandbox import _libc, identity, landlock, normalize, reaping
 from vtb_env.sandbox import limits as limits_mod
 from vtb_env.sandbox.isolation import Isolation
 from vtb_env.sandbox.limits import Limits
 
 SETUP_FAILED = 125  # child exit code when an isolation layer could not be applied: the code never ran
 
-_SPAWN = struct.Struct("<d")  # server -> zygote: the timeout, nothing else
+_SPAWN = struct.Struct("<dQ")  # server -> zygote: the timeout and, for a checking child, its output cap; nothing else
 _DONE = struct.Struct("<i?di")  # zygote -> server: exit code, timed out, duration, leftover processes
 
 
@@ -53,10 +55,11 @@ class Zygote:
         zygote_end.close()
         self._socket = server_end
 
-    def spawn(self, timeout: float) -> tuple[int, bool, float, int]:
-        """Run the code now in the code file; raises ConnectionError if the zygote has gone."""
+    def spawn(self, timeout: float, check_bytes: int = 0) -> tuple[int, bool, float, int]:
+        """Run the code now in the code file, or with ``check_bytes`` > 0 check the images it holds (their
+        results on stdout, at most ``check_bytes``); raises ConnectionError if the zygote has gone."""
         try:
-            self._socket.sendall(_SPAWN.pack(timeout))
+            self._socket.sendall(_SPAWN.pack(timeout, check_bytes))
             reply = self._socket.recv(_DONE.size)
         except OSError as exc:
             raise ConnectionError(f"the zygote died ({exc})") from None
@@ -79,11 +82,11 @@ class _ZygoteLoop:
             message = sock.recv(_SPAWN.size)
             if len(message) != _SPAWN.size:
                 return
-            (timeout,) = _SPAWN.unpack(message)
+            timeout, check_bytes = _SPAWN.unpack(message)
             start = time.perf_counter()
             pid = os.fork()
             if pid == 0:
-                self._child(timeout)  # never returns
+                self._child(timeout, check_bytes)  # never returns
             timed_out = _wait(pid, timeout)
             reaping.kill_group(pid)  # before reaping the child, so its pid (the group id) cannot be reused yet
             status = os.waitpid(pid, 0)[1]
@@ -92,16 +95,17 @@ class _ZygoteLoop:
                 _DONE.pack(os.waitstatus_to_exitcode(status), timed_out, time.perf_counter() - start, leftovers)
             )
 
-    def _child(self, timeout: float) -> None:
+    def _child(self, timeout: float, check_bytes: int) -> None:
         try:
             os.dup2(self.capture_fds[0], 1)
             os.dup2(self.capture_fds[1], 2)
-            code = os.pread(self.code_fd, os.fstat(self.code_fd).st_size, 0).decode("utf-8", "surrogatepass")
+            payload = os.pread(self.code_fd, os.fstat(self.code_fd).st_size, 0)
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead of killing
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
             os.chdir(self.iso.work_dir)
-            limits_mod.apply(Limits(**{**self.limits.__dict__, "timeout_s": timeout}), self.base_mapped)
+            own = {"timeout_s": timeout} | ({"file_size_mb": -(-check_bytes // limits_mod.MiB)} if check_bytes else {})
+            limits_mod.apply(Limits(**{**self.limits.__dict__, **own}), self.base_mapped)
             os.setpgid(0, 0)  # the call's own process group (seccomp then forbids leaving it)
             if self.iso.ipc_per_call:
                 _libc.unshare(_libc.CLONE_NEWIPC)  # SysV objects of this call die with it
@@ -127,7 +131,9 @@ class _ZygoteLoop:
         except BaseException as exc:  # fail closed: never run the code half-isolated
             os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
             os._exit(SETUP_FAILED)
-        os._exit(_run_code(code))
+        if check_bytes:
+            os._exit(_run_check(payload))
+        os._exit(_run_code(payload.decode("utf-8", "surrogatepass")))
 
 
 def _wait(pid: int, timeout: float) -> bool:
@@ -142,6 +148,16 @@ def _wait(pid: int, timeout: float) -> bool:
         return True
     finally:
         os.close(pidfd)
+
+
+def _run_check(request: bytes) -> int:
+    """The checking child: results on stdout; a failure is a traceback on stderr (the server refuses what is left)."""
+    try:
+        return normalize.run_in_child(request, 1)
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        return 1
 
 
 def _run_code(code: str) -> int:

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from vtb_env.synth.scenes import Entry, Scene
+from vtb_env.synth.decoys import vocabulary_kind
+from vtb_env.synth.scenes import KINDS, Entry, Kind, Scene
 from vtb_env.synth.templates import Wording
 
 
@@ -36,6 +37,9 @@ class Ask:
     reads: tuple[tuple[int, str], ...] = ()  # (state, label) facts to read from the images
     steps: tuple[str, ...] = ()  # reasoning key steps after the reading
     tool_calls: tuple[dict[str, Any], ...] = ()  # non-vision reference calls (lookup, calculator)
+    # intermediate values of sound ways to compute the answer that the golden answer and the reference
+    # calculator calls do not state (a tip on its own, a share as a fraction): part of the turn's closed world
+    working: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,13 @@ def calculator(expression: str, purpose: str) -> dict[str, Any]:
     return {"tool": "calculator", "arguments": {"expression": expression}, "purpose": purpose}
 
 
+def running_sums(values: list[float]) -> tuple[float, ...]:
+    """The partial sums of adding ``values`` in their printed order, or from the other end."""
+    forward = [sum(values[: i + 1]) for i in range(len(values))]
+    backward = [sum(values[i:]) for i in range(len(values))]
+    return tuple(forward + backward)
+
+
 def pick(rng: np.random.Generator, entries: tuple[Entry, ...], k: int) -> list[Entry]:
     return [entries[int(i)] for i in sorted(rng.choice(len(entries), size=k, replace=False))]
 
@@ -135,7 +146,15 @@ def n_entries(difficulty: float, rng: np.random.Generator) -> int:
 @dataclass(frozen=True)
 class Options:
     """What a generator version changes in the blueprints: v1 and v2 take every question's first wording
-    and the original hybrids; v3 draws wordings for the pair and adds lookups and Python computations."""
+    and the original hybrids; v3 draws wordings for the pair, adds lookups and Python computations, asks
+    only questions whose premise holds on the scene (``answerable``; ``premises`` checks it) and draws
+    every document's labels from the kind's whole vocabulary (``shared_vocabulary``, twins 3.1)."""
 
     wording: Wording = field(default_factory=Wording)
     richer: bool = False
+    answerable: bool = False
+    shared_vocabulary: bool = False
+
+    def kind(self, name: str) -> Kind:
+        """The kind a builder draws a ``name`` document from (v3: the vocabulary it shares with decoys)."""
+        return vocabulary_kind(name) if self.shared_vocabulary else KINDS[name]

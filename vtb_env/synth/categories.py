@@ -25,6 +25,7 @@ from vtb_env.synth.blueprints import (
     number,
     pick,
     read_rubric,
+    running_sums,
     say,
     text,
 )
@@ -36,7 +37,7 @@ from vtb_env.synth.scenes import DOMAIN_KINDS, LAB_TESTS, make_scene
 
 def region_switch(rng: np.random.Generator, domain: str, difficulty: float, options: Options) -> Blueprint:
     kind = str(rng.choice(DOMAIN_KINDS[domain]))
-    scene = make_scene(kind, rng, n_entries(difficulty, rng))
+    scene = make_scene(options.kind(kind), rng, n_entries(difficulty, rng))
     entries, half = scene.entries, len(scene.entries) // 2
     if kind == "map":
         total = sum(e.value for e in entries)
@@ -60,6 +61,7 @@ def region_switch(rng: np.random.Generator, domain: str, difficulty: float, opti
                     new_states=(0,),
                     reads=tuple((0, e.label) for e in entries),
                     steps=("Add the lengths of all route segments.", f"State the total distance of {total:g} km."),
+                    working=running_sums([e.value for e in entries]),
                 ),
             ),
         )
@@ -111,7 +113,7 @@ def region_switch(rng: np.random.Generator, domain: str, difficulty: float, opti
 
 def follow_up(rng: np.random.Generator, domain: str, difficulty: float, options: Options) -> Blueprint:
     kind = str(rng.choice(DOMAIN_KINDS[domain]))
-    scene = make_scene(kind, rng, n_entries(difficulty, rng))
+    scene = make_scene(options.kind(kind), rng, n_entries(difficulty, rng))
     wordings, clarify, supply = prompts.VAGUE[kind]
     vague = options.wording(wordings)
     entries = scene.entries
@@ -216,7 +218,7 @@ LATER = {
 def temporal(rng: np.random.Generator, domain: str, difficulty: float, options: Options) -> Blueprint:
     kind = str(rng.choice(TEMPORAL_KINDS[domain]))
     n_images = 3 if rng.random() < 0.5 else 2
-    scene = make_scene(kind, rng, 4 + int(round(difficulty)))
+    scene = make_scene(options.kind(kind), rng, 4 + int(round(difficulty)))
     states, tries = [scene], 0
     while len(states) < n_images:
         tries += 1
@@ -224,8 +226,12 @@ def temporal(rng: np.random.Generator, domain: str, difficulty: float, options: 
         # after 100 tries every value moves by distinct steps instead.
         nxt = states[-1].evolved(rng) if tries <= 100 else states[-1].stepped(tries - 100)
         growth = [n.value - f.value for n, f in zip(nxt.entries, scene.entries, strict=False)]
-        if len(set(growth)) == len(growth) and all(
-            n.value != o.value for n, o in zip(nxt.entries, states[-1].entries, strict=False)
+        # v3: the third snapshot's question asks which entry rose the most, so some entry must have risen
+        rose = not options.answerable or len(states) < 2 or max(growth) > 0
+        if (
+            rose
+            and len(set(growth)) == len(growth)
+            and all(n.value != o.value for n, o in zip(nxt.entries, states[-1].entries, strict=False))
         ):
             states.append(nxt)
     a = scene.entries[int(rng.integers(0, len(scene.entries)))]
@@ -270,6 +276,7 @@ def temporal(rng: np.random.Generator, domain: str, difficulty: float, options: 
             ((1, a.label),),
             ("Compare the new value with the previous one.", "State the change and its direction."),
             (calculator(f"{a1.value:g} - {a.value:g}", "Compute the change."),),
+            working=(delta,),
         ),
     ]
     if n_images == 3:
@@ -293,6 +300,7 @@ def temporal(rng: np.random.Generator, domain: str, difficulty: float, options: 
                         f"{last.entry(best).value:g} - {scene.entry(best).value:g}", "Compute the largest increase."
                     ),
                 ),
+                working=tuple(growth.values()),
             )
         )
     return Blueprint(
@@ -305,7 +313,7 @@ def temporal(rng: np.random.Generator, domain: str, difficulty: float, options: 
 
 def progressive(rng: np.random.Generator, domain: str, difficulty: float, options: Options) -> Blueprint:
     kind = str(rng.choice([k for k in DOMAIN_KINDS[domain] if k != "lab"] or ("lab",)))
-    scene = make_scene(kind, rng, n_entries(difficulty, rng))
+    scene = make_scene(options.kind(kind), rng, n_entries(difficulty, rng))
     entries, labels = scene.entries, [e.label for e in scene.entries]
     top = max(entries, key=lambda e: e.value)
     a = next(e for e in pick(rng, entries, 2) if e is not top)

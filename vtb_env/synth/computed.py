@@ -17,7 +17,7 @@ import statistics
 import numpy as np
 
 from vtb_env.synth import templates as prompts
-from vtb_env.synth.blueprints import Ask, Blueprint, Options, final_rubric, n_entries, read_rubric
+from vtb_env.synth.blueprints import Ask, Blueprint, Options, final_rubric, n_entries, read_rubric, running_sums
 from vtb_env.synth.scenes import DOMAIN_KINDS, Scene, make_scene
 
 PYTHON_TOOL = "python_interpreter"
@@ -46,7 +46,7 @@ def python_task(rng: np.random.Generator, domain: str, difficulty: float, option
     if not kinds:
         return None
     kind = str(rng.choice(kinds))
-    scene = make_scene(kind, rng, n_entries(difficulty, rng))
+    scene = make_scene(options.kind(kind), rng, n_entries(difficulty, rng))
     how, values = COMPUTATIONS[kind]
     if how == "compound":
         return _compound(rng, scene, options)
@@ -54,6 +54,8 @@ def python_task(rng: np.random.Generator, domain: str, difficulty: float, option
     listing = "values = [" + ", ".join(repr(v) for v in numbers) + "]"
     if how == "median":
         value = statistics.median(numbers)
+        middle = sorted(numbers)[(len(numbers) - 1) // 2 : len(numbers) // 2 + 1]
+        working: tuple[float, ...] = (*middle, sum(middle), len(numbers))
         code = f"import statistics\n{listing}\nprint(statistics.median(values))"
         prompt, what = (
             options.wording(prompts.MEDIAN, values=values, title=scene.title),
@@ -61,11 +63,18 @@ def python_task(rng: np.random.Generator, domain: str, difficulty: float, option
         )
     elif how == "stdev":
         value = round(statistics.stdev(numbers), 2)
+        mean = statistics.mean(numbers)
+        squares = [(x - mean) ** 2 for x in numbers]
+        working = (
+            *running_sums(numbers), len(numbers), len(numbers) - 1, mean, *(x - mean for x in numbers), *squares,
+            *running_sums(squares), statistics.variance(numbers), statistics.stdev(numbers),
+        )  # fmt: skip
         code = f"import statistics\n{listing}\nprint(round(statistics.stdev(values), 2))"
         prompt = options.wording(prompts.STDEV, values=values, title=scene.title)
         what = f"the sample standard deviation of the {values}"
     else:  # miles: the whole route
         value = round(sum(numbers) / KM_PER_MILE, 2)
+        working = (*running_sums(numbers), sum(numbers) / KM_PER_MILE)
         code = f"{listing}\nprint(round(sum(values) / {KM_PER_MILE}, 2))"
         start, end = scene.entries[0].label.split(" to ")[0], scene.entries[-1].label.split(" to ")[1]
         prompt, what = options.wording(prompts.MILES, start=start, end=end), f"the route from {start} to {end} in miles"
@@ -73,23 +82,26 @@ def python_task(rng: np.random.Generator, domain: str, difficulty: float, option
     read = ", ".join(e.text for e in scene.entries)
     golden = f"The {len(numbers)} values are {read}; {what} is {shown}."
     # No rubric per value read: a list of nine values is what the checks refuse as a spray of candidates.
-    return _blueprint(scene, prompt, golden, what, value, shown, scene.entries, code, rubric_reads=0)
+    return _blueprint(scene, prompt, golden, what, value, shown, scene.entries, code, working, rubric_reads=0)
 
 
 def _compound(rng: np.random.Generator, scene: Scene, options: Options) -> Blueprint:
     entry = scene.entries[int(rng.integers(0, len(scene.entries)))]
     pct, years = int(rng.choice([3, 4, 5, 6, 8])), int(rng.integers(3, 11))
     value = round(entry.value * (1 + pct / 100) ** years, 2)
+    factors = [(1 + pct / 100) ** year for year in range(1, years + 1)]
+    working = (*factors, *(entry.value * f for f in factors), value - entry.value, pct / 100)
     code = f"price = {entry.value!r}\nprint(round(price * (1 + {pct} / 100) ** {years}, 2))"
     phrase = scene.kind.phrase(entry.label)
     prompt = options.wording(prompts.COMPOUND, phrase=phrase, pct=pct, years=years)
     golden = (
         f"{phrase[0].upper() + phrase[1:]} is {entry.text}; after {years} years at {pct}% a year it is ${value:,.2f}."
     )
-    return _blueprint(scene, prompt, golden, f"{phrase} in {years} years", value, f"${value:,.2f}", (entry,), code)
+    what, shown = f"{phrase} in {years} years", f"${value:,.2f}"
+    return _blueprint(scene, prompt, golden, what, value, shown, (entry,), code, working)
 
 
-def _blueprint(scene, prompt, golden, what, value, shown, reads, code, rubric_reads: int = 1) -> Blueprint:
+def _blueprint(scene, prompt, golden, what, value, shown, reads, code, working, rubric_reads: int = 1) -> Blueprint:
     rubrics = (final_rubric(what, value, shown, 0.011), *(read_rubric(scene, e) for e in reads[:rubric_reads]))
     ask = Ask(
         prompt,
@@ -99,5 +111,6 @@ def _blueprint(scene, prompt, golden, what, value, shown, reads, code, rubric_re
         tuple((0, e.label) for e in reads),
         ("Put the values read into a short program and run it.", f"State {what}: {shown}."),
         (python_call(code, f"Compute {what}."),),
+        working=tuple(working),
     )
     return Blueprint(scene.kind.domain, "hybrid_tool_reasoning", "python", (scene,), (ask,))

@@ -3,9 +3,11 @@ but answer nothing the task asks.
 
 A decoy is the key document's kind (style, paper, ink, header, number format, row count), so a
 page that holds the decoy and a page that holds the key document have the same texture; its title
-is another of the kind's titles and its labels come from vocabularies disjoint from every label a
-question can name, so only reading tells which page is which (and a question that names an
-entry points at one document).
+is another of the kind's titles. Twins 3.1: its labels come from the same vocabulary as the key
+document's (``vocabulary_kind``), less every label the key document prints, so a reader who does not
+know the question cannot tell the two apart (before, decoys drew from vocabularies no question named,
+and the words on the large page gave the label away), and a question that names an entry points at
+one document.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from vtb_env.synth.scenes import Entry, Kind, Scene, make_scene
+from vtb_env.synth.scenes import KINDS, LAB_TESTS, TOWNS, Entry, Kind, Scene, make_scene, positive_lab_value
 
-DECOY_LABELS: dict[str, tuple[str, ...]] = {  # kind: labels no question names (at least 9 each)
+# The second half of each kind's vocabulary (v3, twins 3.1: key documents draw from both halves, see
+# ``vocabulary_kind``); each kind's two halves hold at least 18 labels, twice the most rows a document has.
+DECOY_LABELS: dict[str, tuple[str, ...]] = {
     "menu": (
         "Focaccia",
         "Ravioli",
@@ -55,7 +59,7 @@ DECOY_LABELS: dict[str, tuple[str, ...]] = {  # kind: labels no question names (
     ),
     "quotes": ("DRAX", "PELO", "BRIX", "PYXO", "HUXA", "LUMO", "MYRT", "QUBE", "WEXO", "DELK"),
     "portfolio": ("DRAX", "PELO", "BRIX", "PYXO", "HUXA", "LUMO", "MYRT", "QUBE", "WEXO", "DELK"),
-    "scoreboard": ("Eagles", "Stallions", "Dragons", "Lions", "Storm", "Knights", "Raiders", "Bulls", "Jets"),
+    "scoreboard": ("Eagles", "Stallions", "Dragons", "Lions", "Storm", "Knights", "Raiders", "Bulls", "Jets", "Sharks"),
     "league": (
         "Westbury",
         "Harlow Town",
@@ -66,57 +70,43 @@ DECOY_LABELS: dict[str, tuple[str, ...]] = {  # kind: labels no question names (
         "Ravensby",
         "Highgate",
         "Pinecrest",
+        "Thornbury",
     ),
     "measurements": ("T-1", "T-2", "T-3", "T-4", "T-5", "T-6", "T-7", "T-8", "T-9"),
-    "chart": ("K1", "K2", "K3", "K4", "K5", "K6", "K7", "K8", "K9"),
+    "chart": ("K1", "K2", "K3", "K4", "K5", "K6", "K7", "K8", "K9", "C9"),
     "ticket": ("Carriage", "Platform", "Berth", "Class", "Ref", "Seat row", "Wagon", "Booking", "Check-in"),
 }
-DECOY_LAB_TESTS: dict[str, tuple[str, float, float, float]] = {  # name: (unit, low, high, step), as LAB_TESTS
-    "Ferritin": ("ng/mL", 24.0, 336.0, 1.0),
-    "Magnesium": ("mg/dL", 1.7, 2.2, 0.1),
-    "Albumin": ("g/dL", 3.4, 5.4, 0.1),
-    "Bilirubin": ("mg/dL", 0.1, 1.2, 0.1),
-    "Phosphate": ("mg/dL", 2.5, 4.5, 0.1),
-    "Chloride": ("mmol/L", 96.0, 106.0, 1.0),
-    "Iron": ("ug/dL", 60.0, 170.0, 1.0),
-    "Lactate": ("mmol/L", 0.5, 2.2, 0.1),
-    "Lipase": ("U/L", 10.0, 140.0, 1.0),
-}
-DECOY_TOWNS = ("Ashby", "Brampton", "Carlow", "Deepdale", "Eskdale", "Foxton", "Glenrock", "Hatfield", "Ingleby")
+# The lab tests v3's decoy reports printed before twins 3.1; now the second half of the lab vocabulary (LAB_TESTS).
+DECOY_LAB_TESTS: dict[str, tuple[str, float, float, float]] = {name: LAB_TESTS[name] for name in tuple(LAB_TESTS)[10:]}
+DECOY_TOWNS = (
+    "Ashby",
+    "Brampton",
+    "Carlow",
+    "Deepdale",
+    "Eskdale",
+    "Foxton",
+    "Glenrock",
+    "Hatfield",
+    "Ingleby",
+    "Lindale",
+)
 
 
-def _decoy_lab_value(rng: np.random.Generator, label: str) -> float:
-    _unit, low, high, step = DECOY_LAB_TESTS[label]
-    span = high - low
-    value = float(rng.uniform(max(step, low - 0.25 * span), high + 0.25 * span))
-    return round(round(value / step) * step, 1)
-
-
-def _decoy_lab_extra(label: str) -> str:
-    unit, low, high, step = DECOY_LAB_TESTS[label]
-    digits = 1 if step < 1 else 0
-    return f"{unit}  ({low:.{digits}f}-{high:.{digits}f})"
-
-
-def _decoy_kind(kind: Kind) -> Kind:
-    if kind.name == "lab":
-        return replace(kind, labels=tuple(DECOY_LAB_TESTS), draw_value=_decoy_lab_value, extra=_decoy_lab_extra)
-    return replace(kind, labels=DECOY_LABELS[kind.name])
+def vocabulary_kind(name: str) -> Kind:
+    """Generator v3's ``name`` kind (twins 3.1): key and decoy documents draw their labels from one
+    vocabulary, the kind's labels and the decoy ones (lab tests: all of ``LAB_TESTS``; maps: both town
+    lists), so a reader who does not know the question cannot tell a key document from a decoy."""
+    kind = KINDS[name]
+    if name == "lab":
+        return replace(kind, labels=tuple(LAB_TESTS), draw_value=positive_lab_value)
+    if kind.style == "map":
+        return replace(kind, labels=TOWNS + DECOY_TOWNS)
+    return replace(kind, labels=kind.labels + DECOY_LABELS[name])
 
 
 def _title(key: Scene, rng: np.random.Generator) -> str:
     others = [t for t in key.kind.titles if t != key.title] or [key.title]
     return str(others[int(rng.integers(0, len(others)))])
-
-
-def _map_decoy(key: Scene, rng: np.random.Generator) -> Scene:
-    n = len(key.entries)
-    towns = [str(t) for t in rng.permutation(DECOY_TOWNS)[: n + 1]]
-    entries = tuple(
-        Entry(f"{a} to {b}", float(v), key.kind.fmt(float(v)))
-        for (a, b), v in zip(zip(towns, towns[1:], strict=False), rng.integers(3, 49, size=n), strict=True)
-    )
-    return Scene(key.kind, _title(key, rng), entries)
 
 
 def _ticket_decoy(key: Scene, rng: np.random.Generator) -> Scene:
@@ -127,10 +117,11 @@ def _ticket_decoy(key: Scene, rng: np.random.Generator) -> Scene:
 
 
 def decoy_scene(key: Scene, rng: np.random.Generator) -> Scene:
-    """A look-alike of ``key`` (same kind and row count) that names none of its entries."""
-    if key.kind.style == "map":
-        return _map_decoy(key, rng)
+    """A look-alike of ``key`` (same kind and row count) drawn from the kind's whole vocabulary
+    (``vocabulary_kind``) less every label ``key`` prints: it names none of the key document's entries."""
     if key.kind.name == "ticket":
         return _ticket_decoy(key, rng)
-    scene = make_scene(_decoy_kind(key.kind), rng, len(key.entries))
+    kind = vocabulary_kind(key.kind.name)
+    printed = {name for e in key.entries for name in (e.label, *e.label.split(" to "))}  # a map's towns too
+    scene = make_scene(replace(kind, labels=tuple(x for x in kind.labels if x not in printed)), rng, len(key.entries))
     return replace(scene, title=_title(key, rng))

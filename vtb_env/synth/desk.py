@@ -171,8 +171,28 @@ def notes_page(
     return image
 
 
-def paste(canvas: Image.Image, page: Image.Image, corners: Sequence[Point]) -> None:
-    """Draw ``page`` onto ``canvas`` so its content corners land on ``corners``."""
+def warp(image: Image.Image, size: tuple[int, int], coeffs: Sequence[float], how: str = "pillow") -> Image.Image:
+    """``image.transform(size, PERSPECTIVE, coeffs, BICUBIC)`` (``how="pillow"``), or the same map bilinear
+    through OpenCV (``"linear"``, v3: ~15x cheaper). The map is computed here (numpy, float64) and handed to
+    ``cv2.remap`` as fixed-point coordinates: OpenCV's own ``warpPerspective``, its bicubic remap and its float
+    maps gave other pixels with and without AVX2; this path gave the same pixels at every x86 level tried
+    (SSE3 to AVX-512: docs/synth.md), as the committed demo set needs."""
+    if how == "pillow":
+        return image.transform(size, Image.Transform.PERSPECTIVE, tuple(coeffs), Image.Resampling.BICUBIC)
+    import cv2  # a core dependency, needed only here
+
+    a, b, c, d, e, f, g, h = coeffs
+    xs, ys = np.meshgrid(np.arange(size[0]) + 0.5, np.arange(size[1]) + 0.5)  # Pillow maps pixel centres
+    z = g * xs + h * ys + 1.0
+    map_x = ((a * xs + b * ys + c) / z - 0.5).astype(np.float32)
+    map_y = ((d * xs + e * ys + f) / z - 0.5).astype(np.float32)
+    fixed, fraction = cv2.convertMaps(map_x, map_y, cv2.CV_16SC2)
+    out = cv2.remap(np.asarray(image), fixed, fraction, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
+    return Image.fromarray(out, image.mode)
+
+
+def paste(canvas: Image.Image, page: Image.Image, corners: Sequence[Point], how: str = "pillow") -> None:
+    """Draw ``page`` onto ``canvas`` so its content corners land on ``corners`` (``how``: see ``warp``)."""
     xs, ys = [p[0] for p in corners], [p[1] for p in corners]
     x0, y0 = max(0, int(math.floor(min(xs)))), max(0, int(math.floor(min(ys))))
     x1, y1 = min(canvas.width, int(math.ceil(max(xs)))), min(canvas.height, int(math.ceil(max(ys))))
@@ -180,9 +200,7 @@ def paste(canvas: Image.Image, page: Image.Image, corners: Sequence[Point]) -> N
         return
     w, h = page.size
     coeffs = perspective_coeffs([(x - x0, y - y0) for x, y in corners], [(0, 0), (w, 0), (w, h), (0, h)])
-    warped = page.convert("RGBA").transform(
-        (x1 - x0, y1 - y0), Image.Transform.PERSPECTIVE, coeffs, Image.Resampling.BICUBIC
-    )
+    warped = warp(page.convert("RGBA"), (x1 - x0, y1 - y0), coeffs, how)
     canvas.paste(warped, (x0, y0), warped)
 
 
@@ -315,14 +333,17 @@ def frame_layout(
     return Layout(hero_pos, side_pos, list(side_sizes), camera, offset, size, (width, height))
 
 
-def scatter_decoy_papers(canvas: Image.Image, layout: Layout, look: Look, look_rng: np.random.Generator) -> None:
-    """Other papers on the desk (digit-free notes), partly under the key pages."""
+def scatter_decoy_papers(
+    canvas: Image.Image, layout: Layout, look: Look, look_rng: np.random.Generator, how: str = "pillow"
+) -> None:
+    """Other papers on the desk (digit-free notes), partly under the key pages (``how``: see ``warp``)."""
     width, height = layout.desk
     for _ in range(look.decoys):
         dw, dh = int(look_rng.integers(180, 420)), int(look_rng.integers(140, 360))
         center = (float(look_rng.uniform(0, width)), float(look_rng.uniform(0, height)))
         note = notes_page((dw, dh), int(look_rng.integers(12, 20)), (250, 250, 245), (50, 50, 70), look_rng)
-        paste(canvas, note, [layout.shot(p) for p in rect(center, (dw, dh), float(look_rng.uniform(-30, 30)))])
+        corners = [layout.shot(p) for p in rect(center, (dw, dh), float(look_rng.uniform(-30, 30)))]
+        paste(canvas, note, corners, how)
 
 
 def page_corners(

@@ -19,6 +19,7 @@ from vtb_env.synth.blueprints import (
     page_lookup,
     pick,
     read_rubric,
+    running_sums,
     text,
 )
 from vtb_env.synth.computed import python_task
@@ -95,6 +96,7 @@ def _hybrid_weather(rng: np.random.Generator, options: Options) -> Blueprint:
 
 
 def _hybrid_corpus(rng: np.random.Generator, difficulty: float, options: Options) -> Blueprint:
+    # tickers with a company profile (lookup tasks have no twin, so no shared vocabulary is needed)
     scene = make_scene("portfolio", rng, n_entries(difficulty, rng))
     entry = scene.entries[int(rng.integers(0, len(scene.entries)))]
     name, _sector, dividend = ref.COMPANIES[entry.label]
@@ -138,7 +140,7 @@ def _hybrid_corpus(rng: np.random.Generator, difficulty: float, options: Options
 
 def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float, options: Options) -> Blueprint:
     kind = str(rng.choice([k for k in DOMAIN_KINDS[domain] if k != "portfolio"] or DOMAIN_KINDS[domain]))
-    scene = make_scene(kind, rng, n_entries(difficulty, rng))
+    scene = make_scene(options.kind(kind), rng, n_entries(difficulty, rng))
     a, b, c = pick(rng, scene.entries, 3)
     if kind in ("menu", "receipt", "quotes"):
         qa, qb, pct = int(rng.integers(2, 6)), int(rng.integers(1, 5)), int(rng.choice([5, 8, 10, 12, 15, 18, 20]))
@@ -151,7 +153,9 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float,
             f"{a.label} costs {a.text} and {b.label} costs {b.text}; "
             f"({qa} x {a.text} + {qb} x {b.text}) plus {pct}% comes to ${value:,.2f}."
         )
+        subtotal = qa * a.value + qb * b.value
         reads, what, shown = (a, b), "the total", f"${value:,.2f}"
+        working: tuple[float, ...] = (subtotal * pct / 100, subtotal * (1 + pct / 100))
     elif kind == "timetable":
         a, b = sorted((a, c), key=lambda e: e.value)
         km = int(rng.integers(8, 60))
@@ -163,12 +167,14 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float,
             f"{b.value - a.value:g} minutes for {km} km, about {value:.1f} km/h."
         )
         reads, what, shown = (a, b), "the average speed", f"{value:.1f} km/h"
+        working = (km / (b.value - a.value),)  # km per minute
     elif kind in ("scoreboard", "league"):
         value = round(100 * a.value / (a.value + b.value), 1)
         prompt = options.wording(prompts.SHARE, a=a.label, b=b.label)
         expression = f"100 * {a.value:g} / ({a.value:g} + {b.value:g})"
         golden = f"{a.label} has {a.text} and {b.label} has {b.text}, so {a.label}'s share is {value:.1f}%."
         reads, what, shown = (a, b), f"{a.label}'s share", f"{value:.1f}%"
+        working = (a.value / (a.value + b.value), 100 * b.value / (a.value + b.value))
     elif kind == "lab":
         high = LAB_TESTS[a.label][2]
         value = round(100 * a.value / high, 1)
@@ -178,6 +184,7 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float,
             f"The {a.label} result is {a.text} and the upper limit is {high:g}, so it is {value:.1f}% of the limit."
         )
         reads, what, shown = (a,), "the percentage of the upper limit", f"{value:.1f}%"
+        working = (a.value / high,)
     elif kind == "map":
         speed = int(rng.choice([12, 15, 18, 20, 24]))
         total = sum(e.value for e in scene.entries)
@@ -188,6 +195,7 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float,
         legs = " + ".join(f"{e.value:g} km" for e in scene.entries)
         golden = f"The route is {legs} = {total:g} km long; at {speed} km/h that takes {value:.1f} minutes."
         reads, what, shown = tuple(scene.entries), "the cycling time", f"{value:.1f} minutes"
+        working = (*running_sums([e.value for e in scene.entries]), total / speed)
     else:  # chart, measurements: a mean of three readings
         value = round((a.value + b.value + c.value) / 3, 2)
         prompt = options.wording(
@@ -196,6 +204,7 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float,
         expression = f"({a.value:g} + {b.value:g} + {c.value:g}) / 3"
         golden = f"The three values are {a.text}, {b.text} and {c.text}; their mean is {value:.2f}."
         reads, what, shown = (a, b, c), "the mean", f"{value:.2f}"
+        working = (a.value + c.value, b.value + c.value)
     tol = 0.011 if kind in ("menu", "receipt", "quotes", "chart", "measurements") else 0.06
     rubrics = (final_rubric(what, value, shown, tol), *(read_rubric(scene, e) for e in reads[:2]))
     ask = Ask(
@@ -206,5 +215,6 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float,
         tuple((0, e.label) for e in reads),
         (f"Compute {expression}.", f"State {what}: {shown}."),
         (calculator(expression, f"Compute {what}."),),
+        working=working,
     )
     return Blueprint(scene.kind.domain, "hybrid_tool_reasoning", "calculator", (scene,), (ask,))

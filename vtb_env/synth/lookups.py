@@ -131,6 +131,7 @@ def _elevation(scene: Scene, options: Options) -> Blueprint:
 
 def founded(rng: np.random.Generator, difficulty: float, options: Options) -> Blueprint:
     """The largest holding of a statement (read every row) and its company's founding year (looked up)."""
+    # tickers with a company profile (lookup tasks have no twin, so no shared vocabulary is needed)
     scene = make_scene("portfolio", rng, n_entries(difficulty, rng))
     top = max(scene.entries, key=lambda e: e.value)
     if sum(e.value == top.value for e in scene.entries) > 1:  # a tie names no single holding: break it

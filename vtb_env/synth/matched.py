@@ -19,6 +19,7 @@ for the pair (``plan_hiding`` and the look); the label only decides which page o
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -145,6 +146,33 @@ def _fade_rows(
     return Image.fromarray(np.clip(array * (1 - w) + faded * w, 0, 255).astype(np.uint8), "RGB")
 
 
+_PRINTS: OrderedDict[tuple, tuple[list[Panel], ...]] = OrderedDict()  # the last few pairs' prints
+
+
+def _prints(
+    scene: Scene, split: bool, style: scenery.Style, small_px: int, seeds: tuple[int, int, int]
+) -> tuple[list[Panel], ...]:
+    """The key document's and its decoy's panels, large and small: the same for both twins of a pair, so
+    drawn once and memoised (``seeds``: the decoy's facts, the key's and the decoy's drawing)."""
+    key = (scene.kind.name, scene.title, scene.entries, split, style, small_px, seeds)
+    if key not in _PRINTS:
+        decoy_seed, map_seed, decoy_map_seed = seeds
+        decoy = decoy_scene(scene, np.random.default_rng(decoy_seed))
+
+        def draw(s: Scene, part, px: int, seed: int) -> Panel:
+            with typeface(style.face if px >= photo.HERO_PX else style.small_face):  # small print: a face OCR reads
+                return render(s, px, part, np.random.default_rng(seed), printable=True, pale=True, fit_header=True)
+
+        _PRINTS[key] = tuple(
+            [draw(s, p, px, seed) for p in panel_parts(s, split)]
+            for s, seed in ((scene, map_seed), (decoy, decoy_map_seed))
+            for px in (photo.HERO_PX, small_px)
+        )
+        while len(_PRINTS) > 4:
+            _PRINTS.popitem(last=False)
+    return _PRINTS[key]
+
+
 @dataclass(frozen=True)
 class Picture:
     image: Image.Image
@@ -172,24 +200,13 @@ def render_state(
     be found again.
     """
     with typeface(style.face):  # notes, signs and large prints; ``draw`` picks the small prints' face
-        parts = panel_parts(scene, split)
-        decoy = decoy_scene(scene, np.random.default_rng(int(look_rng.integers(2**31))))
-        decoy_parts = panel_parts(decoy, split)
-        map_seed, decoy_map_seed = (int(v) for v in look_rng.integers(2**31, size=2))
+        seeds = (int(look_rng.integers(2**31)), *(int(v) for v in look_rng.integers(2**31, size=2)))
         small_px = small_print_px(difficulty)
-
-        def draw(s: Scene, part, px: int, seed: int) -> Panel:
-            with typeface(style.face if px >= photo.HERO_PX else style.small_face):  # small print: a face OCR reads
-                return render(s, px, part, np.random.default_rng(seed), printable=True, pale=True, fit_header=True)
-
-        key_big = [draw(scene, p, photo.HERO_PX, map_seed) for p in parts]
-        key_small = [draw(scene, p, small_px, map_seed) for p in parts]
-        decoy_big = [draw(decoy, p, photo.HERO_PX, decoy_map_seed) for p in decoy_parts]
-        decoy_small = [draw(decoy, p, small_px, decoy_map_seed) for p in decoy_parts]
+        key_big, key_small, decoy_big, decoy_small = _prints(scene, split, style, small_px, seeds)
         size = lambda a, b: (max(a.image.width, b.image.width), max(a.image.height, b.image.height))  # noqa: E731
         big_sizes = [size(k, d) for k, d in zip(key_big, decoy_big, strict=True)]
         small_sizes = [size(k, d) for k, d in zip(key_small, decoy_small, strict=True)]
-        look = desk.choose_look(look_rng, len(parts), difficulty)
+        look = desk.choose_look(look_rng, len(key_big), difficulty)
         setting = "wall" if style.surface == "wall" else "desk"
         look = replace(look, setting=setting, screen=look.screen and setting == "wall", side_angles=upended(look))
         lens = scenery.choose_lens(look_rng)
@@ -217,7 +234,7 @@ def render_state(
             seen = [scenery.to_picture(view, room_layout.shot(p)) for p in flat]
             layout = replace(layout, camera=desk.perspective_coeffs(flat, seen), offset=(0.0, 0.0))
             names.append("viewpoint_moved")
-        desk.scatter_decoy_papers(canvas, layout, look, look_rng)
+        desk.scatter_decoy_papers(canvas, layout, look, look_rng, "linear")  # digit-free notes
         pen = ImageDraw.Draw(canvas)
         paper = key_big[0].background
         placements = []
@@ -232,7 +249,8 @@ def render_state(
             if hide.how in PATCHES:
                 rows = [key_big[i].boxes[r] for r in (hide.key_rows if hidden else hide.decoy_rows)]
                 hero_page = _fade_rows(hero_page, rows, hide, paper, photo.HERO_PX)
-            desk.paste(canvas, hero_page, [layout.shot(p) for p in hero])
+            # hero pages (30 px print) bilinear through OpenCV; the small side pages stay with Pillow's bicubic
+            desk.paste(canvas, hero_page, [layout.shot(p) for p in hero], "linear")
             desk.paste(canvas, side_page, [layout.shot(p) for p in side])
             key_panel, key_corners, px = (key_small[i], side, small_px) if swap else (key_big[i], hero, photo.HERO_PX)
             corners = tuple((round(x, 2), round(y, 2)) for x, y in (layout.shot(p) for p in key_corners))

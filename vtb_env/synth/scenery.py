@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
-from vtb_env.synth.desk import CLUTTER_WORDS, Look, Point, background, perspective_coeffs
+from vtb_env.synth.desk import CLUTTER_WORDS, Look, Point, background, perspective_coeffs, warp
 from vtb_env.synth.render import FACES, font, text_width
 
 SURFACES = ("wood", "fabric", "marble", "concrete", "carpet", "paper", "wall")
@@ -166,7 +166,7 @@ def _rotated_rect(center: Point, size: tuple[float, float], rng: np.random.Gener
 
 
 def _to_image(array: np.ndarray) -> Image.Image:
-    return Image.fromarray(np.clip(array, 0, 255).astype(np.uint8), "RGB")
+    return Image.fromarray(np.clip(array, 0, 255, out=array).astype(np.uint8), "RGB")
 
 
 def clutter(canvas: Image.Image, rng: np.random.Generator, amount: int) -> None:
@@ -214,13 +214,14 @@ def defocus(canvas: Image.Image, lens: Lens, rng: np.random.Generator) -> Image.
 
 def light(canvas: Image.Image, lens: Lens) -> Image.Image:
     """Colour temperature and vignetting over the whole picture."""
-    array = np.asarray(canvas).astype(np.float32)
+    array = np.asarray(canvas, dtype=np.float32)
     h, w = array.shape[:2]
-    yy, xx = np.ogrid[0:h, 0:w]
-    r2 = ((xx - w / 2) / (w / 2)) ** 2 + ((yy - h / 2) / (h / 2)) ** 2
-    falloff = (1 - lens.vignette * np.clip(r2 / 2, 0, 1)).astype(np.float32)
+    y2 = ((np.arange(h, dtype=np.float32) - h / 2) / (h / 2)) ** 2
+    x2 = ((np.arange(w, dtype=np.float32) - w / 2) / (w / 2)) ** 2
+    falloff = 1 - np.float32(lens.vignette) * np.clip((y2[:, None] + x2[None, :]) / 2, 0, 1)
     tint = np.array([1 + 0.07 * lens.temperature, 1.0, 1 - 0.09 * lens.temperature], np.float32)
-    array *= falloff[..., None] * tint  # one pass over the picture
+    array *= falloff[..., None]  # in place: no second picture-sized array
+    array *= tint
     return _to_image(array)
 
 
@@ -285,7 +286,7 @@ def viewpoint(
 
 def view(canvas: Image.Image, size: tuple[int, int], coeffs: Sequence[float]) -> Image.Image:
     """The picture the camera takes of the padded canvas."""
-    return canvas.transform(size, Image.Transform.PERSPECTIVE, tuple(coeffs), Image.Resampling.BICUBIC)
+    return warp(canvas, size, coeffs, "linear")  # the room: no print to read (pages are pasted after)
 
 
 def to_picture(coeffs: Sequence[float], point: Point) -> Point:

@@ -108,7 +108,18 @@ LAB_TESTS: dict[str, tuple[str, float, float, float]] = {
     "ALT": ("U/L", 7.0, 56.0, 1.0),
     "Urea": ("mg/dL", 7.0, 20.0, 1.0),
     "Calcium": ("mg/dL", 8.6, 10.3, 0.1),
+    # v3 (twins 3.1) also names these nine; before, only its decoy reports printed them
+    "Ferritin": ("ng/mL", 24.0, 336.0, 1.0),
+    "Magnesium": ("mg/dL", 1.7, 2.2, 0.1),
+    "Albumin": ("g/dL", 3.4, 5.4, 0.1),
+    "Bilirubin": ("mg/dL", 0.1, 1.2, 0.1),
+    "Phosphate": ("mg/dL", 2.5, 4.5, 0.1),
+    "Chloride": ("mmol/L", 96.0, 106.0, 1.0),
+    "Iron": ("ug/dL", 60.0, 170.0, 1.0),
+    "Lactate": ("mmol/L", 0.5, 2.2, 0.1),
+    "Lipase": ("U/L", 10.0, 140.0, 1.0),
 }
+FIRST_LAB_TESTS = tuple(LAB_TESTS)[:10]  # the lab kind's labels (v1, v2); v3's vocabulary adds the others
 
 
 def _lab_value(rng: np.random.Generator, label: str) -> float:
@@ -118,11 +129,19 @@ def _lab_value(rng: np.random.Generator, label: str) -> float:
     return round(round(value / step) * step, 1)
 
 
+def positive_lab_value(rng: np.random.Generator, label: str) -> float:
+    """v3: as ``_lab_value``, never below the test's step (v1/v2 could draw a negative ALT)."""
+    _unit, low, high, step = LAB_TESTS[label]
+    span = high - low
+    value = float(rng.uniform(max(step, low - 0.25 * span), high + 0.25 * span))
+    return round(round(value / step) * step, 1)
+
+
 def _lab_fmt(v: float) -> str:
     return f"{v:.1f}"
 
 
-def _lab_extra(label: str) -> str:
+def lab_extra(label: str) -> str:
     unit, low, high, step = LAB_TESTS[label]
     digits = 1 if step < 1 else 0
     return f"{unit}  ({low:.{digits}f}-{high:.{digits}f})"
@@ -282,14 +301,14 @@ KINDS: dict[str, Kind] = {
             "lab",
             "Medical",
             ("Clinical chemistry report", "Laboratory results", "Outpatient panel"),
-            tuple(LAB_TESTS),
+            FIRST_LAB_TESTS,
             _lab_value,
             _lab_fmt,
             "the {label} result",
             "",
             _lab_evolve,
             header=("Test", "Result"),
-            extra=_lab_extra,
+            extra=lab_extra,
             summable=False,
             what="lab report",
         ),
@@ -349,8 +368,8 @@ def make_scene(kind: str | Kind, rng: np.random.Generator, n_entries: int) -> Sc
     """Draw a scene's facts: ``n_entries`` distinct labels with values (``kind``: a ``KINDS`` name or a Kind)."""
     kind = KINDS[kind] if isinstance(kind, str) else kind
     title = str(rng.choice(kind.titles))
-    if kind.style == "map":
-        towns = [str(t) for t in rng.permutation(TOWNS)[: n_entries + 1]]
+    if kind.style == "map":  # a map's labels are its towns (v1, v2: TOWNS; v3 names its own vocabulary)
+        towns = [str(t) for t in rng.permutation(kind.labels or TOWNS)[: n_entries + 1]]
         labels = [f"{a} to {b}" for a, b in zip(towns, towns[1:], strict=False)]
     else:
         labels = [str(label) for label in rng.permutation(kind.labels)[:n_entries]]

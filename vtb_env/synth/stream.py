@@ -23,6 +23,11 @@ from vtb_env.tasks import DOMAINS, TASK_CATEGORIES, Task
 Difficulty = Union[float, Callable[[int], float]]
 _FACTS, _CHOICE, _RENDER_REQUIRED, _RENDER_REDUNDANT, _LOOK, _HIDE, _WORDING, _STYLE = 1, 0, 2, 3, 4, 5, 6, 7
 DEFAULT_GENERATOR = "v3"
+# Whose reading the static mode label is true for: the generator hides key facts where Tesseract 5 (the OCR probe,
+# ``vtb_env.ocr``) cannot read them as shown and can after the reference code; another reader may disagree (RapidOCR
+# reads some 11 px side pages as shown: docs/synth.md). Training users: online labels (``group_label``) measure the
+# policy being trained instead (docs/rewards.md).
+MODE_LABEL_READER = "tesseract-5"
 
 
 def _task_id(seed: int, index: int, label: str, generator: str = DEFAULT_GENERATOR, split: str = "all") -> str:
@@ -55,6 +60,38 @@ def _weights(names: tuple[str, ...], mix: Mapping[str, float] | None, what: str)
     return weights / weights.sum()
 
 
+def build_blueprint(
+    seed: int,
+    index: int,
+    *,
+    domain: str | None = None,
+    category: str | None = None,
+    difficulty: float = 0.5,
+    generator: str = DEFAULT_GENERATOR,
+) -> Blueprint:
+    """The facts and words of the pair at ``index``, before anything is drawn (``generate_pair`` renders it)."""
+    choice = np.random.default_rng([seed, index, _CHOICE])
+    domain = domain or str(choice.choice(DOMAINS))
+    category = category or str(choice.choice(TASK_CATEGORIES))
+    if domain not in DOMAINS or category not in BUILDERS:
+        raise ValueError(f"unknown domain {domain!r} or category {category!r}")
+    options = Options()  # v1, v2: the first wording of every question and the original hybrids
+    if generator == "v3":  # a wording per question drawn for the pair; lookups, computations; answerable; fair twins
+        wording = Wording(np.random.default_rng([seed, index, _WORDING]))
+        options = Options(wording, richer=True, answerable=True, shared_vocabulary=True)
+    return BUILDERS[category](np.random.default_rng([seed, index, _FACTS]), domain, difficulty, options)
+
+
+def stream_choice(
+    seed: int, index: int, mix: Mapping[str, float] | None = None, domains: Mapping[str, float] | None = None
+) -> tuple[str, str]:
+    """The category and domain ``stream`` builds at ``index``."""
+    category_p, domain_p = _weights(TASK_CATEGORIES, mix, "category"), _weights(DOMAINS, domains, "domain")
+    pick = np.random.default_rng([seed, index, _CHOICE])
+    category = TASK_CATEGORIES[int(pick.choice(len(TASK_CATEGORIES), p=category_p))]
+    return category, DOMAINS[int(pick.choice(len(DOMAINS), p=domain_p))]
+
+
 def generate_pair(
     seed: int,
     index: int,
@@ -81,15 +118,9 @@ def generate_pair(
         raise ValueError(f"unknown generator {generator!r}; choose from {list(GENERATORS)}")
     if split not in SPLITS or (split != "all" and generator != "v3"):
         raise ValueError(f"split must be one of {list(SPLITS)} (train/heldout: generator v3 only), got {split!r}")
-    choice = np.random.default_rng([seed, index, _CHOICE])
-    domain = domain or str(choice.choice(DOMAINS))
-    category = category or str(choice.choice(TASK_CATEGORIES))
-    if domain not in DOMAINS or category not in BUILDERS:
-        raise ValueError(f"unknown domain {domain!r} or category {category!r}")
-    options = Options()  # v1, v2: the first wording of every question and the original hybrids
-    if generator == "v3":  # a wording per question drawn for the pair; more lookups and Python computations
-        options = Options(Wording(np.random.default_rng([seed, index, _WORDING])), richer=True)
-    blueprint = BUILDERS[category](np.random.default_rng([seed, index, _FACTS]), domain, difficulty, options)
+    blueprint = build_blueprint(
+        seed, index, domain=domain, category=category, difficulty=difficulty, generator=generator
+    )
     hiding, style = None, None
     if generator == "v3":
         hiding = _hiding(blueprint, np.random.default_rng([seed, index, _HIDE]), difficulty, split)
@@ -107,7 +138,13 @@ def generate_pair(
         if generator != "v1"
         else hashlib.sha1(f"vtb-synth:{seed}:{index}".encode()).hexdigest()[:24],
         **(
-            {"split": split, "font": style.face, "small_font": style.small_face, "surface": style.surface}
+            {
+                "split": split,
+                "font": style.face,
+                "small_font": style.small_face,
+                "surface": style.surface,
+                "mode_label_reader": MODE_LABEL_READER,
+            }
             if style
             else {}
         ),
@@ -164,11 +201,9 @@ def stream(
     if solvable:
         from vtb_env.synth.probe import probe_task  # needs Tesseract; imported only when asked for
 
-    category_p, domain_p = _weights(TASK_CATEGORIES, mix, "category"), _weights(DOMAINS, domains, "domain")
+    stream_choice(seed, start, mix, domains)  # bad weights fail before the first task
     for index in count(start):
-        pick = np.random.default_rng([seed, index, _CHOICE])
-        category = TASK_CATEGORIES[int(pick.choice(len(TASK_CATEGORIES), p=category_p))]
-        domain = DOMAINS[int(pick.choice(len(DOMAINS), p=domain_p))]
+        category, domain = stream_choice(seed, index, mix, domains)
         level = difficulty(index) if callable(difficulty) else difficulty
         pair = generate_pair(
             seed,

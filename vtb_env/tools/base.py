@@ -22,10 +22,18 @@ from vtb_env.tasks import decode_image
 
 @dataclass(frozen=True)
 class NamedImage:
-    """An image with the file name the model uses to refer to it (``image_1.png``, ``transformed_image_2.png``)."""
+    """An image with the file name the model uses to refer to it (``image_1.png``, ``transformed_image_2.png``).
+
+    A tool that ran untrusted code returns its images ``checked`` (decoded and made plain inside the
+    sandbox call: ``vtb_env.sandbox.normalize``), with the ``notes`` of what that changed, or with the
+    ``refusal`` that kept one from being shown; ``vtb_env.tool_images`` checks every other image itself.
+    """
 
     name: str
-    data: bytes  # encoded (PNG/JPEG) bytes
+    data: bytes = field(repr=False)  # encoded (PNG/JPEG) bytes; empty when refused
+    checked: bool = False
+    notes: tuple[str, ...] = ()
+    refusal: str | None = None
 
     def open(self) -> Image.Image:
         return decode_image(self.data)

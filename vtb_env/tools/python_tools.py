@@ -2,9 +2,16 @@
 
 The vision tool's work dir holds exactly the images of the ToolContext (``image_<k>.png``,
 ``transformed_image_<i>.png``); every ``transformed_image_<i>.png`` the code writes (new or
-overwritten) comes back as an image in index order, then any other image file it wrote. The tool
-returns the files' raw bytes: the environment alone checks, names and decodes tool images
-(``vtb_env.tool_images``).
+overwritten) comes back as an image in index order, then any other image file it wrote. Each is
+checked inside the sandbox call, within its timeout and memory limit (``vtb_env.sandbox.normalize``:
+decoded, converted, re-encoded as a plain PNG unless it already is a plain PNG/JPEG, compared with the
+inputs); the environment names and budgets them (``vtb_env.tool_images``).
+
+The call's ``image_work`` (in its JSON body and ``ToolResult.meta``) is what the sandbox saw, not what
+the code says: ``read``, the input images whose bytes the code read (the kernel's inotify record, kept
+by the fork server); ``new_images``, the images it returned that are not a pixel-for-pixel copy of an
+input; ``printed``, whether it printed anything. The reward's mode and tool-success credit count a
+vision call only when it read an image and returned something (``ToolCallRecord.did_image_work``).
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import os
 from typing import Any, Mapping
 
 from vtb_env.image_names import TOOL_IMAGE_NAME
-from vtb_env.sandbox import ExecResult, Sandbox, SandboxError, shared_sandbox
+from vtb_env.sandbox import ExecResult, ImageRequest, Sandbox, SandboxError, shared_sandbox
 from vtb_env.sandbox.limits import capped_listing
 from vtb_env.tools.base import NamedImage, Tool, ToolContext, ToolResult
 from vtb_env.tools.schemas import PYTHON_IMAGE_PROCESSING, PYTHON_INTERPRETER, python_image_processing_schema
@@ -22,6 +29,8 @@ from vtb_env.toolsets import VISION_TOOL
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 MAX_TEXT_CHARS = 10_000  # stdout/stderr shown to the model, per stream
+# transformed images in index order, then the others by name; budgets as vtb_env.tool_images applies them
+RETURNED_IMAGES = ImageRequest(IMAGE_SUFFIXES, order=TOOL_IMAGE_NAME.pattern)
 
 
 class _SandboxedPython(Tool):
@@ -35,9 +44,11 @@ class _SandboxedPython(Tool):
     def sandbox(self) -> Sandbox:
         return self._sandbox or shared_sandbox(self.profile)
 
-    def _execute(self, code: str, files: Mapping[str, bytes], collect: bool) -> ExecResult | ToolResult:
+    def _execute(
+        self, code: str, files: Mapping[str, bytes], images: ImageRequest | None = None
+    ) -> ExecResult | ToolResult:
         try:
-            return self.sandbox.run(code, files, timeout_s=self.timeout_s, collect_files=collect)
+            return self.sandbox.run(code, files, timeout_s=self.timeout_s, images=images)
         except SandboxError as exc:
             return ToolResult.failure(f"{self.name}: sandbox failure: {exc}", kind="sandbox")
 
@@ -72,7 +83,7 @@ class PythonInterpreter(_SandboxedPython):
     profile = "interpreter"
 
     def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
-        result = self._execute(arguments["code"], {}, collect=False)
+        result = self._execute(arguments["code"], {})
         if isinstance(result, ToolResult):
             return result
         body, error = self._report(result)
@@ -92,28 +103,32 @@ class PythonImageProcessing(_SandboxedPython):
 
     def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         files = {image.name: image.data for image in context.images}
-        result = self._execute(arguments["code"], files, collect=True)
+        result = self._execute(arguments["code"], files, RETURNED_IMAGES)
         if isinstance(result, ToolResult):
             return result
-        images = _returned_images(result.files)
+        images = [
+            NamedImage(os.path.basename(i.name), i.data, True, i.notes + _copy_note(i.copy_of), i.refusal)
+            for i in result.images
+        ]
+        work = {
+            "read": list(result.read_inputs or []),
+            "new_images": sum(i.refusal is None and i.copy_of is None for i in result.images),
+            "printed": bool(result.stdout.strip()),
+        }
         body, error = self._report(
-            result, images=[image.name for image in images], skipped_files=capped_listing(result.skipped_files)
+            result,
+            images=[image.name for image in images],
+            skipped_files=capped_listing(result.skipped_files),
+            image_work=work,
         )
         if error is None and not images:
             body["note"] = "no image was saved; save results as transformed_image_<i>.png to get them back"
-        meta = {"duration_s": result.duration_s}
+        meta = {"duration_s": result.duration_s, "image_work": work}
         return ToolResult(text=json.dumps(body), images=images, error=error, meta=meta)
 
 
-def _returned_images(files: Mapping[str, bytes]) -> list[NamedImage]:
-    """The image files the code wrote: transformed images in index order, then the others by name."""
-
-    def order(name: str) -> tuple[int, int, str]:
-        match = TOOL_IMAGE_NAME.fullmatch(name)
-        return (0, int(match.group(1)), name) if match else (1, 0, name)
-
-    names = sorted((name for name in files if name.lower().endswith(IMAGE_SUFFIXES)), key=order)
-    return [NamedImage(os.path.basename(name), files[name]) for name in names]
+def _copy_note(copy_of: str | None) -> tuple[str, ...]:
+    return () if copy_of is None else (f"its pixels repeat {copy_of} exactly",)
 
 
 def _clip(text: str, truncated: bool) -> str:

@@ -4,7 +4,8 @@ Model code may save any mode in any format under a ``.png`` name (CMYK TIFF, 32-
 LAB, 16-bit, palette with transparency, animations, EXIF-rotated JPEG, megabytes of text
 chunks). PNG cannot hold most of those modes and processors read them wrongly (a 16-bit image
 clips to white), so the observation gets ``shown_image``'s conversion; what it drops (frames,
-precision) is said in a note.
+precision) is said in a note. It runs where untrusted images are decoded: in a sandbox call
+(``vtb_env.sandbox.normalize``), and for the dataset's images as the observation encodes them.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import io
 import numpy as np
 from PIL import Image, ImageOps
 
+from vtb_env.sandbox.plain import plain_form
+
 SHOWN_MODES = ("RGB", "RGBA", "L")
-PASS_THROUGH_FORMATS = ("PNG", "JPEG", "WEBP")  # what the default preset sends as it is
 MAX_EXTRA_BYTES = 64 * 1024  # file bytes beyond the raw pixels: more is metadata, not image
 _TO_RGBA = ("LA", "La", "PA", "RGBa")
 _WIDE = ("I", "F")
@@ -74,11 +76,12 @@ def _bytes_per_pixel(mode: str) -> int:
 
 def for_observation(image: Image.Image, data: bytes) -> tuple[bytes, list[str]]:
     """The bytes to show for ``data`` (decoded as ``image``): ``data`` itself when it already is a compact
-    PNG/JPEG/WebP of one upright frame in a SHOWN_MODE, else a PNG of ``shown_image``; and the notes."""
+    plain PNG/JPEG (``vtb_env.sandbox.plain``) of one upright frame in a SHOWN_MODE, else a PNG of
+    ``shown_image``; and the notes."""
     shown, notes = shown_image(image)
     raw_bytes = image.width * image.height * _bytes_per_pixel(image.mode)
     single = getattr(image, "n_frames", 1) == 1
-    if shown is image and single and image.format in PASS_THROUGH_FORMATS and len(data) <= raw_bytes + MAX_EXTRA_BYTES:
+    if shown is image and single and len(data) <= raw_bytes + MAX_EXTRA_BYTES and plain_form(data) is not None:
         return data, notes
     if len(data) > raw_bytes + MAX_EXTRA_BYTES:
         notes.append(f"its {len(data) - raw_bytes} bytes of metadata are dropped")

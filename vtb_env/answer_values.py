@@ -1,0 +1,116 @@
+"""The values a text states: dates, clock times and numbers, read the same way by the generator (which
+writes each turn's closed world of allowed values) and by the exact checks (which compare an answer
+against it).
+
+Text is folded first (``fold``): Unicode compatibility forms (NFKC: full-width digits, ligatures, the
+fraction slash) and look-alikes (a Cyrillic "о", a division slash "∕") become the ASCII a reader sees,
+so a rule written for "or" or "/" applies to every spelling of it. Then ``scan`` reads, left to right,
+dates (``2024-03-17``, ``17/03/2024``, ``17 March 2024``, ``March 17, 2024``), clock times (``19:30``,
+``7:30 pm``) and numbers (``$1,234.50``, ``-4``, ``12%``), each only once: the year of a date is no
+number of its own, nor the hour of a time.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from anyascii import anyascii
+
+DATE, TIME, NUMBER = "date", "time", "number"
+KINDS = (DATE, TIME, NUMBER)
+
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+_NAMES = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_DAY = r"\d{1,2})(?:st|nd|rd|th)?"
+_DATE = re.compile(
+    r"\b(?P<iso_y>\d{4})-(?P<iso_m>\d{1,2})-(?P<iso_d>\d{1,2})\b"
+    r"|\b(?P<dmy_d>\d{1,2})[/.](?P<dmy_m>\d{1,2})[/.](?P<dmy_y>\d{4})\b"
+    rf"|\b(?P<day_first>{_DAY}\s+(?P<month_name>{_NAMES})\.?\s*,?\s*(?P<y1>\d{{4}})\b"
+    rf"|\b(?P<month_first>{_NAMES})\.?\s+(?P<day_second>{_DAY}\s*,?\s*(?P<y2>\d{{4}})\b",
+    re.IGNORECASE,
+)
+_TIME = re.compile(r"(?<![\d.:])(?P<h>[01]?\d|2[0-3]):(?P<m>[0-5]\d)(?![\d:])(?:\s*(?P<ampm>[ap])\.?m\b\.?)?", re.I)
+_NUMBER = re.compile(r"(?<![\w.])[-]?\$?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
+_ENUMERATOR = re.compile(r"(?m)^\s*\d{1,2}[.)](?=\s)")  # "1. ..." at the start of a line: a list marker
+
+
+def fold(text: str) -> str:
+    """NFKC, then every look-alike to the ASCII it looks like (``anyascii``)."""
+    return anyascii(unicodedata.normalize("NFKC", text or ""))
+
+
+@dataclass(frozen=True)
+class Value:
+    """One value stated in a text: its kind, its normal form, where it stands and, for a number, how
+    many decimals it was written with (its precision)."""
+
+    kind: str
+    value: float | str
+    start: int
+    end: int
+    decimals: int = 0
+
+
+def _date(match: re.Match[str]) -> str | None:
+    g = match.groupdict()
+    if g["iso_y"]:
+        year, month, day = g["iso_y"], g["iso_m"], g["iso_d"]
+    elif g["dmy_y"]:
+        year, month, day = g["dmy_y"], g["dmy_m"], g["dmy_d"]
+    elif g["y1"]:
+        year, month, day = g["y1"], _MONTHS[g["month_name"].lower()], g["day_first"]
+    else:
+        year, month, day = g["y2"], _MONTHS[g["month_first"].lower()], g["day_second"]
+    try:
+        return dt.date(int(year), int(month), int(day)).isoformat()
+    except ValueError:
+        return None
+
+
+def _time(match: re.Match[str]) -> int:
+    hour, minute, ampm = int(match["h"]), int(match["m"]), (match["ampm"] or "").lower()
+    if ampm == "p" and hour < 12:
+        hour += 12
+    elif ampm == "a" and hour == 12:
+        hour = 0
+    return hour * 60 + minute
+
+
+def _free(taken: list[tuple[int, int]], start: int, end: int) -> bool:
+    return all(end <= a or start >= b for a, b in taken)
+
+
+def scan(text: str) -> list[Value]:
+    """Every date, clock time and number in ``text`` (already folded), in order of position."""
+    found: list[Value] = []
+    taken: list[tuple[int, int]] = [m.span() for m in _ENUMERATOR.finditer(text)]
+    for match in _DATE.finditer(text):
+        iso = _date(match)
+        if iso is not None:
+            found.append(Value(DATE, iso, *match.span()))
+            taken.append(match.span())
+    for match in _TIME.finditer(text):
+        if _free(taken, *match.span()):
+            found.append(Value(TIME, _time(match), *match.span()))
+            taken.append(match.span())
+    for match in _NUMBER.finditer(text):
+        if not _free(taken, *match.span()):
+            continue
+        token = match.group().replace("$", "").replace(",", "")
+        try:
+            number = float(token)
+        except ValueError:
+            continue
+        decimals = len(token.split(".")[1]) if "." in token else 0
+        found.append(Value(NUMBER, number, *match.span(), decimals=decimals))
+    return sorted(found, key=lambda v: v.start)
+
+
+def values_of(text: str, kind: str) -> list[float | str]:
+    """The values of one kind that ``text`` states (folded first)."""
+    return [v.value for v in scan(fold(text)) if v.kind == kind]
