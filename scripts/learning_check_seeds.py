@@ -45,17 +45,25 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, l
     p.add_argument("--controls", action="store_true", help="also run text-no-question and vlm at the first seed")
     p.add_argument("--jobs", type=int, default=1, help="runs at a time")
     p.add_argument("--threads", type=int, default=1, help="torch / OpenMP threads per run")
+    p.add_argument("--timeout", type=float, default=None, help="seconds a run may take (then stopped: exit 124)")
     p.add_argument("--out", required=True, help="folder for the runs' JSON, logs and summary.json")
     return p.parse_args(own), extra
 
 
-def run_one(policy: str, seed: int, out: Path, threads: int, extra: Sequence[str]) -> dict[str, Any]:
+def run_one(
+    policy: str, seed: int, out: Path, threads: int, extra: Sequence[str], timeout: float | None = None
+) -> dict[str, Any]:
     name = f"{policy}_seed{seed}"
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     command = [sys.executable, str(CHECK), "--policy", policy, "--seed", str(seed), "--json", str(out / f"{name}.json")]
     start = time.perf_counter()
     with open(out / f"{name}.log", "w") as log:
-        code = subprocess.run([*command, *extra], stdout=log, stderr=subprocess.STDOUT, env=env).returncode
+        try:
+            code = subprocess.run(
+                [*command, *extra], stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout
+            ).returncode
+        except subprocess.TimeoutExpired:
+            code = 124
     row: dict[str, Any] = {"run": name, "policy": policy, "seed": seed, "exit": code}
     if code == 0:
         result = json.loads((out / f"{name}.json").read_text())
@@ -83,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = [("text", s) for s in seeds] + ([("text-no-question", seeds[0]), ("vlm", seeds[0])] if args.controls else [])
     start = time.perf_counter()
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        rows = list(pool.map(lambda r: run_one(r[0], r[1], out, args.threads, extra), runs))
+        rows = list(pool.map(lambda r: run_one(r[0], r[1], out, args.threads, extra, args.timeout), runs))
     reading = [r for r in rows if r["policy"] == "text" and r["exit"] == 0]
     summary = {
         "arguments": extra,

@@ -42,6 +42,7 @@ def sft_cold_start(
     through an OCR view)."""
     import time
 
+    import torch
     from datasets import load_dataset
     from transformers import (
         AutoConfig,
@@ -72,7 +73,7 @@ def sft_cold_start(
             assistant_only_loss=True,
             max_length=None,  # images must never be cut from a sequence
             bf16=False,
-            use_cpu=True,
+            use_cpu=not torch.cuda.is_available(),
             **checkpointing(SFTConfig, False),
             report_to=[],
             logging_steps=1,
