@@ -33,7 +33,7 @@ from typing import Sequence
 
 from vtb_agents.two_action_vlm import DEFAULT_IMAGE_SIZE, DEFAULT_PATCH_SIZE, DEFAULT_STEM_WIDTH
 from vtb_app.learning_check import run
-from vtb_app.learning_policies import POLICIES
+from vtb_app.learning_policies import POLICIES, POLICY_LEARNING_RATES
 from vtb_env.synth.stream import DEFAULT_GENERATOR
 from vtb_env.synth.twins import GENERATORS
 
@@ -66,7 +66,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-steps", type=int, default=60)
     p.add_argument("--num-generations", type=int, default=4)
     p.add_argument("--tasks-per-step", type=int, default=4)
-    p.add_argument("--learning-rate", type=float, default=3e-3)
+    p.add_argument(
+        "--learning-rate", type=float, default=None, help="GRPO's (default per policy: POLICY_LEARNING_RATES)"
+    )
+    p.add_argument("--lr-scheduler-type", default="linear", help="GRPO's learning-rate schedule (TRL's names)")
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--max-tool-calls", type=int, default=1, help="per turn; a call after the cap truncates the episode")
     p.add_argument("--image-size", type=int, default=DEFAULT_IMAGE_SIZE, help="policy's image resolution (square)")
@@ -89,8 +92,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--sft-learning-rate",
         type=float,
-        default=1e-2,
-        help="high: the action tokens must first rise past the suppressed vocabulary",
+        default=None,
+        help="default per policy (POLICY_LEARNING_RATES); the pixel policy's is high: its action tokens must first "
+        "rise past the suppressed vocabulary",
     )
     p.add_argument("--sft-batch-size", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
@@ -106,6 +110,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.compare and not args.plot:
         p.error("--compare needs --plot")
+    sft_rate, grpo_rate = POLICY_LEARNING_RATES[args.policy]
+    args.sft_learning_rate = sft_rate if args.sft_learning_rate is None else args.sft_learning_rate
+    args.learning_rate = grpo_rate if args.learning_rate is None else args.learning_rate
     if args.supervised_epochs and args.policy != "vlm":
         p.error("--supervised-epochs: the supervised bound is measured for --policy vlm only")
     if not args.eval_modes or set(args.eval_modes.split(",")) - {"sampled", "greedy"}:

@@ -334,6 +334,8 @@ def _grpo_args(train_grpo: Any, args: argparse.Namespace, policy: Path, output_d
             PROCESS_CREDIT,
             "--label-probes",
             str(getattr(args, "label_probes", 0)),
+            "--lr-scheduler-type",
+            getattr(args, "lr_scheduler_type", "linear"),
         ]
     )
 

@@ -26,6 +26,8 @@ from vtb_env.tasks import Task
 
 POLICIES = ("text", "text-no-question", "vlm")
 TEXT_VIEWS = {"text": "ocr", "text-no-question": "ocr-pages"}
+# (SFT, GRPO) learning rates: the text policy's measured (docs/training.md); the pixel policy's its earlier defaults
+POLICY_LEARNING_RATES = {"text": (1e-3, 1e-3), "text-no-question": (1e-3, 1e-3), "vlm": (1e-2, 3e-3)}
 
 
 def build_policy(args: argparse.Namespace, path: Path) -> Path:
