@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from vtb_app.cli import main as vtb
-from vtb_env.sft import SFT_FILE, sft_rows
+from vtb_env.sft import SFT_FILE, sft_env_config, sft_rows
 from vtb_env.synth import TOOL_REDUNDANT, TOOL_REQUIRED, generate
 from vtb_env.tools import default_tools
 
@@ -98,6 +98,27 @@ def test_a_trajectory_that_fails_is_skipped_with_its_reason():
     reasons = dict(skipped)
     assert "ZeroDivisionError" in reasons["broken"] and "teleport" in reasons["unknown"]
 
+
+
+@pytest.mark.parametrize("scope", ["turn", "task"])
+def test_reference_calls_past_the_env_cap_are_left_out(scope):
+    """Under a cap of one call, a turn with two reference calls plays its first and then its golden answer."""
+    task = next(
+        t for t in generate(4, seed=1) if sum(len(json.loads(u.tool_trajectory_raw or "[]")) for u in t.turns) >= 2
+    )
+    tools = default_tools()
+    try:
+        config = sft_env_config(max_tool_calls=1, cap_scope=scope)
+        (row,), skipped = sft_rows([task], tools, config)
+    finally:
+        tools.close()
+    assert skipped == []
+    per_turn = [len(json.loads(u.tool_trajectory_raw or "[]")) for u in task.turns]
+    first = next(i for i, n in enumerate(per_turn) if n)  # under a per-task cap only the first call runs
+    kept = [min(n, 1) for n in per_turn] if scope == "turn" else [int(i == first) for i in range(len(per_turn))]
+    assert row["tool_calls"] == sum(kept) >= 1
+    finals = [m for m in row["messages"] if m["role"] == "assistant" and not m.get("tool_calls")]
+    assert [_text(m) for m in finals] == [turn.golden_answer for turn in task.turns]
 
 @pytest.mark.slow
 def test_trl_sft_trainer_trains_a_vlm_on_the_export(exported, tmp_path):

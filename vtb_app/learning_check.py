@@ -261,18 +261,18 @@ def sft_stage(
     args: argparse.Namespace,
     out: Path,
 ) -> dict[str, Any]:
-    """Export the training tasks' reference conversations (all offline tools, no system prompt, a cap they fit in),
-    run ``--sft-steps`` of TRL's SFTTrainer on them from ``policy``, evaluate held-out."""
+    """Export the training tasks' reference conversations (all offline tools, no system prompt, the check's cap:
+    a turn's calls past ``--max-tool-calls`` are left out, as an episode would not run them), run ``--sft-steps`` of TRL's SFTTrainer on them from ``policy``, evaluate held-out."""
     from vtb_agents.rollout import policy_view
     from vtb_app.integrations.trl_sft import sft_cold_start
-    from vtb_env.sft import export_sft, sft_env_config
+    from vtb_env.sft import export_sft
     from vtb_env.tools import default_tools
 
     start, cpu_start = time.perf_counter(), cpu_seconds()
     reference_tools = default_tools()
     try:
         data, rows, skipped = export_sft(
-            train_tasks, out / "data", reference_tools, sft_env_config(system_prompt=None), policy_view(processor)
+            train_tasks, out / "data", reference_tools, env_config(args.max_tool_calls), policy_view(processor)
         )
     finally:
         reference_tools.close()

@@ -15,8 +15,9 @@ offered schemas, JSON text), plus ``task_id``, ``mode_label`` and ``tool_calls``
 (``vtb_env.ocr_view.OcrView``), the rows are for a text policy: each image part is the text part the
 view makes of it (the words read in the image) and there is no ``images`` column.
 
-A trajectory that cannot be replayed (unknown tool, a call that errors, the cap reached) raises
-``ReferenceReplayError``; ``export_sft`` skips that task and reports it.
+Calls past the env's cap are left out (an episode under that cap ends there). A trajectory that cannot be
+replayed (unknown tool, a call that errors) raises ``ReferenceReplayError``; ``export_sft`` skips that task
+and reports it.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ def _no_reward(task: Task, record: Any) -> tuple[float, dict[str, float]]:
 def reference_conversation(env: VisualToolBenchEnv, task: Task, view: View | None = None) -> dict[str, Any]:
     """Play ``task``'s reference trajectory and golden answers in ``env``; the SFT row (module doc).
 
-    ``env`` must hold the task and show images by name (``EnvConfig(image_parts="name")``). ``view``: the
+    ``env`` must hold the task and show images by name (``EnvConfig(image_parts="name")``). A turn plays its
+    reference calls up to the env's cap (``max_tool_calls`` per turn or per task, ``cap_scope``) and leaves the
+    rest out: past the cap an episode ends, so the row shows what an episode under that cap can do. ``view``: the
     dialogue as a text policy is shown it (``vtb_env.ocr_view.OcrView``: the images' words as text parts);
     the row then has no images.
     """
@@ -70,7 +73,7 @@ def reference_conversation(env: VisualToolBenchEnv, task: Task, view: View | Non
     tools = observation["tools"]
     n_calls = 0
     for t, turn in enumerate(task.turns):
-        for call in reference_calls(task, t):
+        for call in reference_calls(task, t)[: _calls_allowed(env.config, n_calls)]:
             if call["tool"] not in env.tools:
                 raise ReferenceReplayError(f"task {task.id} turn {t + 1}: tool {call['tool']!r} is not offered")
             n_calls += 1
@@ -106,6 +109,11 @@ def reference_conversation(env: VisualToolBenchEnv, task: Task, view: View | Non
     if view is None:
         row["images"] = [{"bytes": image.data, "path": image.name} for image in images]
     return row
+
+
+def _calls_allowed(config: EnvConfig, calls_so_far: int) -> int:
+    """How many of a turn's reference calls the env's cap lets run: a replay teaches what an episode can do."""
+    return config.max_tool_calls if config.cap_scope == "turn" else max(0, config.max_tool_calls - calls_so_far)
 
 
 def trl_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
