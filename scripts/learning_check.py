@@ -88,7 +88,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--eval-samples", type=int, default=4, help="sampled episodes per held-out task (greedy: one)")
     p.add_argument("--supervised-epochs", type=int, default=0, help="measure the supervised bound first (0: skip)")
     p.add_argument("--supervised-learning-rate", type=float, default=1e-3)
-    p.add_argument("--sft-steps", type=int, default=0, help="SFT cold start on the reference conversations (0: none)")
+    p.add_argument(
+        "--sft-steps", type=int, default=90, help="SFT warm-up steps on the reference conversations (0: none)"
+    )
     p.add_argument(
         "--sft-learning-rate",
         type=float,

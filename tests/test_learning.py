@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The v1 twins (label in plain sight) with the earlier small policy (64 px, linear 8 px patches): the
 # shortened runs the slow tests make, 64 training tasks and 32 held-out.
 _V1_SMALL_POLICY = [
-    "--tasks", "synth:64:0", "--eval-tasks", "synth:32:1", "--generator", "v1",
+    "--policy", "vlm", "--tasks", "synth:64:0", "--eval-tasks", "synth:32:1", "--generator", "v1",
     "--image-size", "64", "--patch-size", "8", "--stem-width", "0",
 ]  # fmt: skip
 
@@ -99,6 +99,8 @@ def test_grpo_teaches_mode_selection_on_held_out_twins(tmp_path):
     args = script.parse_args(
         [
             *_V1_SMALL_POLICY,
+            "--sft-steps",
+            "0",
             "--max-steps",
             "20",
             "--eval-modes",

@@ -99,7 +99,6 @@ def test_a_trajectory_that_fails_is_skipped_with_its_reason():
     assert "ZeroDivisionError" in reasons["broken"] and "teleport" in reasons["unknown"]
 
 
-
 @pytest.mark.parametrize("scope", ["turn", "task"])
 def test_reference_calls_past_the_env_cap_are_left_out(scope):
     """Under a cap of one call, a turn with two reference calls plays its first and then its golden answer."""
@@ -119,6 +118,7 @@ def test_reference_calls_past_the_env_cap_are_left_out(scope):
     assert row["tool_calls"] == sum(kept) >= 1
     finals = [m for m in row["messages"] if m["role"] == "assistant" and not m.get("tool_calls")]
     assert [_text(m) for m in finals] == [turn.golden_answer for turn in task.turns]
+
 
 @pytest.mark.slow
 def test_trl_sft_trainer_trains_a_vlm_on_the_export(exported, tmp_path):

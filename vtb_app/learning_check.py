@@ -262,7 +262,8 @@ def sft_stage(
     out: Path,
 ) -> dict[str, Any]:
     """Export the training tasks' reference conversations (all offline tools, no system prompt, the check's cap:
-    a turn's calls past ``--max-tool-calls`` are left out, as an episode would not run them), run ``--sft-steps`` of TRL's SFTTrainer on them from ``policy``, evaluate held-out."""
+    a turn's calls past ``--max-tool-calls`` are left out, as an episode would not run them), run ``--sft-steps``
+    of TRL's SFTTrainer on them from ``policy``, evaluate held-out."""
     from vtb_agents.rollout import policy_view
     from vtb_app.integrations.trl_sft import sft_cold_start
     from vtb_env.sft import export_sft

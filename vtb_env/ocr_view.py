@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -133,9 +134,11 @@ class OcrCache:
                 "engine": self.signature,
                 "words": {k: list(v) for k, v in self.words.items()},
             }
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(data, sort_keys=True))
-        tmp.replace(path)
+        # a temporary file of this writer's own, then an atomic rename: runs sharing one cache file (several
+        # seeds side by side) each leave a whole file, never one another's half-written one
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
+            tmp.write(json.dumps(data, sort_keys=True))
+        Path(tmp.name).replace(path)
         return path
 
     def load(self, path: str | Path) -> int:
