@@ -17,7 +17,10 @@ Vision-language policies (a transformers processor as ``processing_class``): eac
 placeholder is expanded by the processor into the model's image tokens, and ``Episode.images``
 keeps every image the policy saw (prompt, tool outputs, later turns) in the order of its
 placeholders, so generation here and the trainer's log-prob passes (``vision_inputs``) give the
-model the same pixels at the same positions.
+model the same pixels at the same positions. ``Episode.placeholder_ids`` is the same sequence with
+each image left as its one placeholder token (the chat template's text, tokenizer only): what an
+engine that runs the processor itself on raw images (vLLM) must get, so that each image is
+expanded exactly once (TRL issue #6294: expanded ids plus the images get expanded twice).
 
 Why in ``agents``: this is the policy side of the loop (tokenizer, generation, sampling
 log-probs); ``vtb_env`` stays free of torch, and ``rewards`` only scores records.
@@ -51,7 +54,9 @@ class Generator(Protocol):
     """Samples one continuation per prompt (token ids in, token ids out).
 
     ``images[i]`` are the images of prompt ``i`` in the order of its image placeholders (None for
-    text-only policies).
+    text-only policies). ``prompts`` carry each image's tokens expanded (what the model reads and the
+    loss is computed on), unless the generator has ``expands_images = True``: it hands raw images to
+    an engine that expands each placeholder itself, so it gets ``Episode.placeholder_ids``.
     """
 
     def __call__(
@@ -142,10 +147,20 @@ class HFGenerator:
 
 
 class VLLMGenerator:
-    """Generation through a TRL trainer's vLLM engine (``use_vllm=True``, colocate or server mode)."""
+    """Generation through a TRL trainer's vLLM engine (``use_vllm=True``, colocate or server mode).
+
+    What vLLM gets for a VLM (TRL 1.16): in colocate mode TRL hands each row's ids and raw images to
+    vLLM, whose processor expands every image placeholder, so the rows are ``Episode.placeholder_ids``
+    (``expands_images``). In server mode TRL processes the images on the server and places their
+    features on the runs of image tokens in the ids, one run per image (``_place_features`` checks the
+    count), so the rows are the expanded ids the loss is computed on and vLLM expands nothing.
+    Either way vLLM's prompt is the episode's expanded sequence, each image expanded once
+    (``tests/integration/test_vllm_vlm_rollout.py`` checks it against a real vLLM server).
+    """
 
     def __init__(self, trainer: Any):
         self.trainer = trainer
+        self.expands_images = trainer.vllm_generation.mode == "colocate"
 
     def __call__(
         self, prompts: Sequence[list[int]], images: Sequence[list[Image.Image]] | None = None
@@ -208,7 +223,7 @@ class ChatRenderer:
     def encode(self, text: str, images: Sequence[Image.Image] = ()) -> list[int]:
         """Token ids of ``text``; for a VLM, ``images`` are those of its placeholders, in order."""
         if not self.is_vision:
-            return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            return self.placeholder_tokens(text)
         placeholders = text.count(self.processor.image_token)
         if placeholders != len(images):
             raise ValueError(
@@ -216,24 +231,21 @@ class ChatRenderer:
                 f"but {len(images)} images arrived with it"
             )
         if not images:
-            return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            return self.placeholder_tokens(text)
         return list(self.processor(text=[text], images=[list(images)], add_special_tokens=False)["input_ids"][0])
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
 
-    def appended_tokens(
-        self,
-        before: Sequence[dict[str, Any]],
-        after: Sequence[dict[str, Any]],
-        tools: Sequence[dict[str, Any]],
-        images: Sequence[Image.Image] = (),
-    ) -> list[int]:
-        """Tokens the template adds going from ``before`` (ending with the policy's message) to ``after`` +
-        generation prompt.
+    def placeholder_tokens(self, text: str) -> list[int]:
+        """Token ids of ``text`` with each image placeholder left as is (tokenizer only, no image processor)."""
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-        ``images`` are the images of the added messages (a VLM policy's placeholders are expanded with them).
-        """
+    def appended_text(
+        self, before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
+    ) -> str:
+        """Text the template adds going from ``before`` (ending with the policy's message) to ``after`` +
+        generation prompt."""
         head = self.text(before, tools, add_generation_prompt=False)
         full = self.text(after, tools, add_generation_prompt=True)
         if not full.startswith(head):
@@ -241,7 +253,7 @@ class ChatRenderer:
                 "the chat template is not prefix-preserving: appending messages rewrote earlier text, "
                 "so env tokens cannot be isolated"
             )
-        return self.encode(full[len(head) :], images)
+        return full[len(head) :]
 
 
 def _plain_images(message: dict[str, Any]) -> dict[str, Any]:
@@ -261,6 +273,8 @@ class Episode:
         default_factory=list
     )  # every image a vision policy was shown, in placeholder order (prompt, tools, later turns); none for text
     image_names: list[str] = field(default_factory=list)  # every image the env showed (image_<k>.png, transformed_...)
+    # prompt and completion with each image as its one placeholder token (what vLLM expands itself)
+    placeholder_ids: list[int] = field(default_factory=list)
     reward: float = 0.0
     components: dict[str, float] = field(default_factory=dict)
     record: "EpisodeRecord | None" = None
@@ -272,7 +286,11 @@ class Episode:
     policy_steps: int = 0
     seconds: float = 0.0
 
-    def extend(self, ids: Sequence[int], logprobs: Sequence[float] | None) -> None:
+    def extend(
+        self, ids: Sequence[int], logprobs: Sequence[float] | None, placeholder_ids: Sequence[int] | None = None
+    ) -> None:
+        """Append policy tokens (``logprobs`` given) or env tokens (None; ``placeholder_ids``: them unexpanded)."""
+        self.placeholder_ids.extend(ids if placeholder_ids is None else placeholder_ids)
         self.completion_ids.extend(ids)
         self.env_mask.extend([0 if logprobs is None else 1] * len(ids))
         self.logprobs.extend([0.0] * len(ids) if logprobs is None else logprobs)
@@ -343,9 +361,11 @@ def run_episodes(
             break
         padding = width - len(active)
         images = [s.episode.images for s in active] + [[]] * padding if renderer.is_vision else None
-        generations = generate(
-            [s.episode.prompt_ids + s.episode.completion_ids for s in active] + [filler] * padding, images
-        )
+        if getattr(generate, "expands_images", False):
+            prompts = [s.episode.placeholder_ids for s in active]
+        else:
+            prompts = [s.episode.prompt_ids + s.episode.completion_ids for s in active]
+        generations = generate(prompts + [filler] * padding, images)
         actions: list[str | None] = [None] * len(pool)
         for state, gen in zip(active, generations, strict=False):
             state.episode.extend(gen.token_ids, gen.logprobs)
@@ -373,6 +393,7 @@ def start_episode(renderer: ChatRenderer, task_id: str, observation: dict[str, A
     observation = renderer.shown(observation)
     text = renderer.text(observation["messages"], observation["tools"], add_generation_prompt=True)
     episode.prompt_ids = renderer.encode(text, episode.images)
+    episode.placeholder_ids = renderer.placeholder_tokens(text)
     return episode
 
 
@@ -389,7 +410,8 @@ def append_env_reply(
     """
     after = renderer.shown(observation)["messages"]  # the old ones, the env's copy of the policy's message, new ones
     new_images = _shown(renderer, observation["images"][len(episode.image_names) :])
-    episode.extend(renderer.appended_tokens(after[: len(messages) + 1], after, tools, new_images), None)
+    appended = renderer.appended_text(after[: len(messages) + 1], after, tools)
+    episode.extend(renderer.encode(appended, new_images), None, renderer.placeholder_tokens(appended))
     episode.images += new_images
     episode.image_names += observation["image_names"][len(episode.image_names) :]
     return list(after)

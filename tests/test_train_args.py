@@ -61,18 +61,6 @@ def test_every_grpo_config_field_is_a_flag_of_the_script():
         parse_args(["--model", "m", "--cap-scope", "episode"])  # a closed set: task or turn
 
 
-def test_a_vlm_policy_is_refused_vllm_colocate_which_would_expand_its_image_tokens_twice(tmp_path):
-    from tests.support.env_tools import small_tools
-    from tests.support.tiny_models import build_tiny_idefics3
-    from vtb_app.integrations.trl import train
-
-    policy = build_tiny_idefics3(tmp_path / "vlm")
-    with pytest.raises(SystemExit, match="--vllm_mode server"):
-        train(
-            parse_args(["--model", str(policy), "--use-vllm", "--vllm-mode", "colocate"]), tasks=[], tools=small_tools()
-        )
-
-
 def test_the_train_extra_brings_what_qwen_vl_processors_need():
     """transformers' Qwen2-VL video processor, which Qwen2.5-VL's processor requires, imports torchvision (the
     `train` extra's trl[vlm]); the main venv's CPU torch has no importable torchvision (scripts/setup.sh), so

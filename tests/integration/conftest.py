@@ -38,18 +38,21 @@ SCRIPTED_CALL = {
 SCRIPTED_ANSWER = "The answer is 3."
 # 4096 tokens: the env's prompt with all six tool schemas is ~3300 tokens with the tiny tokenizer
 # (the scripted model ignores position up to 4096).
-SCRIPTED_SERVER_OPTIONS = ("--max-images", "8", "--max-model-len", "4096")
+# --enable-scale-out: the token-in endpoints (/inference/v1/generate, /v1/chat/completions/render) that TRL's
+# server mode uses for VLM prompts and test_vllm_vlm_rollout.py reads vLLM's final prompt ids from.
+SCRIPTED_SERVER_OPTIONS = ("--max-images", "8", "--max-model-len", "4096", "--", "--enable-scale-out")
 # The reply format vtb_rewards.judge parses (rewards/judge/verdict.py).
 JUDGE_VERDICT = '{"explanation": "The response states the count.", "judge_result": "Met"}'
 
 
 @dataclass(frozen=True)
 class VLLMServer:
-    """A running server: OpenAI base URL, the served model name, and its state dir (pid, log)."""
+    """A running server: OpenAI base URL, the served model name, its state dir (pid, log) and checkpoint dir."""
 
     base_url: str
     model: str
     state: Path
+    model_dir: Path
 
 
 def _free_port() -> int:
@@ -92,7 +95,7 @@ def _serve(model_dir: Path, name: str, state: Path, metrics: dict, *extra: str) 
     )
     metrics[f"{name}_startup_s"] = round(time.perf_counter() - began, 1)
     try:
-        yield VLLMServer(url.splitlines()[-1], name, state)
+        yield VLLMServer(url.splitlines()[-1], name, state, model_dir)
     finally:
         _server_script("stop", "--state", str(state))
         assert not (state / "server.pid").exists()

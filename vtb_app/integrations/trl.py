@@ -347,11 +347,6 @@ def train(
     )
     if is_vlm and not is_processor(processing_class):
         raise SystemExit(f"{args.model} is a vision-language model but AutoProcessor gave no image processor")
-    if is_vlm and args.use_vllm and args.vllm_mode != "server":
-        # The episode's token ids carry the processor-expanded image tokens (what the loss is computed on). TRL's
-        # server mode places the images' features on those runs of image tokens; colocate hands ids and images to
-        # vLLM, which expands the image tokens a second time (TRL issue #6294).
-        raise SystemExit("a vision-language policy generates with vLLM in server mode only: --vllm_mode server")
     tokenizer = getattr(processing_class, "tokenizer", processing_class)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
