@@ -41,17 +41,15 @@ def plot_learning_curve(result: dict[str, Any], path: Path) -> None:
     ax_mode.plot(steps, [p["mode_reward"] for p in curve], label="train batch")
     ax_mcc.plot(steps, [p["mcc"] for p in curve], alpha=0.35, label="train batch (0 when one label only)")
     ax_mcc.plot(steps, [p["mcc_window"] for p in curve], label="train, pooled over last 5 steps")
+    warmed = result["sft"]["held_out"] if "sft" in result else None  # GRPO starts from the SFT checkpoint
     for key, marker in HELD_OUT_MARKERS:
         if key not in result["after"]:
             continue
         for ax, metric in ((ax_reward, "reward"), (ax_mode, "mode_reward"), (ax_mcc, "mcc")):
-            ax.plot(
-                [0, last],
-                [result["before"][key][metric], result["after"][key][metric]],
-                marker,
-                linestyle=":",
-                label=f"held-out ({key})",
-            )
+            start = (warmed or result["before"])[key][metric]
+            ax.plot([0, last], [start, result["after"][key][metric]], marker, linestyle=":", label=f"held-out ({key})")
+            if warmed is not None:  # the initial policy, before the warm-up
+                ax.plot([0], [result["before"][key][metric]], marker[0], color=marker[1:], fillstyle="none")
     bound = result.get("supervised", {}).get("held_out", {}).get("greedy")
     if bound is not None:
         ax_mcc.axhline(bound["mcc"], color="C4", linestyle="--", label="supervised bound (held-out, greedy)")
@@ -61,8 +59,10 @@ def plot_learning_curve(result: dict[str, Any], path: Path) -> None:
     for ax in (ax_reward, ax_mode, ax_mcc):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
+    policy = {"text": "reading", "text-no-question": "question-blind reading"}.get(result.get("policy"), "pixel")
+    warm_up = f"SFT {result['args']['sft_steps']} steps (held-out at step 0; hollow: before), then " if warmed else ""
     fig.suptitle(
-        f"two-action policy, GRPO on {result['tasks']} ({result.get('generator', '')}), held-out "
+        f"two-action {policy} policy: {warm_up}GRPO on {result['tasks']} ({result.get('generator', '')}), held-out "
         f"{result['eval_tasks']} ({_minutes(result)}, CPU)",
         fontsize=9,
     )
