@@ -34,7 +34,7 @@ from typing import Any, Iterable, Mapping
 
 from PIL import Image
 
-from vtb_env.observation import is_image_part
+from vtb_env.observation import map_image_parts
 from vtb_env.ocr import OcrEngine, OcrUnavailable, default_engine
 
 VIEWS = ("ocr", "ocr-pages")  # the question and the pages' words; the pages' words alone
@@ -176,27 +176,20 @@ class OcrView:
         return VIEWS[0] if self.question else VIEWS[1]
 
     def __call__(self, observation: Mapping[str, Any]) -> dict[str, Any]:
-        images = observation["images"]
-        index = -1
-        messages = []
-        for message in observation["messages"]:
-            content = message.get("content")
-            if isinstance(content, list):
-                parts = []
-                for part in content:
-                    if is_image_part(part):
-                        index += 1
-                        parts.append(self._page(part, images[index], observation["image_names"][index]))
-                    elif self.question or message.get("role") != "user":
-                        parts.append(dict(part))
-                content = parts
-            elif not self.question and message.get("role") == "user":
-                content = []
-            messages.append({**message, "content": content})
+        images, names = observation["images"], observation["image_names"]
+        messages = map_image_parts(observation["messages"], lambda part, i: self._page(part, images[i], names[i]))
+        if not self.question:  # user messages keep their pages' words alone
+            messages = [_pages_only(m) if m.get("role") == "user" else m for m in messages]
         return {**observation, "messages": messages}
 
     def _page(self, part: Mapping[str, Any], image: Image.Image, name: str) -> dict[str, Any]:
         return {"type": "text", "text": " ".join(self.cache.read(image)), "ocr": part.get("name") or name}
+
+
+def _pages_only(message: dict[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    pages = [part for part in content if "ocr" in part] if isinstance(content, list) else []
+    return {**message, "content": pages}
 
 
 def make_view(name: str | None, cache: OcrCache | None = None) -> OcrView | None:
