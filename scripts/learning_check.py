@@ -1,10 +1,13 @@
-"""Does a policy learn from the environment? GRPO learning curve of a tiny VLM on tool-required / tool-redundant twins.
+"""Does a policy learn from the environment? A tiny two-action policy on tool-required / tool-redundant twins.
 
-    python scripts/learning_check.py --json docs/figures/learning_curve.json --plot docs/figures/learning_curve.png
+    python scripts/learning_check.py --json docs/figures/learning_check_reading.json \
+        --plot docs/figures/learning_check_reading.png
 
-1. Build the two-action policy (``vtb_agents.two_action_vlm``: a random-weight Idefics3 with a CNN
-   patch embedding whose reply is a well-formed ``python_image_processing`` zoom or a fixed final
-   answer; its choice is predicted at the assistant header, which attends to the image tokens).
+1. Build the two-action policy, whose reply is a well-formed ``python_image_processing`` zoom or a
+   fixed final answer, from random weights: ``--policy text`` (default), ``vtb_agents.two_action_text``
+   over the question and the words Tesseract reads in the pictures (``vtb_env.ocr_view``);
+   ``text-no-question``, the same shown the pages' words alone; ``vlm``, ``vtb_agents.two_action_vlm``,
+   an Idefics3 with a CNN patch embedding over the pixels.
 2. Evaluate it on held-out tasks (another synth seed) in the real environment (sandboxed tool,
    tool images returned into the dialogue, composed reward): ``--eval-samples`` sampled episodes
    per task and one greedy episode per task.
