@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.support.binaries import require, require_binary
@@ -19,3 +21,11 @@ def tesseract() -> None:
     from vtb_env import ocr
 
     require(ocr.is_available(), "tesseract (OCR)")
+
+
+@pytest.fixture
+def exact_rubric_checks_only(monkeypatch):
+    """The env's default reward judges with VTB_JUDGE_* when set: a test that uses this fixture (``pytestmark =
+    pytest.mark.usefixtures("exact_rubric_checks_only")``) scores with exact checks only, whatever the shell says."""
+    for name in [n for n in os.environ if n.startswith("VTB_JUDGE")]:
+        monkeypatch.delenv(name)

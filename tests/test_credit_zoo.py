@@ -9,8 +9,6 @@ that counted would turn FN into TP.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from tests.test_reward_hacking import _bench
@@ -22,10 +20,7 @@ def tasks():
     return list(load_tasks("synth:6:5"))
 
 
-@pytest.fixture(autouse=True)
-def exact_checks_only(monkeypatch):
-    for name in [k for k in os.environ if k.startswith("VTB_JUDGE_")]:
-        monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("exact_rubric_checks_only")
 
 
 @pytest.mark.slow

@@ -8,7 +8,6 @@ SkyRL's own ``main_base`` dispatches ``trainer.override_entrypoint`` to ``vtb_ap
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -28,10 +27,7 @@ CROP = "from PIL import Image\nImage.open('image_1.png').crop((0, 0, 20, 10)).sa
 ENTRYPOINT = "trainer.override_entrypoint=vtb_app.integrations.skyrl_train"
 
 
-@pytest.fixture(autouse=True)
-def _exact_rubric_checks_only(monkeypatch):
-    for name in [n for n in os.environ if n.startswith("VTB_JUDGE")]:
-        monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("exact_rubric_checks_only")
 
 
 @pytest.fixture(scope="module")

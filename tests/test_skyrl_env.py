@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import io
-import os
 
 import pytest
 
@@ -25,11 +24,7 @@ from vtb_env.loaders import save_tasks  # noqa: E402
 CROP = "from PIL import Image\nImage.open('image_1.png').crop((0, 0, 20, 10)).save('transformed_image_{i}.png')"
 
 
-@pytest.fixture(autouse=True)
-def _exact_rubric_checks_only(monkeypatch):
-    """The env's default reward judges with VTB_JUDGE_* when set: these tests use exact checks only."""
-    for name in [n for n in os.environ if n.startswith("VTB_JUDGE")]:
-        monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("exact_rubric_checks_only")
 
 
 @pytest.fixture(scope="module")
