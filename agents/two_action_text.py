@@ -47,7 +47,7 @@ from typing import Any
 
 import torch
 from huggingface_hub.dataclasses import strict
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from torch import nn
 from transformers import (
     AutoConfig,
@@ -60,10 +60,18 @@ from transformers import (
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import BaseModelOutput, CausalLMOutput
 
-from vtb_agents.two_action_vlm import ANSWER_TEXT, CALL_TEXT
+from vtb_agents.two_action_vlm import (
+    ANSWER_TEXT,
+    BOS,
+    CALL_TEXT,
+    EOT,
+    PAD,
+    UNK,
+    action_token_ids,
+    two_action_tokenizer,
+)
 from vtb_agents.word_features import OTHER, PAGE, TEXT, WordFeatures, token_tables
 
-BOS, EOT, PAD, UNK = "<|begin_of_text|>", "<|eot_id|>", "<|pad|>", "[UNK]"
 ROLES = {"system": "<|system|>", "user": "<|user|>", "assistant": "<|assistant|>", "tool": "<|tool|>"}
 PAGE_OPEN, PAGE_CLOSE, UNREAD_IMAGE = "<|page|>", "<|/page|>", "<|image|>"
 SPECIALS = [BOS, EOT, PAD, UNK, *ROLES.values(), PAGE_OPEN, PAGE_CLOSE, UNREAD_IMAGE]
@@ -108,24 +116,9 @@ def build_tokenizer(image_view: str = "ocr") -> PreTrainedTokenizerFast:
     characters = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
     characters.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     characters.decoder = decoders.Fuse()
-    characters.add_special_tokens([AddedToken(token, special=True, normalized=False) for token in SPECIALS])
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=characters,
-        bos_token=BOS,
-        eos_token=EOT,
-        pad_token=PAD,
-        unk_token=UNK,
-        additional_special_tokens=SPECIALS[4:],
-        image_view=image_view,
+    return two_action_tokenizer(
+        characters, SPECIALS, CHAT_TEMPLATE, additional_special_tokens=SPECIALS[4:], image_view=image_view
     )
-    tokenizer.add_tokens([AddedToken(text, special=False, normalized=False) for text in (CALL_TEXT, ANSWER_TEXT)])
-    tokenizer.chat_template = CHAT_TEMPLATE
-    return tokenizer
-
-
-def action_token_ids(tokenizer: PreTrainedTokenizerFast) -> dict[str, int]:
-    """``{"call": id, "answer": id}``."""
-    return {"call": tokenizer.convert_tokens_to_ids(CALL_TEXT), "answer": tokenizer.convert_tokens_to_ids(ANSWER_TEXT)}
 
 
 @strict

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import torch
 from huggingface_hub.dataclasses import strict
@@ -175,23 +176,31 @@ AutoModelForImageTextToText.register(ConvStemIdefics3Config, ConvStemIdefics3For
 def build_tokenizer() -> PreTrainedTokenizerFast:
     """Word-level; markup and image tokens special; ``CALL``/``ANSWER`` added (decoded as their text)."""
     specials = [BOS, EOT, PAD, UNK, IMAGE, HEADER_OPEN, HEADER_CLOSE, *_IDEFICS3_SPECIALS]
-    vocab = {token: i for i, token in enumerate(specials + _WORDS)}
-    word_level = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
+    word_level = Tokenizer(models.WordLevel({token: i for i, token in enumerate(specials + _WORDS)}, unk_token=UNK))
     word_level.pre_tokenizer = pre_tokenizers.Whitespace()
+    return two_action_tokenizer(
+        word_level,
+        specials,
+        CHAT_TEMPLATE,
+        additional_special_tokens=specials[4:],
+        extra_special_tokens={"image_token": IMAGE},
+    )
+
+
+def two_action_tokenizer(
+    word_level: Tokenizer, specials: list[str], chat_template: str, **kwargs: Any
+) -> PreTrainedTokenizerFast:
+    """The fast tokenizer of a two-action policy: ``word_level`` (its vocabulary starting with BOS, EOT, PAD,
+    UNK) with ``specials`` special, the two action tokens added, and ``chat_template``; ``kwargs`` go to
+    ``PreTrainedTokenizerFast``."""
     word_level.add_special_tokens([AddedToken(token, special=True, normalized=False) for token in specials])
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=word_level,
-        bos_token=BOS,
-        eos_token=EOT,
-        pad_token=PAD,
-        unk_token=UNK,
-        additional_special_tokens=[IMAGE, HEADER_OPEN, HEADER_CLOSE, *_IDEFICS3_SPECIALS],
-        extra_special_tokens={"image_token": IMAGE},
+        tokenizer_object=word_level, bos_token=BOS, eos_token=EOT, pad_token=PAD, unk_token=UNK, **kwargs
     )
     tokenizer.add_tokens(
         [AddedToken(text, special=False, normalized=False) for text in (CALL_TEXT, ANSWER_TEXT)]
     )  # not special: decoding with skip_special_tokens keeps them
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = chat_template
     return tokenizer
 
 
