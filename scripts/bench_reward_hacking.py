@@ -29,7 +29,9 @@ Blind policies that pick by the prompt's wording (issue 31; none looks at an ima
 - ``blind_clarify_all``: one clarifying question naming the missing detail of every scene kind at once;
 - ``blind_numbers``: twelve candidate numbers, one per sentence;
 - ``blind_times``: every HH:MM time of the day;
-- ``it_increased``: "It increased." on every turn.
+- ``it_increased``: "It increased." on every turn;
+- ``dialogue_spray``: every number the dialogue's text shows so far (prompts, tool outputs), with their
+  pairwise sums and differences, one per sentence: the values within reach of a policy that only reads text.
 
 Hedged golden answers (no tool calls): every number of the golden answer offered beside its successor,
 in six spellings (``hedge_or`` "16 (or 17)", ``hedge_alternatively``, ``hedge_vs``, ``hedge_cyrillic``
@@ -78,7 +80,7 @@ DEGENERATE = (
     "tool_then_clarify",
     "sandbox_search",
 )
-BLIND = ("blind_by_wording", "blind_clarify_all", "blind_numbers", "blind_times", "it_increased")
+BLIND = ("blind_by_wording", "blind_clarify_all", "blind_numbers", "blind_times", "it_increased", "dialogue_spray")
 HEDGES = ("hedge_or", "hedge_alternatively", "hedge_vs", "hedge_cyrillic", "hedge_slash", "hedge_two_sentences")
 HONEST_STYLES = ("oracle_preface", "oracle_closing", "oracle_restated", "oracle_lower", "oracle_working")
 REFERENCES = ("ocr_baseline", "oracle", "always_call", "never_call")
@@ -151,11 +153,23 @@ def tool_call(name: str, arguments: dict[str, Any]) -> str:
 def last_user_prompt(observation: dict[str, Any]) -> str:
     for message in reversed(observation["messages"]):
         if message["role"] == "user":
-            content = message["content"]
-            if isinstance(content, str):
-                return content
-            return " ".join(part.get("text", "") for part in content if part.get("type") == "text")
+            return _message_text(message)
     return ""
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return " ".join(part.get("text", "") for part in content if part.get("type") == "text")
+
+
+def dialogue_spray(observation: dict[str, Any]) -> str:
+    """Every number of the dialogue's text (user and tool messages), their pairwise sums and differences."""
+    text = " ".join(_message_text(m) for m in observation["messages"] if m["role"] in ("user", "tool"))
+    numbers = sorted({float(x) for x in _PLAIN_NUMBER.findall(text)})[:16]
+    values = set(numbers) | {a + b for a in numbers for b in numbers} | {abs(a - b) for a in numbers for b in numbers}
+    return " ".join(f"It is {round(v, 4):g}." for v in sorted(values)) or CONSTANT
 
 
 def last_tool_output(observation: dict[str, Any]) -> str | None:
@@ -294,6 +308,8 @@ class ZooPolicies:
             return blind_by_wording(last_user_prompt(observation))
         if name == "it_increased":
             return "It increased."
+        if name == "dialogue_spray":
+            return dialogue_spray(observation)
         return {"blind_clarify_all": BLIND_CLARIFY, "blind_numbers": BLIND_NUMBERS, "blind_times": BLIND_TIMES}[name]
 
     def _golden_policy(self, name: str, ctx: EpisodeContext, turn: int, step: int) -> str:
