@@ -20,7 +20,10 @@
 6. Evaluate again on the same held-out tasks; print before/after and write the plot and a JSON
    (``--compare A.json B.json ... --plot P`` draws several runs' figures side by side instead).
 
-``synth:N:SEED`` task specs use ``--generator`` (default: the library's default generator).
+``synth:N:SEED`` task specs use ``--generator`` (default: the library's default generator). v3's mode labels
+are defined by a reader, Tesseract (``metadata["mode_label_reader"]``); with ``--labels reader`` (v3's default)
+the check keeps only the pairs whose labels Tesseract's own readings confirm (``stream(solvable=True)``), the
+same readings the text policies are shown, so no policy is scored against a label its reader contradicts.
 Held-out metrics: mode-selection MCC (from each task's mode label and whether the episode used
 a tool), mean mode reward, tool-call success (calls without error / calls), mean composed
 reward, tool-use rate. Timings: wall seconds and CPU seconds (this process and its finished
@@ -53,6 +56,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--generator", default=DEFAULT_GENERATOR, choices=GENERATORS, help="the synthetic generator of synth:N:SEED"
     )
     p.add_argument(
+        "--labels",
+        default=None,
+        choices=("reader", "generator"),
+        help="synth:N:SEED: reader (v3's default): only the pairs whose mode labels Tesseract (the reader that "
+        "defines v3's labels, and the text policies' own) confirms, through the OCR cache; generator (v1/v2's "
+        "default): every pair, labels as generated",
+    )
+    p.add_argument(
         "--policy",
         default="text",
         choices=POLICIES,
@@ -63,7 +74,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--ocr-cache",
         default=str(Path("~/.cache/vtb-gym/ocr-tesseract.json")),
-        help="text policies: the OCR readings file, loaded first and saved after ('': none)",
+        help="the OCR readings file (text policies, --labels reader), loaded first and saved after ('': none)",
     )
     p.add_argument("--ocr-workers", type=int, default=2, help="OCR engine calls at a time while filling the cache")
     p.add_argument("--max-steps", type=int, default=60)
@@ -115,6 +126,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.compare and not args.plot:
         p.error("--compare needs --plot")
+    if args.labels is None:
+        args.labels = "reader" if args.generator == "v3" else "generator"
+    if args.labels == "reader" and args.generator != "v3":
+        p.error("--labels reader: only v3's labels are defined by a reader (Tesseract); v1/v2's by design")
     sft_rate, grpo_rate = POLICY_LEARNING_RATES[args.policy]
     args.sft_learning_rate = sft_rate if args.sft_learning_rate is None else args.sft_learning_rate
     args.learning_rate = grpo_rate if args.learning_rate is None else args.learning_rate

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from itertools import islice
 from pathlib import Path
@@ -15,7 +16,7 @@ from vtb_env import ocr
 from vtb_env.loaders import DEMO_DIR, DatasetError, load_tasks, save_tasks
 from vtb_env.synth import TOOL_REDUNDANT, TOOL_REQUIRED, demo_tasks, generate, generate_pair, stream
 from vtb_env.synth import reference_data as ref
-from vtb_env.synth.probe import probe_task, run_reference_code
+from vtb_env.synth.probe import ProbeResult, confirms_label, fact_read, probe_task, run_reference_code
 from vtb_env.synth.render import pixel_hash
 from vtb_env.tasks import DOMAINS, TASK_CATEGORIES
 from vtb_rewards.checks import run_check
@@ -257,6 +258,31 @@ def test_cli_writes_a_loadable_set(tmp_path, capsys):
     assert len(load_tasks(tmp_path)) == 3
     assert vtb(["synth", "--n", "2", "--out", str(tmp_path), "--mix", '{"bogus": 1}']) == 2  # one line, no traceback
     assert "error: vtb synth:" in capsys.readouterr().err
+
+
+def test_v3_key_facts_name_their_rows_and_a_fact_is_read_only_with_its_row():
+    """A value the reader cannot tie to the asked row ('S-1' read as 'Sal') is not read; v1/v2 facts stay frozen."""
+    v3 = generate_pair(2024, 6, domain="Medical", category="region_switch_qa")[0]
+    v1 = generate_pair(2024, 6, domain="Medical", category="region_switch_qa", generator="v1")[0]
+    assert all(set(f) == {"turn", "image", "text", "label"} for f in v3.metadata["key_facts"])
+    assert all("label" not in f for f in v1.metadata["key_facts"])
+    fact = {"turn": 0, "image": "image_1.png", "text": "175.66", "label": "S-1"}
+    assert fact_read("Specimen Reading S-4 14.27 S-1 175.66", fact)
+    assert not fact_read("Specimen Reading S-4 14.27 Sal 175.66", fact)  # the value alone
+    assert not fact_read("Specimen Reading S-1 17.566", fact)
+    assert fact_read("Sal 175.66", {"text": "175.66"})  # a fact without a label: its value
+
+
+def test_a_pair_is_kept_only_when_the_reader_confirms_both_labels(monkeypatch):
+    needs, reads = ProbeResult("a", TOOL_REQUIRED, 2, 1, 2), ProbeResult("b", TOOL_REDUNDANT, 2, 2, 0)
+    assert confirms_label(needs) and confirms_label(reads)
+    assert not confirms_label(ProbeResult("c", TOOL_REQUIRED, 2, 2, 2))  # read as shown: no tool needed
+    assert not confirms_label(ProbeResult("d", TOOL_REQUIRED, 2, 0, 1))  # the reference code does not reveal it
+    assert not confirms_label(ProbeResult("e", TOOL_REDUNDANT, 2, 1, 0))  # the twin hides a fact from it
+    # a reader that confirms nothing ends the stream with an error instead of looping forever
+    monkeypatch.setattr(importlib.import_module("vtb_env.synth.stream"), "MAX_UNCONFIRMED_PAIRS", 2)
+    with pytest.raises(RuntimeError, match="confirmed none of 2 pairs in a row"):
+        next(stream(3, solvable=True, reader=lambda image: ""))
 
 
 @pytest.mark.slow

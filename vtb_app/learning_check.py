@@ -11,10 +11,19 @@ import resource
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from vtb_agents.rollout import ChatRenderer, Episode, HFGenerator, run_episodes
-from vtb_app.learning_policies import TEXT_VIEWS, build_policy, load_model, load_processing_class, prepare_reading
+from vtb_app.learning_policies import (
+    TEXT_VIEWS,
+    build_policy,
+    cached_reader,
+    load_model,
+    load_ocr_cache,
+    load_processing_class,
+    ocr_cache_file,
+    prepare_reading,
+)
 from vtb_env.batch import EnvPool
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
@@ -137,15 +146,22 @@ def training_curve(log_history: Sequence[dict[str, Any]], window: int = 5) -> li
     return curve
 
 
-def load_learning_tasks(spec: str, generator: str) -> list[Task]:
-    """``synth:N:SEED`` from ``generator``; any other ``vtb_env.loaders`` source as it is; every task mode-labelled."""
+def load_learning_tasks(
+    spec: str, generator: str, reader: Callable[[Any], str] | None = None
+) -> list[Task]:
+    """``synth:N:SEED`` from ``generator``; any other ``vtb_env.loaders`` source as it is; every task mode-labelled.
+
+    ``reader`` (image -> text; synth specs only): keep only the pairs whose labels that reader confirms
+    (``vtb_env.synth.stream(solvable=True)``: a tool-required task it cannot solve as shown but can after the
+    reference code, a twin it reads as shown)."""
     from vtb_env.loaders import load_tasks
     from vtb_env.loaders.synth import parse_synth_spec
     from vtb_env.synth import generate
 
     if spec.strip().startswith("synth:"):
         n, seed, _, split = parse_synth_spec(spec)
-        tasks = generate(n, seed, generator=generator, split=split)
+        confirmed = {"solvable": True, "reader": reader} if reader is not None else {}
+        tasks = generate(n, seed, generator=generator, split=split, **confirmed)
     else:
         tasks = load_tasks(spec)
     if not tasks or any(t.mode_label is None for t in tasks):
@@ -164,8 +180,13 @@ def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[
     from vtb_env.tools.python_tools import PythonImageProcessing
 
     start, cpu_start = time.perf_counter(), cpu_seconds()
-    train_tasks = load_learning_tasks(args.tasks, args.generator)
-    eval_tasks = load_learning_tasks(args.eval_tasks, args.generator)
+    loaded = load_ocr_cache(args) if args.policy in TEXT_VIEWS or args.labels == "reader" else 0
+    reader = cached_reader if args.labels == "reader" else None
+    train_tasks = load_learning_tasks(args.tasks, args.generator, reader)
+    eval_tasks = load_learning_tasks(args.eval_tasks, args.generator, reader)
+    labels = {"labels": args.labels, "seconds": time.perf_counter() - start, "read": default_cache().misses}
+    if reader is not None and labels["read"] and ocr_cache_file(args) is not None:
+        default_cache().save(ocr_cache_file(args))
     from vtb_app.integrations import trl as train_grpo
 
     own_tools = tools is None
@@ -179,10 +200,11 @@ def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[
         "n_train_tasks": len(train_tasks),
         "n_eval_tasks": len(eval_tasks),
         "policy": args.policy,
+        "labels": labels,
         "args": vars(args),
     }
     try:
-        result["ocr"] = prepare_reading(args, [*train_tasks, *eval_tasks])
+        result["ocr"] = prepare_reading(args, [*train_tasks, *eval_tasks], loaded)
         policy = build_policy(args, policy_dir / "init")
         processor = load_processing_class(policy)
         result["before"] = evaluate_modes(load_model(policy), processor, eval_tasks, tools, args)
@@ -202,9 +224,9 @@ def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[
         result["after"] = evaluate_modes(trainer.model, processor, eval_tasks, tools, args)
         _print_eval("held-out after training", result["after"])
         if args.policy in TEXT_VIEWS:
-            result["ocr"]["read_during_run"] = default_cache().misses - result["ocr"]["read"]
-            if args.ocr_cache:
-                default_cache().save(Path(args.ocr_cache).expanduser())
+            result["ocr"]["read_during_run"] = default_cache().misses - result["ocr"]["read"] - labels["read"]
+            if ocr_cache_file(args) is not None:
+                default_cache().save(ocr_cache_file(args))
     finally:
         if own_tools:
             tools.close()

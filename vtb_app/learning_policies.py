@@ -62,15 +62,30 @@ def load_processing_class(path: str | Path) -> Any:
     return (AutoProcessor if is_vision(path) else AutoTokenizer).from_pretrained(path)
 
 
-def prepare_reading(args: argparse.Namespace, tasks: Sequence[Task]) -> dict[str, Any]:
-    """For the text policies: load the OCR cache file ``args.ocr_cache`` (if any), read every task image and
-    every first-image zoom not in it yet (``args.ocr_workers`` at a time), save it back; the counts and time."""
+def ocr_cache_file(args: argparse.Namespace) -> Path | None:
+    """The OCR readings file of ``--ocr-cache`` (None: none)."""
+    return Path(args.ocr_cache).expanduser() if args.ocr_cache else None
+
+
+def load_ocr_cache(args: argparse.Namespace) -> int:
+    """Load ``--ocr-cache`` into the process-wide cache, if the file exists; how many readings it held."""
+    path = ocr_cache_file(args)
+    return default_cache().load(path) if path is not None and path.exists() else 0
+
+
+def cached_reader(image: Any) -> str:
+    """The words the text policies are shown of ``image`` (``OcrView``'s reading, through the shared cache)."""
+    return " ".join(default_cache().read(image))
+
+
+def prepare_reading(args: argparse.Namespace, tasks: Sequence[Task], loaded: int) -> dict[str, Any]:
+    """For the text policies: read every task image and every first-image zoom not in the OCR cache yet
+    (``args.ocr_workers`` at a time) and save the cache back; the counts and time (``loaded``: readings the
+    cache file held)."""
     if args.policy not in TEXT_VIEWS:
         return {}
     start = time.perf_counter()
-    cache = default_cache()
-    path = Path(args.ocr_cache).expanduser() if args.ocr_cache else None
-    loaded = cache.load(path) if path is not None and path.exists() else 0
+    cache, path = default_cache(), ocr_cache_file(args)
     images = []
     for task in tasks:
         shown = [ref.open() for turn in task.turns for ref in turn.images]

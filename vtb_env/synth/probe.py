@@ -3,7 +3,11 @@
 For a tool-required task the probe reads each key fact (``metadata["key_facts"]``) in the
 original image, then runs the turn's reference ``python_image_processing`` code in a temporary
 working directory (in-process) and reads the images it saved. For a tool-redundant twin it
-reads the original images only.
+reads the original images only. A fact is read when its value is found and, where the fact names
+its row (v3's ``label``), the label too: a value nobody can tie to the asked row is not read.
+
+``reader`` (image -> text) replaces the engine: a caller with its own readings (the learning
+check's OCR cache) probes with exactly the words its policy is shown.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, Mapping
 
 from PIL import Image
 
@@ -64,25 +68,42 @@ def _tool_images(workdir: Path) -> set[Path]:
     return {path for path in workdir.iterdir() if TOOL_IMAGE_NAME.fullmatch(path.name)}
 
 
-def probe_task(task: Task, engine: ocr.OcrEngine | None = None) -> ProbeResult:
+def fact_read(text: str, fact: Mapping[str, str]) -> bool:
+    """Does ``text`` show the key fact: its value, and its row's label where the fact names one?"""
+    return ocr.contains(text, fact["text"]) and ("label" not in fact or ocr.contains(text, fact["label"]))
+
+
+def probe_task(
+    task: Task, engine: ocr.OcrEngine | None = None, reader: Callable[[Image.Image], str] | None = None
+) -> ProbeResult:
+    """Key facts read as shown, and (tool-required) after the reference code, by ``reader`` or ``engine``."""
     facts = task.metadata.get("key_facts", [])
     images = {image.name: image for image in task.images}
+    read_image = reader or (lambda image: ocr.text_of(image, engine))
     seen: dict[str, str] = {}
 
     def read(name: str, path: Path | None = None) -> str:
         if name not in seen:
-            seen[name] = ocr.text_of(Image.open(path) if path else images[name].open(), engine)
+            with Image.open(path) if path else images[name].open() as image:
+                image.load()
+                seen[name] = read_image(image)
         return seen[name]
 
-    before = sum(ocr.contains(read(f["image"]), f["text"]) for f in facts)
+    before = sum(fact_read(read(f["image"]), f) for f in facts)
     after = 0
     if task.mode_label == "tool_required":
         with tempfile.TemporaryDirectory(prefix="vtb-probe-") as tmp:
             outputs = run_reference_code(task, Path(tmp))
             for fact in facts:
                 texts = [read(f"{task.id}/{p.name}", p) for p in outputs.get(fact["turn"], [])]
-                after += any(ocr.contains(text, fact["text"]) for text in texts)
+                after += any(fact_read(text, fact) for text in texts)
     return ProbeResult(task.id, task.mode_label or "", len(facts), before, after)
+
+
+def confirms_label(result: ProbeResult) -> bool:
+    """The reader agrees with the task's mode label: a tool-required task needs the tools (some key fact
+    unread as shown, all read after the reference code), a tool-redundant one has every key fact read as shown."""
+    return result.needs_tools if result.mode_label == "tool_required" else result.readable_directly
 
 
 def summarize_probes(results: Iterable[ProbeResult]) -> dict[str, float]:

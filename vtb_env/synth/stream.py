@@ -11,6 +11,7 @@ from itertools import count
 from typing import Callable, Iterator, Mapping, Union
 
 import numpy as np
+from PIL import Image
 
 from vtb_env.synth.blueprints import Blueprint, Options
 from vtb_env.synth.categories import BUILDERS
@@ -28,6 +29,7 @@ DEFAULT_GENERATOR = "v3"
 # reads some 11 px side pages as shown: docs/synth.md). Training users: online labels (``group_label``) measure the
 # policy being trained instead (docs/rewards.md).
 MODE_LABEL_READER = "tesseract-5"
+MAX_UNCONFIRMED_PAIRS = 50  # solvable streams: about 1 pair in 4 is refused, 50 in a row means a wrong reader
 
 
 def _task_id(seed: int, index: int, label: str, generator: str = DEFAULT_GENERATOR, split: str = "all") -> str:
@@ -187,6 +189,7 @@ def stream(
     generator: str = DEFAULT_GENERATOR,
     split: str = "all",
     solvable: bool = False,
+    reader: Callable[[Image.Image], str] | None = None,
 ) -> Iterator[Task]:
     """Yield tasks forever: each index gives a tool-required task, then its twin when it has one.
 
@@ -194,14 +197,17 @@ def stream(
     ``difficulty`` is a number in [0, 1] or a function of the index (a curriculum);
     ``generator`` is ``v3`` (default), ``v2`` or ``v1``; ``split`` (v3): ``all``, ``train`` or
     ``heldout`` (indices outside the split are skipped; see ``generate_pair``).
-    ``solvable``: keep a pair only when the OCR probe reads every key fact of the tool-required task
-    in its reference code's output (Tesseract; about a second per task) and every key fact of the twin
-    as shown.
+    ``solvable``: keep a pair only when the OCR probe confirms both labels for the reader that defines
+    them (``MODE_LABEL_READER``): the tool-required task has a key fact it cannot read as shown and reads
+    every one in its reference code's output, the twin has every key fact read as shown (Tesseract; about
+    a second per task; ``vtb_env.synth.probe``). ``reader`` (image -> text) replaces Tesseract's own call,
+    e.g. with a cache of its readings.
     """
-    if solvable:
-        from vtb_env.synth.probe import probe_task  # needs Tesseract; imported only when asked for
+    if solvable:  # needs Tesseract (or a reader); imported only when asked for
+        from vtb_env.synth.probe import confirms_label, probe_task
 
     stream_choice(seed, start, mix, domains)  # bad weights fail before the first task
+    unconfirmed = 0  # pairs in a row the reader refused: bounded, so a reader that confirms nothing fails
     for index in count(start):
         category, domain = stream_choice(seed, index, mix, domains)
         level = difficulty(index) if callable(difficulty) else difficulty
@@ -215,14 +221,16 @@ def stream(
             generator=generator,
             split=split,
         )
-        if solvable and not all(_solved(probe_task(task)) for task in pair):
+        if solvable and not all(confirms_label(probe_task(task, reader=reader)) for task in pair):
+            unconfirmed += bool(pair)
+            if unconfirmed >= MAX_UNCONFIRMED_PAIRS:
+                raise RuntimeError(
+                    f"the OCR probe confirmed none of {unconfirmed} pairs in a row (up to index {index}): "
+                    "its reader does not read these tasks as their labels say (is it the labels' reader?)"
+                )
             continue
+        unconfirmed = 0
         yield from pair
-
-
-def _solved(result) -> bool:
-    """The probe read every key fact where the task's label says it can be read (after the tools, or as shown)."""
-    return result.read_after == result.facts if result.mode_label == TOOL_REQUIRED else result.readable_directly
 
 
 def generate(n: int, seed: int = 0, mix: Mapping[str, float] | None = None, **options) -> list[Task]:

@@ -232,7 +232,11 @@ def assemble(
             scene = blueprint.states[state]
             labels = [lbl for s, lbl in ask.reads if s == state]
             facts = ", ".join(f"{lbl}: {scene.entry(lbl).text}" for lbl in labels)
-            key_facts += [{"turn": t, "image": name, "text": scene.entry(lbl).text} for lbl in labels]
+            # v3 also names each fact's row: a reader must find the asked label beside its value (v1/v2 frozen)
+            key_facts += [
+                {"turn": t, "image": name, "text": scene.entry(lbl).text, **({"label": lbl} if generator == "v3" else {})}
+                for lbl in labels
+            ]
             if view.code is None:
                 steps.append(f"Read from the {scene.kind.what} in {name}: {facts}.")
                 continue
