@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Sequence
 
 from vtb_agents.two_action_vlm import DEFAULT_IMAGE_SIZE, DEFAULT_PATCH_SIZE, DEFAULT_STEM_WIDTH
-from vtb_app.learning_check import run
+from vtb_app.learning_check import evaluate_saved, run
 from vtb_app.learning_policies import POLICIES, POLICY_LEARNING_RATES
 from vtb_env.synth.stream import DEFAULT_GENERATOR
 from vtb_env.synth.twins import GENERATORS
@@ -123,6 +123,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--plot", default=None, help="PNG path for the curve")
     p.add_argument("--json", default=None, help="write all figures here")
     p.add_argument("--compare", nargs="+", metavar="JSON", help="plot runs' JSON side by side (to --plot); no run")
+    p.add_argument(
+        "--evaluate",
+        metavar="POLICY_DIR",
+        default=None,
+        help="no run: evaluate a saved policy (a run's --policy-dir/trained) on --eval-tasks (other held-out seeds)",
+    )
     args = p.parse_args(argv)
     if args.compare and not args.plot:
         p.error("--compare needs --plot")
@@ -149,12 +155,21 @@ def print_curve(curve: Sequence[dict[str, float]]) -> None:
         )
 
 
+def write_json(result: dict, path: str | None) -> None:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(result, indent=1, default=str))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from vtb_app.evaluation.learning_plots import plot_comparison, plot_learning_curve
 
     args = parse_args(argv)
     if args.compare:
         plot_comparison([json.loads(Path(path).read_text()) for path in args.compare], Path(args.plot))
+        return
+    if args.evaluate:
+        write_json(evaluate_saved(args, Path(args.evaluate)), args.json)
         return
     result = run(args)
     print_curve(result["curve"])
@@ -170,9 +185,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"GRPO {result['train_seconds']:.0f} s ({result['train_cpu_seconds']:.0f} CPU s); "
         f"total {result['total_seconds']:.0f} s ({result['total_cpu_seconds']:.0f} CPU s)"
     )
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=1, default=str))
+    write_json(result, args.json)
     if args.plot:
         plot_learning_curve(result, Path(args.plot))
 

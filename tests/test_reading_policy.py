@@ -167,3 +167,58 @@ def test_the_reading_policy_learns_mode_selection_on_v3_twins(tmp_path):
     assert before["mcc"] <= 0.3, before  # uniform over the two actions (48 tasks: MCC noise ~0.15)
     assert after["mcc"] >= 0.6 and after["mcc"] - before["mcc"] >= 0.5, (before, after)
     assert after["tool_call_success"] == 1.0  # one call per turn, and it runs in the sandbox
+
+
+def _learning_check_script():
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("learning_check", root / "scripts" / "learning_check.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def test_reader_labels_are_v3s_default_and_refused_for_the_designed_generators(capsys):
+    script = _learning_check_script()
+    assert script.parse_args([]).labels == "reader"
+    assert script.parse_args(["--generator", "v1"]).labels == "generator"
+    with pytest.raises(SystemExit):
+        script.parse_args(["--generator", "v2", "--labels", "reader"])
+    assert "only v3's labels are defined by a reader" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(600)
+def test_a_saved_policy_is_scored_on_other_held_out_tasks_the_reader_confirms(tmp_path):
+    """``--evaluate``: a saved policy on another held-out draw, per task, on the pairs whose labels Tesseract's
+    own readings (the policy's view, through the OCR cache) confirm."""
+    import json
+
+    from vtb_app.learning_check import load_learning_tasks
+    from vtb_app.learning_policies import cached_reader
+    from vtb_env import ocr
+    from vtb_env.synth.probe import confirms_label, probe_task
+
+    if not ocr.is_available():
+        pytest.skip("tesseract is not installed (scripts/setup.sh installs it)")
+    script = _learning_check_script()
+    policy, out = build_two_action_text(tmp_path / "policy", seed=1), tmp_path / "held_out.json"
+    cache = tmp_path / "ocr.json"
+    script.main(
+        ["--evaluate", str(policy), "--eval-tasks", "synth:6:2", "--eval-modes", "greedy"]
+        + ["--ocr-cache", str(cache), "--json", str(out)]
+    )
+    result = json.loads(out.read_text())
+    assert result["labels"] == "reader" and result["n_eval_tasks"] == 6 and cache.exists()
+    outcomes = result["held_out"]["greedy"]["outcomes"]
+    tasks = load_learning_tasks("synth:6:2", "v3", cached_reader)  # the same pairs again, from the cache
+    assert sorted(outcomes) == sorted(t.id for t in tasks)
+    assert all(confirms_label(probe_task(task, reader=cached_reader)) for task in tasks)
+    assert all(
+        o in (["TP"], ["FN"]) if t.mode_label == "tool_required" else o in (["TN"], ["FP"])
+        for t in tasks
+        for o in [outcomes[t.id]]
+    )
+    plain = [t.id for t in load_learning_tasks("synth:6:2", "v3")]
+    assert plain != [t.id for t in tasks]  # the generator's first six include a pair Tesseract does not confirm

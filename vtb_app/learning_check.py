@@ -80,8 +80,9 @@ def evaluate(
     temperature: float,
     seed: int,
     samples: int = 1,
-) -> dict[str, float]:
-    """``samples`` episodes per task in the real env; metrics of ``episode_metrics`` over all of them."""
+) -> dict[str, Any]:
+    """``samples`` episodes per task in the real env; metrics of ``episode_metrics`` over all of them, and each
+    task's outcomes (``outcomes``: task id -> TP/FN/TN/FP per episode)."""
     task_ids = [t.id for t in tasks for _ in range(samples)]
     pool = EnvPool([VisualToolBenchEnv(tasks=tasks, tools=tools, config=env_config(max_tool_calls)) for _ in task_ids])
     try:
@@ -91,7 +92,10 @@ def evaluate(
         )
     finally:
         pool.close()
-    return episode_metrics(episodes)
+    outcomes: dict[str, list[str]] = {}
+    for episode in episodes:  # per task, for reading where a policy errs (docs/training.md)
+        outcomes.setdefault(episode.task_id, []).append(episode.mode_outcome or "")
+    return {**episode_metrics(episodes), "outcomes": outcomes}
 
 
 def evaluate_modes(
@@ -146,9 +150,7 @@ def training_curve(log_history: Sequence[dict[str, Any]], window: int = 5) -> li
     return curve
 
 
-def load_learning_tasks(
-    spec: str, generator: str, reader: Callable[[Any], str] | None = None
-) -> list[Task]:
+def load_learning_tasks(spec: str, generator: str, reader: Callable[[Any], str] | None = None) -> list[Task]:
     """``synth:N:SEED`` from ``generator``; any other ``vtb_env.loaders`` source as it is; every task mode-labelled.
 
     ``reader`` (image -> text; synth specs only): keep only the pairs whose labels that reader confirms
@@ -235,6 +237,35 @@ def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[
     result["total_seconds"] = time.perf_counter() - start
     result["total_cpu_seconds"] = cpu_seconds() - cpu_start
     return result
+
+
+def evaluate_saved(args: argparse.Namespace, policy: Path, *, tools: ToolRegistry | None = None) -> dict[str, Any]:
+    """A saved policy (e.g. a run's ``--policy-dir``/trained) on ``--eval-tasks``, under the same labels and
+    evaluation as ``run``: how a trained policy fares on other held-out seeds."""
+    from vtb_env.tools.python_tools import PythonImageProcessing
+
+    start = time.perf_counter()
+    load_ocr_cache(args)
+    reader = cached_reader if args.labels == "reader" else None
+    eval_tasks = load_learning_tasks(args.eval_tasks, args.generator, reader)
+    own_tools = tools is None
+    tools = tools if tools is not None else ToolRegistry([PythonImageProcessing()])
+    try:
+        figures = evaluate_modes(load_model(policy), load_processing_class(policy), eval_tasks, tools, args)
+    finally:
+        if own_tools:
+            tools.close()
+    if ocr_cache_file(args) is not None and default_cache().misses:
+        default_cache().save(ocr_cache_file(args))
+    _print_eval(f"held-out {args.eval_tasks}, {policy}", figures)
+    return {
+        "policy_path": str(policy),
+        "eval_tasks": args.eval_tasks,
+        "n_eval_tasks": len(eval_tasks),
+        "labels": args.labels,
+        "held_out": figures,
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def supervised_bound(

@@ -234,7 +234,12 @@ def assemble(
             facts = ", ".join(f"{lbl}: {scene.entry(lbl).text}" for lbl in labels)
             # v3 also names each fact's row: a reader must find the asked label beside its value (v1/v2 frozen)
             key_facts += [
-                {"turn": t, "image": name, "text": scene.entry(lbl).text, **({"label": lbl} if generator == "v3" else {})}
+                {
+                    "turn": t,
+                    "image": name,
+                    "text": scene.entry(lbl).text,
+                    **({"label": lbl} if generator == "v3" else {}),
+                }
                 for lbl in labels
             ]
             if view.code is None:
