@@ -8,8 +8,10 @@ pages' words alone; ``vlm``: the pixel policy), each with the same budget (the c
 arguments after ``--``). ``--jobs N`` runs N at a time, each with ``--threads`` torch threads (on a
 16-core machine: ``--jobs 7 --threads 2``). Writes ``OUT/<policy>_seed<S>.json`` per run, their logs,
 and ``OUT/summary.json``: per run the held-out greedy MCC before, after SFT and after GRPO, wall and
-CPU seconds, and the count of reading-policy seeds that went from <= 0.2 to >= 0.8. Exit status 0 even
-when some seeds miss the target (the summary says which); 1 when a run failed.
+CPU seconds, and the count of reading-policy seeds that went from <= 0.2 to >= 0.8. ``--held-out
+synth:48:2,synth:48:3`` also scores each trained reading policy on those held-out draws (its policy kept in
+``OUT/<run>/``): a seed reaches the target only if it does on every one. Exit status 0 even when some seeds
+miss the target (the summary says which); 1 when a run failed.
 """
 
 from __future__ import annotations
@@ -47,23 +49,41 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, l
     p.add_argument("--threads", type=int, default=1, help="torch / OpenMP threads per run")
     p.add_argument("--timeout", type=float, default=None, help="seconds a run may take (then stopped: exit 124)")
     p.add_argument("--out", required=True, help="folder for the runs' JSON, logs and summary.json")
+    p.add_argument(
+        "--held-out",
+        default="",
+        help="more held-out sets (comma list, e.g. synth:48:2,synth:48:3): each trained reading policy is scored on "
+        "each too (learning_check.py --evaluate), and reaches the target only if it does on every one",
+    )
     return p.parse_args(own), extra
 
 
-def run_one(
-    policy: str, seed: int, out: Path, threads: int, extra: Sequence[str], timeout: float | None = None
-) -> dict[str, Any]:
-    name = f"{policy}_seed{seed}"
+def _check(command: Sequence[str], log_path: Path, threads: int, timeout: float | None) -> int:
+    """learning_check.py with ``command``, its output to ``log_path``; the exit status (124: timed out)."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    command = [sys.executable, str(CHECK), "--policy", policy, "--seed", str(seed), "--json", str(out / f"{name}.json")]
-    start = time.perf_counter()
-    with open(out / f"{name}.log", "w") as log:
+    with open(log_path, "w") as log:
         try:
-            code = subprocess.run(
-                [*command, *extra], stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout
+            return subprocess.run(
+                [sys.executable, str(CHECK), *command], stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout
             ).returncode
         except subprocess.TimeoutExpired:
-            code = 124
+            return 124
+
+
+def run_one(
+    policy: str,
+    seed: int,
+    out: Path,
+    threads: int,
+    extra: Sequence[str],
+    timeout: float | None = None,
+    held_out: Sequence[str] = (),
+) -> dict[str, Any]:
+    name = f"{policy}_seed{seed}"
+    command = ["--policy", policy, "--seed", str(seed), "--json", str(out / f"{name}.json")]
+    command += ["--policy-dir", str(out / name)] if held_out else []
+    start = time.perf_counter()
+    code = _check([*command, *extra], out / f"{name}.log", threads, timeout)
     row: dict[str, Any] = {"run": name, "policy": policy, "seed": seed, "exit": code}
     if code == 0:
         result = json.loads((out / f"{name}.json").read_text())
@@ -78,9 +98,30 @@ def run_one(
             cpu_seconds=result["total_cpu_seconds"],
         )
         row["reached"] = row["before"] <= START_AT_MOST and row["after"] >= TARGET
+        if held_out and policy == "text":
+            row["held_out"] = {spec: _score(out, name, spec, threads, extra) for spec in held_out}
+            row["reached"] = row["reached"] and all(mcc >= TARGET for mcc in row["held_out"].values())
     row["wall_seconds"] = time.perf_counter() - start
     print(json.dumps(row), flush=True)
     return row
+
+
+def _score(out: Path, name: str, spec: str, threads: int, extra: Sequence[str]) -> float:
+    """Held-out greedy MCC of run ``name``'s trained policy on ``spec`` (nan if the evaluation failed)."""
+    tag = spec.replace(":", "_")
+    path = out / f"{name}_{tag}.json"
+    command = ["--evaluate", str(out / name / "trained"), "--eval-tasks", spec, "--eval-modes", "greedy"]
+    code = _check([*command, "--json", str(path), *_shared_options(extra)], out / f"{name}_{tag}.log", threads, None)
+    return json.loads(path.read_text())["held_out"]["greedy"]["mcc"] if code == 0 else float("nan")
+
+
+def _shared_options(extra: Sequence[str]) -> list[str]:
+    """The options of ``extra`` an evaluation needs too (where its labels and readings come from)."""
+    keep, shared = [], {"--ocr-cache", "--labels", "--generator", "--max-tool-calls"}
+    for i, arg in enumerate(extra):
+        if arg.split("=", 1)[0] in shared:
+            keep += [arg] if "=" in arg else [arg, extra[i + 1]]
+    return keep
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -91,14 +132,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = [("text", s) for s in seeds] + ([("text-no-question", seeds[0]), ("vlm", seeds[0])] if args.controls else [])
     start = time.perf_counter()
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        rows = list(pool.map(lambda r: run_one(r[0], r[1], out, args.threads, extra, args.timeout), runs))
+        held_out = [spec.strip() for spec in args.held_out.split(",") if spec.strip()]
+        rows = list(pool.map(lambda r: run_one(r[0], r[1], out, args.threads, extra, args.timeout, held_out), runs))
     reading = [r for r in rows if r["policy"] == "text" and r["exit"] == 0]
     summary = {
         "arguments": extra,
         "runs": rows,
         "reading_seeds_reaching_target": sum(r["reached"] for r in reading),
         "reading_seeds": len(reading),
-        "target": {"before_at_most": START_AT_MOST, "after_at_least": TARGET, "metric": "held-out greedy MCC"},
+        "target": {
+            "before_at_most": START_AT_MOST,
+            "after_at_least": TARGET,
+            "metric": "held-out greedy MCC",
+            "held_out": ["--eval-tasks", *held_out],
+        },
         "wall_seconds": time.perf_counter() - start,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
