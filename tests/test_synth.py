@@ -264,13 +264,18 @@ def test_v3_key_facts_name_their_rows_and_a_fact_is_read_only_with_its_row():
     """A value the reader cannot tie to the asked row ('S-1' read as 'Sal') is not read; v1/v2 facts stay frozen."""
     v3 = generate_pair(2024, 6, domain="Medical", category="region_switch_qa")[0]
     v1 = generate_pair(2024, 6, domain="Medical", category="region_switch_qa", generator="v1")[0]
-    assert all(set(f) == {"turn", "image", "text", "label"} for f in v3.metadata["key_facts"])
-    assert all("label" not in f for f in v1.metadata["key_facts"])
-    fact = {"turn": 0, "image": "image_1.png", "text": "175.66", "label": "S-1"}
+    assert all(set(f) == {"turn", "image", "text", "names"} for f in v3.metadata["key_facts"])
+    assert all("names" not in f for f in v1.metadata["key_facts"])
+    fact = {"turn": 0, "image": "image_1.png", "text": "175.66", "names": ["S-1"]}
     assert fact_read("Specimen Reading S-4 14.27 S-1 175.66", fact)
     assert not fact_read("Specimen Reading S-4 14.27 Sal 175.66", fact)  # the value alone
     assert not fact_read("Specimen Reading S-1 17.566", fact)
-    assert fact_read("Sal 175.66", {"text": "175.66"})  # a fact without a label: its value
+    assert fact_read("Sal 175.66", {"text": "175.66"})  # a fact without names: its value
+    leg = {"text": "41 km", "names": ["Alder", "Ingleby"]}  # a map prints a leg's towns, not "Alder to Ingleby"
+    assert fact_read("Trail map Ingleby 41 km Alder Kelso", leg) and not fact_read("Trail map 41 km Alder", leg)
+    route = next(stream(3, start=19))  # a route sum over a map
+    assert route.metadata["scene"] == "map" and route.metadata["variant"] == "route_sum"
+    assert all(len(f["names"]) == 2 for f in route.metadata["key_facts"])
 
 
 def test_a_pair_is_kept_only_when_the_reader_confirms_both_labels(monkeypatch):

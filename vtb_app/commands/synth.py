@@ -38,7 +38,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--solvable",
         action="store_true",
-        help="keep a pair only when the OCR probe reads every key fact after the reference code (needs Tesseract)",
+        help="keep a pair only when the OCR probe confirms its labels: the tool-required task unreadable as shown "
+        "and read after the reference code, the twin read as shown (needs Tesseract)",
     )
     parser.add_argument(
         "--demo", action="store_true", help="regenerate the bundled demo set, corpus and weather archive"

@@ -4,7 +4,8 @@ For a tool-required task the probe reads each key fact (``metadata["key_facts"]`
 original image, then runs the turn's reference ``python_image_processing`` code in a temporary
 working directory (in-process) and reads the images it saved. For a tool-redundant twin it
 reads the original images only. A fact is read when its value is found and, where the fact names
-its row (v3's ``label``), the label too: a value nobody can tie to the asked row is not read.
+its row (v3's ``names``: the row's label as printed, a map leg's two towns), those names too: a value
+nobody can tie to the asked row is not read.
 
 ``reader`` (image -> text) replaces the engine: a caller with its own readings (the learning
 check's OCR cache) probes with exactly the words its policy is shown.
@@ -17,7 +18,7 @@ import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from PIL import Image
 
@@ -68,9 +69,9 @@ def _tool_images(workdir: Path) -> set[Path]:
     return {path for path in workdir.iterdir() if TOOL_IMAGE_NAME.fullmatch(path.name)}
 
 
-def fact_read(text: str, fact: Mapping[str, str]) -> bool:
-    """Does ``text`` show the key fact: its value, and its row's label where the fact names one?"""
-    return ocr.contains(text, fact["text"]) and ("label" not in fact or ocr.contains(text, fact["label"]))
+def fact_read(text: str, fact: Mapping[str, Any]) -> bool:
+    """Does ``text`` show the key fact: its value, and every printed name of its row where the fact has them?"""
+    return ocr.contains(text, fact["text"]) and all(ocr.contains(text, name) for name in fact.get("names", ()))
 
 
 def probe_task(

@@ -232,13 +232,18 @@ def assemble(
             scene = blueprint.states[state]
             labels = [lbl for s, lbl in ask.reads if s == state]
             facts = ", ".join(f"{lbl}: {scene.entry(lbl).text}" for lbl in labels)
-            # v3 also names each fact's row: a reader must find the asked label beside its value (v1/v2 frozen)
+            # v3 also names each fact's row as printed (a map's leg: its two towns): a reader must find those
+            # names beside the value to know whose value it read (v1/v2 frozen)
             key_facts += [
                 {
                     "turn": t,
                     "image": name,
                     "text": scene.entry(lbl).text,
-                    **({"label": lbl} if generator == "v3" else {}),
+                    **(
+                        {"names": lbl.split(" to ") if scene.kind.style == "map" else [lbl]}
+                        if generator == "v3"
+                        else {}
+                    ),
                 }
                 for lbl in labels
             ]
