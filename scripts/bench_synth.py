@@ -76,7 +76,7 @@ def main() -> None:
             for key in keys:
                 groups[key].append(result)
         print(
-            "group: tool-required unreadable as shown | solvable (every key fact read after the reference code)"
+            "group: tool-required unreadable as shown | read after the reference code (every key fact)"
             " | twins read directly"
         )
         for key in sorted(groups):

@@ -48,7 +48,9 @@ __all__ = ["main", "parse_args", "print_curve", "run"]
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        allow_abbrev=False,  # learning_check_seeds.py forwards some options by their full names
     )
     p.add_argument("--tasks", default="synth:192:0", help="training tasks: synth:N:SEED or any vtb_env.loaders source")
     p.add_argument("--eval-tasks", default="synth:48:1", help="held-out tasks (use another seed)")
@@ -60,8 +62,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         choices=("reader", "generator"),
         help="synth:N:SEED: reader (v3's default): only the pairs whose mode labels Tesseract (the reader that "
-        "defines v3's labels, and the text policies' own) confirms, through the OCR cache; generator (v1/v2's "
-        "default): every pair, labels as generated",
+        "defines v3's labels, and the text policies' own) confirms, through the OCR cache; generator (v1/v2's and "
+        "task files' default): every task, labels as generated",
     )
     p.add_argument(
         "--policy",
@@ -132,8 +134,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.compare and not args.plot:
         p.error("--compare needs --plot")
+    synthetic = all(spec.strip().startswith("synth:") for spec in (args.tasks, args.eval_tasks))
     if args.labels is None:
-        args.labels = "reader" if args.generator == "v3" else "generator"
+        args.labels = "reader" if args.generator == "v3" and synthetic else "generator"
     if args.labels == "reader" and args.generator != "v3":
         p.error("--labels reader: only v3's labels are defined by a reader (Tesseract); v1/v2's by design")
     sft_rate, grpo_rate = POLICY_LEARNING_RATES[args.policy]

@@ -80,6 +80,7 @@ def run_one(
     held_out: Sequence[str] = (),
 ) -> dict[str, Any]:
     name = f"{policy}_seed{seed}"
+    held_out = held_out if policy == "text" else ()  # the controls are scored on the check's own held-out set
     command = ["--policy", policy, "--seed", str(seed), "--json", str(out / f"{name}.json")]
     command += ["--policy-dir", str(out / name)] if held_out else []
     start = time.perf_counter()
@@ -98,20 +99,22 @@ def run_one(
             cpu_seconds=result["total_cpu_seconds"],
         )
         row["reached"] = row["before"] <= START_AT_MOST and row["after"] >= TARGET
-        if held_out and policy == "text":
-            row["held_out"] = {spec: _score(out, name, spec, threads, extra) for spec in held_out}
+        if held_out:
+            row["held_out"] = {spec: _score(out, name, spec, threads, extra, timeout) for spec in held_out}
             row["reached"] = row["reached"] and all(mcc >= TARGET for mcc in row["held_out"].values())
+            row["exit"] = 1 if any(mcc != mcc for mcc in row["held_out"].values()) else 0  # nan: it failed
     row["wall_seconds"] = time.perf_counter() - start
     print(json.dumps(row), flush=True)
     return row
 
 
-def _score(out: Path, name: str, spec: str, threads: int, extra: Sequence[str]) -> float:
+def _score(out: Path, name: str, spec: str, threads: int, extra: Sequence[str], timeout: float | None) -> float:
     """Held-out greedy MCC of run ``name``'s trained policy on ``spec`` (nan if the evaluation failed)."""
     tag = spec.replace(":", "_")
     path = out / f"{name}_{tag}.json"
     command = ["--evaluate", str(out / name / "trained"), "--eval-tasks", spec, "--eval-modes", "greedy"]
-    code = _check([*command, "--json", str(path), *_shared_options(extra)], out / f"{name}_{tag}.log", threads, None)
+    command += ["--json", str(path), *_shared_options(extra)]
+    code = _check(command, out / f"{name}_{tag}.log", threads, timeout)
     return json.loads(path.read_text())["held_out"]["greedy"]["mcc"] if code == 0 else float("nan")
 
 
@@ -126,6 +129,8 @@ def _shared_options(extra: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args, extra = parse_args(argv)
+    if args.held_out and any(arg.split("=", 1)[0] == "--policy-dir" for arg in extra):
+        raise SystemExit("learning_check_seeds: --held-out keeps each run's policy in OUT/<run>; drop --policy-dir")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     seeds = parse_seeds(args.seeds)
@@ -144,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "before_at_most": START_AT_MOST,
             "after_at_least": TARGET,
             "metric": "held-out greedy MCC",
-            "held_out": ["--eval-tasks", *held_out],
+            "also_held_out": held_out,
         },
         "wall_seconds": time.perf_counter() - start,
     }

@@ -285,9 +285,11 @@ def test_a_pair_is_kept_only_when_the_reader_confirms_both_labels(monkeypatch):
     assert not confirms_label(ProbeResult("d", TOOL_REQUIRED, 2, 0, 1))  # the reference code does not reveal it
     assert not confirms_label(ProbeResult("e", TOOL_REDUNDANT, 2, 1, 0))  # the twin hides a fact from it
     # a reader that confirms nothing ends the stream with an error instead of looping forever
-    monkeypatch.setattr(importlib.import_module("vtb_env.synth.stream"), "MAX_UNCONFIRMED_PAIRS", 2)
-    with pytest.raises(RuntimeError, match="confirmed none of 2 pairs in a row"):
-        next(stream(3, solvable=True, reader=lambda image: ""))
+    monkeypatch.setattr(importlib.import_module("vtb_env.synth.stream"), "MAX_UNCONFIRMED_PAIRS", 3)
+    for split in ("all", "heldout"):  # indices outside a split give no pair: they neither count nor reset it
+        with pytest.raises(RuntimeError, match="confirmed none of 3 pairs in a row"):
+            next(stream(3, solvable=True, reader=lambda image: "", split=split))
+    assert generate(0, 3, solvable=True, reader=lambda image: "") == []  # n tasks: no pair probed past them
 
 
 @pytest.mark.slow
@@ -307,6 +309,7 @@ def test_solvable_stream_skips_the_pairs_the_probe_cannot_solve():
     plain = list(islice(stream(2024, **options), 4))
     solvable = list(islice(stream(2024, solvable=True, **options), 4))
     assert plain[0].metadata["index"] == 5 and solvable[0].metadata["index"] > 5
+    assert not all(confirms_label(probe_task(task)) for task in plain[:2])  # index 5's pair was refused
     for task in solvable:
         result = probe_task(task)
         assert result.needs_tools if task.mode_label == TOOL_REQUIRED else result.readable_directly

@@ -100,7 +100,7 @@ def evaluate(
 
 def evaluate_modes(
     model: Any, processor: Any, tasks: Sequence[Task], tools: ToolRegistry, args: argparse.Namespace
-) -> dict[str, dict[str, float]]:
+) -> dict[str, dict[str, Any]]:
     """``evaluate`` for each of ``--eval-modes`` (sampled: ``--eval-samples`` per task; greedy: one), each from
     the same torch seed."""
     import torch
@@ -164,11 +164,26 @@ def load_learning_tasks(spec: str, generator: str, reader: Callable[[Any], str] 
         n, seed, _, split = parse_synth_spec(spec)
         confirmed = {"solvable": True, "reader": reader} if reader is not None else {}
         tasks = generate(n, seed, generator=generator, split=split, **confirmed)
+    elif reader is not None:
+        raise SystemExit(f"{spec!r}: reader labels confirm synth:N:SEED pairs only; use --labels generator")
     else:
         tasks = load_tasks(spec)
     if not tasks or any(t.mode_label is None for t in tasks):
         raise SystemExit(f"{spec!r}: every task needs a mode label (tool_required / tool_redundant)")
     return tasks
+
+
+def selection(tasks: Sequence[Task]) -> dict[str, int]:
+    """How a synthetic set was drawn: tasks, the pairs (generator indices) they come from, and the indices
+    scanned for them (with reader labels, ``indices_scanned - pairs`` pairs were refused: the probe did not
+    confirm their labels, or the split left them out)."""
+    indices = {t.metadata.get("index") for t in tasks if isinstance(t.metadata.get("index"), int)}
+    return {"tasks": len(tasks), "pairs": len(indices), "indices_scanned": max(indices) + 1 if indices else 0}
+
+
+def reader_labels(args: argparse.Namespace) -> Callable[[Any], str] | None:
+    """The probe's reader for ``--labels reader`` (the text policies' own readings, through the OCR cache)."""
+    return cached_reader if args.labels == "reader" else None
 
 
 def cpu_seconds() -> float:
@@ -181,12 +196,18 @@ def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[
     """The whole experiment; returns the curve, the held-out figures before/after and timings."""
     from vtb_env.tools.python_tools import PythonImageProcessing
 
-    start, cpu_start = time.perf_counter(), cpu_seconds()
+    start, cpu_start, misses = time.perf_counter(), cpu_seconds(), default_cache().misses
     loaded = load_ocr_cache(args) if args.policy in TEXT_VIEWS or args.labels == "reader" else 0
-    reader = cached_reader if args.labels == "reader" else None
+    reader = reader_labels(args)
     train_tasks = load_learning_tasks(args.tasks, args.generator, reader)
     eval_tasks = load_learning_tasks(args.eval_tasks, args.generator, reader)
-    labels = {"labels": args.labels, "seconds": time.perf_counter() - start, "read": default_cache().misses}
+    labels = {
+        "labels": args.labels,
+        "train": selection(train_tasks),
+        "eval": selection(eval_tasks),
+        "read": default_cache().misses - misses,
+        "seconds": time.perf_counter() - start,
+    }
     if reader is not None and labels["read"] and ocr_cache_file(args) is not None:
         default_cache().save(ocr_cache_file(args))
     from vtb_app.integrations import trl as train_grpo
@@ -246,8 +267,7 @@ def evaluate_saved(args: argparse.Namespace, policy: Path, *, tools: ToolRegistr
 
     start = time.perf_counter()
     load_ocr_cache(args)
-    reader = cached_reader if args.labels == "reader" else None
-    eval_tasks = load_learning_tasks(args.eval_tasks, args.generator, reader)
+    eval_tasks = load_learning_tasks(args.eval_tasks, args.generator, reader_labels(args))
     own_tools = tools is None
     tools = tools if tools is not None else ToolRegistry([PythonImageProcessing()])
     try:
@@ -262,7 +282,7 @@ def evaluate_saved(args: argparse.Namespace, policy: Path, *, tools: ToolRegistr
         "policy_path": str(policy),
         "eval_tasks": args.eval_tasks,
         "n_eval_tasks": len(eval_tasks),
-        "labels": args.labels,
+        "labels": {"labels": args.labels, "eval": selection(eval_tasks)},
         "held_out": figures,
         "seconds": time.perf_counter() - start,
     }

@@ -24,6 +24,7 @@ from PIL import Image
 
 from vtb_env import ocr
 from vtb_env.image_names import TOOL_IMAGE_NAME
+from vtb_env.synth.twins import TOOL_REQUIRED
 from vtb_env.tasks import Task
 from vtb_env.toolsets import VISION_TOOL
 
@@ -92,7 +93,7 @@ def probe_task(
 
     before = sum(fact_read(read(f["image"]), f) for f in facts)
     after = 0
-    if task.mode_label == "tool_required":
+    if task.mode_label == TOOL_REQUIRED:
         with tempfile.TemporaryDirectory(prefix="vtb-probe-") as tmp:
             outputs = run_reference_code(task, Path(tmp))
             for fact in facts:
@@ -104,7 +105,7 @@ def probe_task(
 def confirms_label(result: ProbeResult) -> bool:
     """The reader agrees with the task's mode label: a tool-required task needs the tools (some key fact
     unread as shown, all read after the reference code), a tool-redundant one has every key fact read as shown."""
-    return result.needs_tools if result.mode_label == "tool_required" else result.readable_directly
+    return result.needs_tools if result.mode_label == TOOL_REQUIRED else result.readable_directly
 
 
 def summarize_probes(results: Iterable[ProbeResult]) -> dict[str, float]:

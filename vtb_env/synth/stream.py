@@ -7,7 +7,7 @@ from ``numpy`` generators seeded with ``[seed, index, purpose]``.
 from __future__ import annotations
 
 import hashlib
-from itertools import count
+from itertools import count, islice
 from typing import Callable, Iterator, Mapping, Union
 
 import numpy as np
@@ -221,8 +221,10 @@ def stream(
             generator=generator,
             split=split,
         )
+        if not pair:  # outside the split
+            continue
         if solvable and not all(confirms_label(probe_task(task, reader=reader)) for task in pair):
-            unconfirmed += bool(pair)
+            unconfirmed += 1
             if unconfirmed >= MAX_UNCONFIRMED_PAIRS:
                 raise RuntimeError(
                     f"the OCR probe confirmed none of {unconfirmed} pairs in a row (up to index {index}): "
@@ -237,12 +239,7 @@ def generate(n: int, seed: int = 0, mix: Mapping[str, float] | None = None, **op
     """The first ``n`` tasks of ``stream(seed, mix, **options)``."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
-    tasks = []
-    for task in stream(seed, mix, **options):
-        if len(tasks) >= n:
-            break
-        tasks.append(task)
-    return tasks
+    return list(islice(stream(seed, mix, **options), n))  # takes no task past the n-th (a probe costs seconds)
 
 
 DEMO_SEED = 2024
