@@ -150,7 +150,9 @@ def training_curve(log_history: Sequence[dict[str, Any]], window: int = 5) -> li
     return curve
 
 
-def load_learning_tasks(spec: str, generator: str, reader: Callable[[Any], str] | None = None) -> list[Task]:
+def load_learning_tasks(
+    spec: str, generator: str, reader: Callable[[Any], str] | None = None, ocr_workers: int = 2
+) -> list[Task]:
     """``synth:N:SEED`` from ``generator``; any other ``vtb_env.loaders`` source as it is; every task mode-labelled.
 
     ``reader`` (image -> text; synth specs only): keep only the pairs whose labels that reader confirms
@@ -162,7 +164,7 @@ def load_learning_tasks(spec: str, generator: str, reader: Callable[[Any], str] 
 
     if spec.strip().startswith("synth:"):
         n, seed, _, split = parse_synth_spec(spec)
-        confirmed = {"solvable": True, "reader": reader} if reader is not None else {}
+        confirmed = {"solvable": True, "reader": reader, "prefetch": _reading(ocr_workers)} if reader else {}
         tasks = generate(n, seed, generator=generator, split=split, **confirmed)
     elif reader is not None:
         raise SystemExit(f"{spec!r}: reader labels confirm synth:N:SEED pairs only; use --labels generator")
@@ -171,6 +173,11 @@ def load_learning_tasks(spec: str, generator: str, reader: Callable[[Any], str] 
     if not tasks or any(t.mode_label is None for t in tasks):
         raise SystemExit(f"{spec!r}: every task needs a mode label (tool_required / tool_redundant)")
     return tasks
+
+
+def _reading(workers: int) -> Callable[[Sequence[Task]], int]:
+    """Fill the OCR cache with a pair's pictures, ``workers`` at a time, before the probe reads them one by one."""
+    return lambda pair: default_cache().fill([ref.open() for task in pair for ref in task.images], workers=workers)
 
 
 def selection(tasks: Sequence[Task]) -> dict[str, int]:
@@ -199,8 +206,8 @@ def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[
     start, cpu_start, misses = time.perf_counter(), cpu_seconds(), default_cache().misses
     loaded = load_ocr_cache(args) if args.policy in TEXT_VIEWS or args.labels == "reader" else 0
     reader = reader_labels(args)
-    train_tasks = load_learning_tasks(args.tasks, args.generator, reader)
-    eval_tasks = load_learning_tasks(args.eval_tasks, args.generator, reader)
+    train_tasks = load_learning_tasks(args.tasks, args.generator, reader, args.ocr_workers)
+    eval_tasks = load_learning_tasks(args.eval_tasks, args.generator, reader, args.ocr_workers)
     labels = {
         "labels": args.labels,
         "train": selection(train_tasks),
@@ -267,7 +274,7 @@ def evaluate_saved(args: argparse.Namespace, policy: Path, *, tools: ToolRegistr
 
     start = time.perf_counter()
     load_ocr_cache(args)
-    eval_tasks = load_learning_tasks(args.eval_tasks, args.generator, reader_labels(args))
+    eval_tasks = load_learning_tasks(args.eval_tasks, args.generator, reader_labels(args), args.ocr_workers)
     own_tools = tools is None
     tools = tools if tools is not None else ToolRegistry([PythonImageProcessing()])
     try:

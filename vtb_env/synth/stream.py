@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from itertools import count, islice
-from typing import Callable, Iterator, Mapping, Union
+from typing import Callable, Iterator, Mapping, Sequence, Union
 
 import numpy as np
 from PIL import Image
@@ -190,6 +190,7 @@ def stream(
     split: str = "all",
     solvable: bool = False,
     reader: Callable[[Image.Image], str] | None = None,
+    prefetch: Callable[[Sequence[Task]], object] | None = None,
 ) -> Iterator[Task]:
     """Yield tasks forever: each index gives a tool-required task, then its twin when it has one.
 
@@ -201,7 +202,8 @@ def stream(
     them (``MODE_LABEL_READER``): the tool-required task has a key fact it cannot read as shown and reads
     every one in its reference code's output, the twin has every key fact read as shown (Tesseract; about
     a second per task; ``vtb_env.synth.probe``). ``reader`` (image -> text) replaces Tesseract's own call,
-    e.g. with a cache of its readings.
+    e.g. with a cache of its readings; ``prefetch(pair)``, called before the probe reads a pair, can fill
+    that cache with the pair's pictures in parallel (the probe itself reads one picture at a time).
     """
     if solvable:  # needs Tesseract (or a reader); imported only when asked for
         from vtb_env.synth.probe import confirms_label, probe_task
@@ -223,6 +225,8 @@ def stream(
         )
         if not pair:  # outside the split
             continue
+        if solvable and prefetch is not None:
+            prefetch(pair)
         if solvable and not all(confirms_label(probe_task(task, reader=reader)) for task in pair):
             unconfirmed += 1
             if unconfirmed >= MAX_UNCONFIRMED_PAIRS:
