@@ -254,7 +254,8 @@ def run(args: argparse.Namespace, *, tools: ToolRegistry | None = None) -> dict[
         result["after"] = evaluate_modes(trainer.model, processor, eval_tasks, tools, args)
         _print_eval("held-out after training", result["after"])
         if args.policy in TEXT_VIEWS:
-            result["ocr"]["read_during_run"] = default_cache().misses - result["ocr"]["read"] - labels["read"]
+            read = default_cache().misses - misses
+            result["ocr"]["read_during_run"] = read - result["ocr"]["read"] - labels["read"]
             if ocr_cache_file(args) is not None:
                 default_cache().save(ocr_cache_file(args))
     finally:
