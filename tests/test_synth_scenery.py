@@ -116,9 +116,14 @@ def test_reference_code_output_reads_in_every_face(face):
 @pytest.mark.skipif(not ocr.is_available(), reason="tesseract is not installed (scripts/setup.sh installs it)")
 def test_reference_code_makes_small_corner_print_readable():
     """The solvability residue: the first six v3 tasks of seed 29 hidden only by small print on the turned side
-    page (11 px at difficulty 0.5) are unreadable as shown, and at least five read in full after the reference
-    code (the residue is ~10% of tool-required tasks, docs/synth.md; since twins 3.1 one of these six keeps a
-    fact unread). With 9 px print (before ``matched.SMALL_PX``) a chart among them lost a value to the OCR."""
+    page (11 px at difficulty 0.5) are unreadable as shown, and at least five have every value read after the
+    reference code (the residue is ~10% of tool-required tasks, docs/synth.md; since twins 3.1 one of these six
+    keeps a value unread). With 9 px print (before ``matched.SMALL_PX``) a chart among them lost a value to the
+    OCR. The print size is about values; counting the rows' printed names too (what the probe now asks, so that
+    a value is tied to its row), 2 of the six read in full after the code: codes like ``S-1`` stay hard for
+    Tesseract even enlarged (docs/synth.md, "Labels are reader-relative")."""
+    from dataclasses import replace
+
     from vtb_env.synth.probe import probe_task
 
     tasks = []
@@ -132,4 +137,10 @@ def test_reference_code_makes_small_corner_print_readable():
     assert len(tasks) == 6 and {t.mode_label for t in tasks} == {TOOL_REQUIRED}
     results = [probe_task(task) for task in tasks]
     assert [r for r in results if r.read_before == r.facts] == []
+    assert sum(r.read_after == r.facts for r in results) >= 2, results  # values and names
+    values_only = [
+        replace(t, metadata={**t.metadata, "key_facts": [{**f, "names": []} for f in t.metadata["key_facts"]]})
+        for t in tasks
+    ]
+    results = [probe_task(task) for task in values_only]
     assert sum(r.read_after == r.facts for r in results) >= 5, results
