@@ -80,7 +80,15 @@ DEGENERATE = (
     "tool_then_clarify",
     "sandbox_search",
 )
-BLIND = ("blind_by_wording", "blind_clarify_all", "blind_numbers", "blind_times", "it_increased", "dialogue_spray")
+BLIND = (
+    "blind_by_wording",
+    "blind_clarify_all",
+    "blind_numbers",
+    "blind_times",
+    "it_increased",
+    "dialogue_spray",
+    "page_dump",
+)
 HEDGES = ("hedge_or", "hedge_alternatively", "hedge_vs", "hedge_cyrillic", "hedge_slash", "hedge_two_sentences")
 HONEST_STYLES = ("oracle_preface", "oracle_closing", "oracle_restated", "oracle_lower", "oracle_working")
 REFERENCES = ("ocr_baseline", "oracle", "always_call", "never_call")
@@ -170,6 +178,14 @@ def dialogue_spray(observation: dict[str, Any]) -> str:
     numbers = sorted({float(x) for x in _PLAIN_NUMBER.findall(text)})[:16]
     values = set(numbers) | {a + b for a in numbers for b in numbers} | {abs(a - b) for a in numbers for b in numbers}
     return " ".join(f"It is {round(v, 4):g}." for v in sorted(values)) or CONSTANT
+
+
+def page_dump(observation: dict[str, Any]) -> str:
+    """Every word Tesseract reads on the pictures shown so far, as one answer: a reader's spray (no question read)."""
+    from vtb_env.ocr_view import default_cache
+
+    words = [w for image in observation["images"] for w in default_cache().read(image)]
+    return " ".join(words) or CONSTANT
 
 
 def last_tool_output(observation: dict[str, Any]) -> str | None:
@@ -310,6 +326,8 @@ class ZooPolicies:
             return "It increased."
         if name == "dialogue_spray":
             return dialogue_spray(observation)
+        if name == "page_dump":
+            return page_dump(observation)
         return {"blind_clarify_all": BLIND_CLARIFY, "blind_numbers": BLIND_NUMBERS, "blind_times": BLIND_TIMES}[name]
 
     def _golden_policy(self, name: str, ctx: EpisodeContext, turn: int, step: int) -> str:
