@@ -25,18 +25,17 @@ def _bench():
 
 
 def _blind() -> tuple[str, ...]:
-    """The blind policies held to the zero-credit bound (``page_dump`` has its own test below)."""
-    return tuple(name for name in _bench().BLIND if name != "page_dump")
+    """The blind policies; ``page_dump`` reads the pictures with Tesseract, so only where it is installed."""
+    from vtb_env import ocr
+
+    return tuple(name for name in _bench().BLIND if name != "page_dump" or ocr.is_available())
 
 
 @pytest.fixture(scope="module")
 def table():
     bench = _bench()
     policies = bench.DEGENERATE + _blind() + bench.HEDGES + ("oracle", "always_call", "never_call")
-    from vtb_env import ocr
-
-    reader = ("page_dump",) if ocr.is_available() else ()  # it reads the pictures with Tesseract
-    return bench.zoo(n=8, seed=8, policies=policies + reader + bench.HONEST_STYLES)
+    return bench.zoo(n=8, seed=8, policies=policies + bench.HONEST_STYLES)
 
 
 @pytest.mark.slow
@@ -45,18 +44,6 @@ def test_no_blind_or_degenerate_policy_passes_a_task_or_earns_rubric_credit(tabl
     for name in bench.DEGENERATE + _blind():
         row = table[name]
         assert row["pass_rate"] == 0.0 and row["rubric_score"] <= 0.02, (name, row["rubric_score"])
-
-
-@pytest.mark.slow
-def test_a_dump_of_every_word_on_the_pictures_passes_nothing(table):
-    """``page_dump`` (every word Tesseract reads on the pictures, no question read) passes no task. A known gap,
-    found when it was added: on this seed one rubric of one episode pays (rubric score 0.031 over 8 episodes;
-    0.000 on fresh seed 919), above the 0.02 the other blind policies are held to. Bounded here at what it earns
-    now, so that any growth fails; closing it is open work (the closed world's allowed values for page words)."""
-    if "page_dump" not in table:
-        pytest.skip("tesseract is not installed")
-    row = table["page_dump"]
-    assert row["pass_rate"] == 0.0 and row["rubric_score"] <= 0.035, row["rubric_score"]
 
 
 @pytest.mark.slow

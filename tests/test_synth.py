@@ -367,7 +367,7 @@ def test_v3_decoys_look_alike_and_name_nothing_the_task_asks():
             decoy = decoy_scene(key, rng)
             assert decoy.kind.name == key.kind.name and len(decoy.entries) == len(key.entries)
             assert decoy.title != key.title or len(kind.titles) == 1
-            key_names, decoy_names = ({n for e in s.entries for n in e.label.split(" to ")} for s in (key, decoy))
+            key_names, decoy_names = ({n for e in s.entries for n in e.towns} for s in (key, decoy))
             assert not key_names & decoy_names
             assert all(any(ch.isdigit() for ch in e.text) for e in decoy.entries)
             on_keys |= key_names

@@ -30,7 +30,7 @@ from vtb_env.synth.blueprints import (
     text,
 )
 from vtb_env.synth.hybrids import hybrid
-from vtb_env.synth.scenes import DOMAIN_KINDS, LAB_TESTS, make_scene
+from vtb_env.synth.scenes import DOMAIN_KINDS, LAB_TESTS, make_scene, route_towns
 
 # --- region switch ---------------------------------------------------------------------------
 
@@ -41,7 +41,7 @@ def region_switch(rng: np.random.Generator, domain: str, difficulty: float, opti
     entries, half = scene.entries, len(scene.entries) // 2
     if kind == "map":
         total = sum(e.value for e in entries)
-        start, end = entries[0].label.split(" to ")[0], entries[-1].label.split(" to ")[1]
+        start, *_, end = route_towns(entries)
         prompt = options.wording(prompts.ROUTE, start=start, end=end)
         parts = " + ".join(e.text for e in entries)
         golden = f"Adding the segment lengths along the route ({parts}) gives {total:g} km from {start} to {end}."
@@ -129,7 +129,7 @@ def follow_up(rng: np.random.Generator, domain: str, difficulty: float, options:
     elif kind == "map":
         i = int(rng.integers(0, len(entries) - 1))
         a, b = entries[i], entries[i + 1]
-        start, end = a.label.split(" to ")[0], b.label.split(" to ")[1]
+        start, end = a.towns[0], b.towns[-1]
         value, reads = a.value + b.value, (a, b)
         answer = f"From {start} to {end} the route has {a.text} and {b.text}, {value:g} km in total."
         supply = supply.format(a=start, b=end)

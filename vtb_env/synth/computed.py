@@ -18,7 +18,7 @@ import numpy as np
 
 from vtb_env.synth import templates as prompts
 from vtb_env.synth.blueprints import Ask, Blueprint, Options, final_rubric, n_entries, read_rubric, running_sums
-from vtb_env.synth.scenes import DOMAIN_KINDS, Scene, make_scene
+from vtb_env.synth.scenes import DOMAIN_KINDS, Scene, make_scene, route_towns
 
 PYTHON_TOOL = "python_interpreter"
 KM_PER_MILE = 1.609344
@@ -76,7 +76,7 @@ def python_task(rng: np.random.Generator, domain: str, difficulty: float, option
         value = round(sum(numbers) / KM_PER_MILE, 2)
         working = (*running_sums(numbers), sum(numbers) / KM_PER_MILE)
         code = f"{listing}\nprint(round(sum(values) / {KM_PER_MILE}, 2))"
-        start, end = scene.entries[0].label.split(" to ")[0], scene.entries[-1].label.split(" to ")[1]
+        start, *_, end = route_towns(scene.entries)
         prompt, what = options.wording(prompts.MILES, start=start, end=end), f"the route from {start} to {end} in miles"
     shown = f"${value:,.2f}" if scene.kind.unit == "$" else f"{value:g}"
     read = ", ".join(e.text for e in scene.entries)

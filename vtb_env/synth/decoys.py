@@ -122,6 +122,6 @@ def decoy_scene(key: Scene, rng: np.random.Generator) -> Scene:
     if key.kind.name == "ticket":
         return _ticket_decoy(key, rng)
     kind = vocabulary_kind(key.kind.name)
-    printed = {name for e in key.entries for name in (e.label, *e.label.split(" to "))}  # a map's towns too
+    printed = {name for e in key.entries for name in (e.label, *e.towns)}  # a map's towns too
     scene = make_scene(replace(kind, labels=tuple(x for x in kind.labels if x not in printed)), rng, len(key.entries))
     return replace(scene, title=_title(key, rng))

@@ -23,7 +23,7 @@ from vtb_env.synth.blueprints import (
     text,
 )
 from vtb_env.synth.computed import python_task
-from vtb_env.synth.scenes import DOMAIN_KINDS, LAB_TESTS, make_scene
+from vtb_env.synth.scenes import DOMAIN_KINDS, LAB_TESTS, make_scene, route_towns
 
 LOOKUP_SHARE = 0.6  # v3: of Generalist and Finance hybrids (v1, v2: 0.5); lookups have no twin (see docs/synth.md)
 PYTHON_SHARE = 0.5  # v3: of the other hybrids, computations done in code (python_interpreter)
@@ -189,7 +189,7 @@ def _hybrid_calculator(rng: np.random.Generator, domain: str, difficulty: float,
         speed = int(rng.choice([12, 15, 18, 20, 24]))
         total = sum(e.value for e in scene.entries)
         value = round(total / speed * 60, 1)
-        start, end = scene.entries[0].label.split(" to ")[0], scene.entries[-1].label.split(" to ")[1]
+        start, *_, end = route_towns(scene.entries)
         prompt = options.wording(prompts.CYCLING, speed=speed, start=start, end=end)
         expression = f"({' + '.join(f'{e.value:g}' for e in scene.entries)}) / {speed} * 60"
         legs = " + ".join(f"{e.value:g} km" for e in scene.entries)

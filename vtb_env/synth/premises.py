@@ -22,7 +22,7 @@ from typing import Callable
 from vtb_env.synth import reference_data as ref
 from vtb_env.synth import templates
 from vtb_env.synth.blueprints import ROW_WORDS, Blueprint
-from vtb_env.synth.scenes import LAB_TESTS, Entry, Scene
+from vtb_env.synth.scenes import LAB_TESTS, Entry, Scene, route_towns
 
 
 class PremiseFailure(Exception):
@@ -91,7 +91,7 @@ def _later(q: Question, first: str, second: str) -> None:
 
 def _route(q: Question, start: str = "start", end: str = "end") -> None:
     _require(q.scene.kind.style == "map", "a route is asked of a document that is no map")
-    towns = [q.scene.entries[0].label.split(" to ")[0]] + [e.label.split(" to ")[1] for e in q.scene.entries]
+    towns = route_towns(q.scene.entries)
     _require(len(set(towns)) == len(towns), "the route passes a town twice")
     s, e = q.fields[start], q.fields[end]
     _require(s in towns and e in towns and towns.index(s) < towns.index(e), f"no route from {s} to {e}")

@@ -13,7 +13,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from vtb_env.synth.render import RGB, Box, Panel, text_box, text_width
-from vtb_env.synth.scenes import Entry, Scene
+from vtb_env.synth.scenes import Entry, Scene, route_towns
 
 STYLES: dict[str, tuple[RGB, RGB, RGB]] = {  # background, text, accent
     "menu": ((250, 243, 224), (60, 40, 25), (150, 60, 30)),
@@ -167,7 +167,7 @@ def _render_map(scene: Scene, rows: Sequence[Entry], px: int, rng: np.random.Gen
         r = int(rng.integers(2 * px, 5 * px))
         draw.ellipse((x - r, y - r, x + r, y + r), fill=(170, 205, 235) if rng.random() < 0.5 else (190, 220, 170))
     title = text_box(draw, (px, px // 2), scene.title, int(px * 1.3), ink, bold=True)
-    towns = [rows[0].label.split(" to ")[0]] + [e.label.split(" to ")[1] for e in rows]
+    towns = route_towns(rows)
     n = len(towns)
     points = []
     for i in range(n):  # a winding route across the map

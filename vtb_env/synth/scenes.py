@@ -11,6 +11,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+LEG = " to "  # a map leg's label joins its two towns: "Alder to Glenrock"
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -20,6 +22,16 @@ class Entry:
     value: float
     text: str
     extra: str = ""
+
+    @property
+    def towns(self) -> list[str]:
+        """A map leg's two towns (any other entry: its label alone)."""
+        return self.label.split(LEG)
+
+
+def route_towns(legs: Sequence[Entry]) -> list[str]:
+    """The towns a run of consecutive map legs passes, in order: the first leg's start, then each leg's end."""
+    return [legs[0].towns[0]] + [leg.towns[-1] for leg in legs]
 
 
 @dataclass(frozen=True)
@@ -370,7 +382,7 @@ def make_scene(kind: str | Kind, rng: np.random.Generator, n_entries: int) -> Sc
     title = str(rng.choice(kind.titles))
     if kind.style == "map":  # a map's labels are its towns (v1, v2: TOWNS; v3 names its own vocabulary)
         towns = [str(t) for t in rng.permutation(kind.labels or TOWNS)[: n_entries + 1]]
-        labels = [f"{a} to {b}" for a, b in zip(towns, towns[1:], strict=False)]
+        labels = [f"{a}{LEG}{b}" for a, b in zip(towns, towns[1:], strict=False)]
     else:
         labels = [str(label) for label in rng.permutation(kind.labels)[:n_entries]]
     if kind.name == "timetable":

@@ -240,7 +240,7 @@ def assemble(
                     "image": name,
                     "text": scene.entry(lbl).text,
                     **(
-                        {"names": lbl.split(" to ") if scene.kind.style == "map" else [lbl]}
+                        {"names": scene.entry(lbl).towns if scene.kind.style == "map" else [lbl]}
                         if generator == "v3"
                         else {}
                     ),
