@@ -26,13 +26,16 @@ python3 - "$cache" <<'PY'
 import argparse, sys, time
 import torch, transformers, trl
 from vtb_app.learning_check import load_learning_tasks
-from vtb_app.learning_policies import prepare_reading
+from vtb_app.learning_policies import cached_reader, load_ocr_cache, prepare_reading
 from vtb_env.synth.stream import DEFAULT_GENERATOR
 print("torch", torch.__version__, "cuda", torch.cuda.is_available(), "transformers", transformers.__version__,
       "trl", trl.__version__, flush=True)
-tasks = load_learning_tasks("synth:192:0", DEFAULT_GENERATOR) + load_learning_tasks("synth:48:1", DEFAULT_GENERATOR)
 args = argparse.Namespace(policy="text", ocr_cache=sys.argv[1], ocr_workers=16)
-print("OCR cache:", prepare_reading(args, tasks), flush=True)
+loaded = load_ocr_cache(args)
+# the check's default sets (scripts/learning_check.py), drawn as it draws them: pairs the reader confirms
+specs = ("synth:288:0", "synth:48:1")
+tasks = [t for spec in specs for t in load_learning_tasks(spec, DEFAULT_GENERATOR, cached_reader, 16)]
+print("OCR cache:", prepare_reading(args, tasks, loaded), flush=True)
 PY
 cd "$root"
 python3 scripts/learning_check_seeds.py --seeds "$seeds" --controls --jobs "$jobs" --threads "$threads" \

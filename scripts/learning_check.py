@@ -52,7 +52,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         allow_abbrev=False,  # learning_check_seeds.py forwards some options by their full names
     )
-    p.add_argument("--tasks", default="synth:192:0", help="training tasks: synth:N:SEED or any vtb_env.loaders source")
+    p.add_argument("--tasks", default="synth:288:0", help="training tasks: synth:N:SEED or any vtb_env.loaders source")
     p.add_argument("--eval-tasks", default="synth:48:1", help="held-out tasks (use another seed)")
     p.add_argument(
         "--generator", default=DEFAULT_GENERATOR, choices=GENERATORS, help="the synthetic generator of synth:N:SEED"
@@ -105,7 +105,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--supervised-epochs", type=int, default=0, help="measure the supervised bound first (0: skip)")
     p.add_argument("--supervised-learning-rate", type=float, default=1e-3)
     p.add_argument(
-        "--sft-steps", type=int, default=90, help="SFT warm-up steps on the reference conversations (0: none)"
+        "--sft-steps", type=int, default=135, help="SFT warm-up steps on the reference conversations (0: none)"
     )
     p.add_argument(
         "--sft-learning-rate",

@@ -137,7 +137,7 @@ def test_the_reading_policy_learns_mode_selection_on_v3_twins(tmp_path):
     """A shortened ``scripts/learning_check.py`` run at its defaults (the reading policy on the default v3 twins):
     the SFT warm-up on the reference conversations, then GRPO through TRL's loop in the real env, held-out greedy.
 
-    The full check (192 tasks, 60 GRPO steps) is in docs/training.md; this run keeps the warm-up and takes 10
+    The full check (288 tasks, 60 GRPO steps) is in docs/training.md; this run keeps the warm-up and takes 10
     GRPO steps on 128 tasks, on the pairs whose labels Tesseract confirms (``--labels reader``, v3's default).
     Measured: +0.072 -> 0.635 after SFT -> 0.917 (752 s of pytest beside two other runs on 2 cores). The policy
     shown the pages' words without the question stays near 0 with the full budget (docs/training.md)."""
