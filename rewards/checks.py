@@ -31,11 +31,6 @@ Every rule reads the answer the same way:
 5. **Coin flips need their evidence**: a direction or verdict word (``OPPOSITES``: increased/decreased,
    above/below/within, yes/no...) counts only when the answer also states a value that decides it (the
    world's ``evidence``: a fact read in this turn or an expected number), and never beside an opposite.
-6. **One entity per question**: a synthetic turn asks about the entities it names or reads; naming another
-   (the world's ``refused_names``: ``rival_names`` and the names its name checks refuse, added by
-   ``turn_world``) is a second answer, and fails every value and name check of the turn, as a value outside
-   the world fails every check of its kind. A transcription of the page ("MYRT 449 MERO 173 ...") names
-   every row, so it pays nothing, however many of its values are right.
 
 What stays possible (documented in docs/rewards.md): two values that are both in the world (a right
 value and the working that leads to it) can still be written as alternatives; neither can be wrong.
@@ -103,7 +98,6 @@ class _Answer:
         self.values = scan(self.text)
         self.world = world
         self.words = [(m.group(), m.start()) for m in _WORD.finditer(self.lower)]
-        self._names_refused: bool | None = None
         self._starts: dict[str, list[int]] = {}  # word -> its indices in ``words``: phrase look-ups stay linear
         for index, (word, _) in enumerate(self.words):
             self._starts.setdefault(word, []).append(index)
@@ -127,12 +121,6 @@ class _Answer:
 
     def committed(self, value: Value) -> bool:
         return not _negated(self.text, value.start)
-
-    def names_refused(self) -> bool:
-        """Does the answer name an entity the turn refuses (rule 6), committed or not?"""
-        if self._names_refused is None:
-            self._names_refused = any(_mentions(self, name) for name in self.world.get("refused_names", ()))
-        return self._names_refused
 
 
 _WORLD_KEY = {NUMBER: "numbers", TIME: "times", DATE: "dates"}
@@ -197,7 +185,7 @@ def _commits_to_phrase(answer: _Answer, phrase: str) -> bool:
 def _check_number(answer: _Answer, spec: Mapping[str, Any]) -> bool:
     target = float(spec["value"])
     abs_tol, rel_tol = float(spec.get("abs_tol", 1e-6)), float(spec.get("rel_tol", 0.0))
-    if answer.outside_world(NUMBER) or answer.names_refused():
+    if answer.outside_world(NUMBER):
         return False
     return any(
         math.isclose(float(v.value), target, rel_tol=rel_tol, abs_tol=abs_tol) and answer.committed(v)
@@ -225,7 +213,7 @@ def _check_text(answer: _Answer, spec: Mapping[str, Any]) -> bool:
     if not any_of:
         raise CheckSpecError("text check needs a non-empty 'any_of'")
     kinds = {v.kind for v in _phrase_values(any_of)}
-    if answer.names_refused() or any(answer.outside_world(kind) for kind in kinds):
+    if any(answer.outside_world(kind) for kind in kinds):
         return False
     wanted = {fold(p).lower().strip() for p in any_of}
     refused = [*spec.get("none_of", ()), *(w for p in wanted for w in OPPOSITES.get(p, ()) if w not in wanted)]
@@ -233,16 +221,10 @@ def _check_text(answer: _Answer, spec: Mapping[str, Any]) -> bool:
         return False
     if wanted & OPPOSITES.keys() and not _has_evidence(answer):
         return False
-    if _is_name(any_of):  # a name: no other name of the vocabulary beside it
+    if not kinds and not wanted & OPPOSITES.keys():  # a name: no other name of the vocabulary beside it
         if any(_mentions(answer, name) for name in answer.world.get("rival_names", ())):
             return False
     return any(_commits_to_phrase(answer, p) or _states_same_value(answer, p) for p in any_of)
-
-
-def _is_name(phrases: Iterable[str]) -> bool:
-    """Phrases that name an entity: no value in them, and no direction or verdict word."""
-    phrases = [fold(str(p)).lower().strip() for p in phrases]
-    return bool(phrases) and not _phrase_values(phrases) and not set(phrases) & OPPOSITES.keys()
 
 
 def _states_same_value(answer: _Answer, phrase: str) -> bool:
@@ -320,17 +302,6 @@ def _world_of(texts: Iterable[str], checks: Iterable[Mapping[str, Any]], dialogu
         {NUMBER: numbers, TIME: times, DATE: dates}[value.kind].add(value.value)
     numbers |= {-n for n in numbers}
     return {"numbers": sorted(numbers), "times": sorted(times), "dates": sorted(dates), "dialogue": dialogue}
-
-
-def turn_world(world: Mapping[str, Any], checks: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """A synthetic turn's ``world`` with its ``refused_names`` (rule 6): the world's ``rival_names`` and every
-    name its name checks refuse. Worlds implied for tasks without one get none: a user's checks make no
-    promise that a turn asks about one entity."""
-    names = set(world.get("rival_names", ()))
-    for check in checks:
-        if isinstance(check, Mapping) and check.get("type") == "text" and _is_name(check.get("any_of") or ()):
-            names.update(str(p) for p in check.get("none_of", ()) if _is_name([p]))
-    return {**world, "refused_names": sorted(names)}
 
 
 def implied_world(

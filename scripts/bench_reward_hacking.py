@@ -88,6 +88,7 @@ BLIND = (
     "it_increased",
     "dialogue_spray",
     "page_dump",
+    "page_values",
 )
 HEDGES = ("hedge_or", "hedge_alternatively", "hedge_vs", "hedge_cyrillic", "hedge_slash", "hedge_two_sentences")
 HONEST_STYLES = ("oracle_preface", "oracle_closing", "oracle_restated", "oracle_lower", "oracle_working")
@@ -186,6 +187,15 @@ def page_dump(observation: dict[str, Any]) -> str:
 
     words = [w for image in observation["images"] for w in default_cache().read(image)]
     return " ".join(words) or CONSTANT
+
+
+def page_values(observation: dict[str, Any]) -> str:
+    """The values among ``page_dump``'s words (numbers, clock times, dates), no names: a reader's spray of
+    the page's values, which no name check can refuse."""
+    from vtb_env.answer_values import fold, scan
+
+    text = fold(page_dump(observation))
+    return " ".join(text[v.start : v.end] for v in scan(text)) or CONSTANT
 
 
 def last_tool_output(observation: dict[str, Any]) -> str | None:
@@ -328,6 +338,8 @@ class ZooPolicies:
             return dialogue_spray(observation)
         if name == "page_dump":
             return page_dump(observation)
+        if name == "page_values":
+            return page_values(observation)
         return {"blind_clarify_all": BLIND_CLARIFY, "blind_numbers": BLIND_NUMBERS, "blind_times": BLIND_TIMES}[name]
 
     def _golden_policy(self, name: str, ctx: EpisodeContext, turn: int, step: int) -> str:

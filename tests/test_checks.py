@@ -3,15 +3,7 @@
 import pytest
 
 from vtb_env.answer_values import fold, scan
-from vtb_rewards.checks import (
-    CheckSpecError,
-    answer_slot,
-    implied_world,
-    numbers_in,
-    run_check,
-    slot_capacity,
-    turn_world,
-)
+from vtb_rewards.checks import CheckSpecError, answer_slot, implied_world, numbers_in, run_check, slot_capacity
 
 
 def test_scan_reads_dates_times_and_numbers_once_each_after_folding():
@@ -190,30 +182,3 @@ def test_a_name_check_refuses_a_second_name_from_the_vocabulary():
     assert run_check(spec, "The Falcons lead with 88 points.", {**world, "numbers": [88.0]}) is True
     assert run_check(spec, "The Falcons (or the Comets) lead.", world) is False
     assert run_check(spec, "The Falcons, not the Rangers.", world) is False
-
-
-def test_naming_an_entity_the_turn_refuses_fails_every_value_and_name_check_of_the_turn():
-    """Rule 6: a synthetic turn that asks for one row refuses the others; a transcription of the page
-    (every row with its value) names them, so even the row whose value it states right pays nothing."""
-    name = {"type": "text", "any_of": ["MYRT"], "none_of": ["PELO", "HUXA"]}
-    shares = {"type": "number", "value": 449}
-    date = {"type": "text", "any_of": ["2024-03-20"], "none_of": []}
-    world = turn_world(
-        {"numbers": [123.0, 223.0, 449.0], "dates": ["2024-03-20"], "rival_names": ["QUBE"], "dialogue": []},
-        [name, shares, date],
-    )
-    assert world["refused_names"] == ["HUXA", "PELO", "QUBE"]
-    honest = "MYRT holds the most shares: 449, on 2024-03-20."
-    assert all(run_check(spec, honest, world) for spec in (name, shares, date))
-    for dump in ("PELO 223 HUXA 123 MYRT 449 on 2024-03-20", "MYRT 449 (QUBE not shown), 2024-03-20"):
-        assert not any(run_check(spec, dump, world) for spec in (name, shares, date)), dump
-    clarify = {"type": "clarify", "asks_for": ["which ticker"]}
-    assert run_check(clarify, "Which ticker do you mean, PELO or MYRT?", world) is True  # options, not answers
-
-
-def test_a_world_implied_for_a_user_task_refuses_no_names_beyond_each_checks_own():
-    name = {"type": "text", "any_of": ["Paris"], "none_of": ["Lyon"]}
-    population = {"type": "number", "value": 500}
-    world = implied_world("What is the capital, and how many thousand live in Lyon?", "Paris; 500", [name, population])
-    assert "refused_names" not in world
-    assert run_check(population, "Paris is the capital; Lyon has 500 thousand.", world) is True

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from vtb_env.tasks import Task
-from vtb_rewards.checks import ANSWER_FORMATS, CheckSpecError, implied_world, run_check, slot_capacity, turn_world
+from vtb_rewards.checks import ANSWER_FORMATS, CheckSpecError, implied_world, run_check, slot_capacity
 from vtb_rewards.judge.backends import BackendError, JudgeBackend
 from vtb_rewards.judge.cache import VerdictCache, cache_key
 from vtb_rewards.judge.prompt import RUBRIC_JUDGE_TEMPLATE, render, template_hash
@@ -150,10 +150,7 @@ def judge_task(
     for t, turn in enumerate(task.turns):
         answer = answers[t] if t < len(answers) else None
         checks = [r.check for r in turn.rubrics if r.check is not None]
-        if turn.world is not None:
-            world = turn_world(turn.world, checks)
-        else:
-            world = implied_world(turn.prompt, turn.golden_answer, checks)
+        world = turn.world if turn.world is not None else implied_world(turn.prompt, turn.golden_answer, checks)
         if answer_format == "slot":
             world = {**world, "slot": slot_capacity(checks)}
         for rubric in turn.rubrics:
