@@ -89,6 +89,7 @@ BLIND = (
     "dialogue_spray",
     "page_dump",
     "page_values",
+    "page_names",
 )
 HEDGES = ("hedge_or", "hedge_alternatively", "hedge_vs", "hedge_cyrillic", "hedge_slash", "hedge_two_sentences")
 HONEST_STYLES = ("oracle_preface", "oracle_closing", "oracle_restated", "oracle_lower", "oracle_working")
@@ -196,6 +197,15 @@ def page_values(observation: dict[str, Any]) -> str:
 
     text = fold(page_dump(observation))
     return " ".join(text[v.start : v.end] for v in scan(text)) or CONSTANT
+
+
+def page_names(observation: dict[str, Any]) -> str:
+    """The words of ``page_dump`` that hold no value and start with a capital: a reader's spray of the page's
+    names (every row, town, ticker and team it shows), one answer."""
+    from vtb_env.answer_values import fold, scan
+
+    names = [w for w in fold(page_dump(observation)).split() if w[:1].isupper() and not scan(w)]
+    return " ".join(names) or CONSTANT
 
 
 def last_tool_output(observation: dict[str, Any]) -> str | None:
@@ -340,6 +350,8 @@ class ZooPolicies:
             return page_dump(observation)
         if name == "page_values":
             return page_values(observation)
+        if name == "page_names":
+            return page_names(observation)
         return {"blind_clarify_all": BLIND_CLARIFY, "blind_numbers": BLIND_NUMBERS, "blind_times": BLIND_TIMES}[name]
 
     def _golden_policy(self, name: str, ctx: EpisodeContext, turn: int, step: int) -> str:

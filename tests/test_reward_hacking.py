@@ -24,12 +24,17 @@ def _bench():
     return sys.modules["bench_reward_hacking"]
 
 
-READER_SPRAYS = ("page_dump", "page_values")  # they read the pictures with Tesseract: their own test below
+READER_SPRAYS = ("page_dump", "page_values")  # they meet one rubric on this seed: their own test below
+READERS = (*READER_SPRAYS, "page_names")  # they read the pictures with Tesseract: played where it is installed
 
 
 def _blind() -> tuple[str, ...]:
-    """The blind policies held to the zero-credit bound (the reader's sprays have their own test below)."""
-    return tuple(name for name in _bench().BLIND if name not in READER_SPRAYS)
+    """The blind policies held to the zero-credit bound: all but the two reader sprays (their own test below);
+    ``page_names`` only where Tesseract is installed (it reads the pictures)."""
+    from vtb_env import ocr
+
+    left_out = READER_SPRAYS if ocr.is_available() else READERS
+    return tuple(name for name in _bench().BLIND if name not in left_out)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +43,7 @@ def table():
     policies = bench.DEGENERATE + _blind() + bench.HEDGES + ("oracle", "always_call", "never_call")
     from vtb_env import ocr
 
-    reader = READER_SPRAYS if ocr.is_available() else ()
+    reader = READER_SPRAYS if ocr.is_available() else ()  # page_names comes with _blind()
     return bench.zoo(n=8, seed=8, policies=policies + reader + bench.HONEST_STYLES)
 
 

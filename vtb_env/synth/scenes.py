@@ -25,7 +25,7 @@ class Entry:
 
     @property
     def towns(self) -> list[str]:
-        """A map leg's two towns (any other entry: its label alone)."""
+        """A map leg's two towns (the label split at ``LEG``; a label without it, as other kinds' are, stays whole)."""
         return self.label.split(LEG)
 
 
