@@ -14,6 +14,11 @@ A rubric's ``check`` is a JSON object; ``type`` selects the rule:
   missing detail (one of ``asks_for``), no detail of another scene (the world's ``clarify_rivals``) and
   commits to none of ``none_of``.
 
+Any check may carry ``"given": [check, ...]``: it is Met only when those checks are Met on the same answer.
+The generator binds a value that a transcription of the page would state (the page prints no rival of its
+kind outside the turn's world: a ticket's one date, every row of a superlative) to the turn's critical
+checks: credit for reading it comes with the answer it leads to (``vtb_env.synth.world.bind_giveaways``).
+
 Every rule reads the answer the same way:
 
 1. **Fold** (``vtb_env.answer_values.fold``): NFKC, then look-alikes to ASCII; a Cyrillic "о" is an "o".
@@ -30,7 +35,8 @@ Every rule reads the answer the same way:
    clause is a negation ("It does not cost 16 dollars").
 5. **Coin flips need their evidence**: a direction or verdict word (``OPPOSITES``: increased/decreased,
    above/below/within, yes/no...) counts only when the answer also states a value that decides it (the
-   world's ``evidence``: a fact read in this turn or an expected number), and never beside an opposite.
+   world's ``evidence``: a fact read in this turn or an expected number), never beside an opposite, and
+   never beside a number or time outside the world (its evidence's kinds are closed, as a value's are).
 
 What stays possible (documented in docs/rewards.md): two values that are both in the world (a right
 value and the working that leads to it) can still be written as alternatives; neither can be wrong.
@@ -38,12 +44,23 @@ value and the working that leads to it) can still be written as alternatives; ne
 
 from __future__ import annotations
 
-import bisect
 import math
 import re
 from typing import Any, Iterable, Mapping
 
-from vtb_env.answer_values import DATE, NUMBER, TIME, Value, fold, scan
+from vtb_env.answer_values import (
+    DATE,
+    NUMBER,
+    OPPOSITES,
+    TIME,
+    WORLD_KEYS,
+    Value,
+    accounted_for,
+    allowed_values,
+    checked_kinds,
+    fold,
+    scan,
+)
 
 QUOTE_WORDS = 4  # a run this long copied from the user's prompts is a quote, not a statement
 NEGATION_WINDOW = 4  # words before a mention, within its clause
@@ -54,31 +71,6 @@ _NEGATION = re.compile(
     r"\b(?:not|no|never|neither|nor|without|cannot|isn't|wasn't|aren't|weren't|doesn't|didn't|don't|won't|"
     r"hasn't|haven't|can't|couldn't|shouldn't|rather than|instead of|other than|except)\b"
 )
-_EXCLUSIVE = (
-    (
-        ("increase", "increased", "increases", "increasing", "rose", "rise", "risen", "rising", "up", "grew", "gained"),
-        ("decrease", "decreased", "decreases", "decreasing", "fell", "fall", "fallen", "falling", "down", "dropped",
-         "declined", "shrank"),
-    ),
-    (("higher",), ("lower",)),
-    (("above",), ("below",)),
-    (("within",), ("outside", "above", "below")),
-    (("yes",), ("no",)),
-    (("true",), ("false",)),
-)  # fmt: skip
-
-
-def _opposites_table() -> dict[str, tuple[str, ...]]:
-    """Each word of a pair of families refuses every word of the other family."""
-    table: dict[str, set[str]] = {}
-    for side_a, side_b in _EXCLUSIVE:
-        for words, others in ((side_a, side_b), (side_b, side_a)):
-            for word in words:
-                table.setdefault(word, set()).update(others)
-    return {word: tuple(sorted(opposites)) for word, opposites in table.items()}
-
-
-OPPOSITES: dict[str, tuple[str, ...]] = _opposites_table()
 
 
 class CheckSpecError(ValueError):
@@ -114,16 +106,13 @@ class _Answer:
 
     def outside_world(self, kind: str) -> bool:
         """Some value of ``kind`` that the world does not account for (or more than the slot may hold)."""
-        allowed, stated = _allowed(self.world.get(_WORLD_KEY[kind], ()), kind), self.stated(kind)
+        allowed, stated = allowed_values(self.world.get(WORLD_KEYS[kind], ()), kind), self.stated(kind)
         if self.slot is not None and len({v.value for v in stated}) > self.slot.get(kind, 0):
             return True
-        return any(not _accounted(v, allowed) for v in stated)
+        return any(not accounted_for(v, allowed) for v in stated)
 
     def committed(self, value: Value) -> bool:
         return not _negated(self.text, value.start)
-
-
-_WORLD_KEY = {NUMBER: "numbers", TIME: "times", DATE: "dates"}
 
 
 def _unquote(text: str, dialogue: list[str]) -> str:
@@ -146,20 +135,6 @@ def _unquote(text: str, dialogue: list[str]) -> str:
         start, end = words[i].span()
         chars[start:end] = " " * (end - start)
     return "".join(chars)
-
-
-def _allowed(values: Iterable[Any], kind: str) -> Any:
-    """A world's values of ``kind`` ready for look-ups: numbers sorted, the rest in a set."""
-    return sorted(float(v) for v in values) if kind == NUMBER else set(values)
-
-
-def _accounted(value: Value, allowed: Any) -> bool:
-    """Is ``value`` in ``allowed`` (``_allowed``'s form)? A number stands for every value it rounds."""
-    if value.kind != NUMBER:
-        return value.value in allowed
-    half_unit = 0.5 * 10.0 ** (-value.decimals) + 1e-9  # "106" stands for anything that rounds to it
-    i = bisect.bisect_left(allowed, float(value.value) - half_unit)
-    return i < len(allowed) and allowed[i] <= float(value.value) + half_unit
 
 
 def _negated(text: str, start: int) -> bool:
@@ -202,7 +177,7 @@ def _has_evidence(answer: _Answer) -> bool:
     if not evidence:
         return True
     return any(
-        _accounted(v, _allowed(evidence.get(_WORLD_KEY[v.kind], ()), v.kind)) and answer.committed(v)
+        accounted_for(v, allowed_values(evidence.get(WORLD_KEYS[v.kind], ()), v.kind)) and answer.committed(v)
         for v in answer.values
         if v.kind in (NUMBER, TIME)
     )
@@ -212,16 +187,17 @@ def _check_text(answer: _Answer, spec: Mapping[str, Any]) -> bool:
     any_of = [str(p) for p in spec.get("any_of") or []]
     if not any_of:
         raise CheckSpecError("text check needs a non-empty 'any_of'")
-    kinds = {v.kind for v in _phrase_values(any_of)}
+    wanted = {fold(p).lower().strip() for p in any_of}
+    verdict = bool(wanted & OPPOSITES.keys())
+    kinds = checked_kinds(spec)  # a verdict is decided by values: its evidence's kinds are closed too
     if any(answer.outside_world(kind) for kind in kinds):
         return False
-    wanted = {fold(p).lower().strip() for p in any_of}
     refused = [*spec.get("none_of", ()), *(w for p in wanted for w in OPPOSITES.get(p, ()) if w not in wanted)]
     if any(_mentions(answer, phrase) for phrase in refused):
         return False
-    if wanted & OPPOSITES.keys() and not _has_evidence(answer):
+    if verdict and not _has_evidence(answer):
         return False
-    if not kinds and not wanted & OPPOSITES.keys():  # a name: no other name of the vocabulary beside it
+    if not kinds and not verdict:  # a name: no other name of the vocabulary beside it
         if any(_mentions(answer, name) for name in answer.world.get("rival_names", ())):
             return False
     return any(_commits_to_phrase(answer, p) or _states_same_value(answer, p) for p in any_of)
@@ -319,14 +295,17 @@ def run_check(spec: Mapping[str, Any], answer: str, world: Mapping[str, Any] | N
     if rule is None:
         raise CheckSpecError(f"unknown check type {kind!r}; known: {sorted(_CHECKS)}")
     world = world if world is not None else implied_world(checks=[spec])
-    if world.get("slot") is not None and kind != "clarify":  # a clarifying question is no value: read it whole
-        answer = answer_slot(answer or "") or ""
-    try:
-        return rule(_Answer(answer or "", world), spec)
+    given = spec.get("given") or ()
+    if not isinstance(given, list | tuple):
+        raise CheckSpecError(f"'given' must be a list of checks, got {given!r}")
+    read = answer_slot(answer or "") or "" if world.get("slot") is not None and kind != "clarify" else answer
+    try:  # a clarifying question is no value: the slot rule reads it whole
+        met = rule(_Answer(read or "", world), spec)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, CheckSpecError):
             raise
         raise CheckSpecError(f"malformed {kind} check {dict(spec)!r}: {exc}") from exc
+    return all([met, *(run_check(check, answer, world) for check in given)])  # every given check is validated
 
 
 def numbers_in(text: str) -> list[float]:

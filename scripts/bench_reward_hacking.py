@@ -33,6 +33,11 @@ Blind policies that pick by the prompt's wording (issue 31; none looks at an ima
 - ``dialogue_spray``: every number the dialogue's text shows so far (prompts, tool outputs), with their
   pairwise sums and differences, one per sentence: the values within reach of a policy that only reads text.
 
+Reader sprays (they read the pictures with Tesseract and never the question; played where it is installed):
+``page_dump`` (every word read), ``page_values`` (its numbers, times and dates), ``page_decimals`` (only
+its numbers with decimals: no stray integer), ``page_dates`` (only its dates and times), ``page_names``
+(its capitalised words that hold no value).
+
 Hedged golden answers (no tool calls): every number of the golden answer offered beside its successor,
 in six spellings (``hedge_or`` "16 (or 17)", ``hedge_alternatively``, ``hedge_vs``, ``hedge_cyrillic``
 "16 оr 17", ``hedge_slash`` "16 ∕ 17", ``hedge_two_sentences``: the answer, then the answer again with
@@ -89,6 +94,8 @@ BLIND = (
     "dialogue_spray",
     "page_dump",
     "page_values",
+    "page_decimals",
+    "page_dates",
     "page_names",
 )
 HEDGES = ("hedge_or", "hedge_alternatively", "hedge_vs", "hedge_cyrillic", "hedge_slash", "hedge_two_sentences")
@@ -199,6 +206,24 @@ def page_values(observation: dict[str, Any]) -> str:
     return " ".join(text[v.start : v.end] for v in scan(text)) or CONSTANT
 
 
+def page_decimals(observation: dict[str, Any]) -> str:
+    """The numbers with decimals among ``page_values``: a spray narrowed to the values a price or reading has,
+    so that no stray integer (a seat, a page number) falls outside the world."""
+    from vtb_env.answer_values import NUMBER, fold, scan
+
+    text = fold(page_dump(observation))
+    return " ".join(text[v.start : v.end] for v in scan(text) if v.kind == NUMBER and v.decimals) or CONSTANT
+
+
+def page_dates(observation: dict[str, Any]) -> str:
+    """The dates and clock times among ``page_values``: a spray narrowed to the kinds a ticket or a timetable
+    is asked about."""
+    from vtb_env.answer_values import NUMBER, fold, scan
+
+    text = fold(page_dump(observation))
+    return " ".join(text[v.start : v.end] for v in scan(text) if v.kind != NUMBER) or CONSTANT
+
+
 def page_names(observation: dict[str, Any]) -> str:
     """The words of ``page_dump`` that hold no value and start with a capital: a reader's spray of the page's
     names (every row, town, ticker and team it shows), one answer."""
@@ -206,6 +231,15 @@ def page_names(observation: dict[str, Any]) -> str:
 
     names = [w for w in fold(page_dump(observation)).split() if w[:1].isupper() and not scan(w)]
     return " ".join(names) or CONSTANT
+
+
+READER_SPRAYS = {  # they read the pictures (Tesseract), never the question
+    "page_dump": page_dump,
+    "page_values": page_values,
+    "page_decimals": page_decimals,
+    "page_dates": page_dates,
+    "page_names": page_names,
+}
 
 
 def last_tool_output(observation: dict[str, Any]) -> str | None:
@@ -346,12 +380,8 @@ class ZooPolicies:
             return "It increased."
         if name == "dialogue_spray":
             return dialogue_spray(observation)
-        if name == "page_dump":
-            return page_dump(observation)
-        if name == "page_values":
-            return page_values(observation)
-        if name == "page_names":
-            return page_names(observation)
+        if name in READER_SPRAYS:
+            return READER_SPRAYS[name](observation)
         return {"blind_clarify_all": BLIND_CLARIFY, "blind_numbers": BLIND_NUMBERS, "blind_times": BLIND_TIMES}[name]
 
     def _golden_policy(self, name: str, ctx: EpisodeContext, turn: int, step: int) -> str:

@@ -119,6 +119,9 @@ def test_a_direction_counts_only_beside_the_value_that_decides_it():
     assert run_check(INCREASED, "It went up by 0.4, then down.", CHANGE_WORLD) is False
     assert run_check(INCREASED, "It did not increase; 0.4.", CHANGE_WORLD) is False
     assert run_check(INCREASED, "The follow-up shows 4.1.", CHANGE_WORLD) is False  # "follow-up" is not "up"
+    # a verdict is decided by values, so it is closed over them: a transcription's stray number fails it
+    assert run_check(INCREASED, "Rows: 3.7 4.1 9.9 12.5, up.", CHANGE_WORLD) is False
+    assert run_check(INCREASED, "It rose to 4.1 by 07:15.", CHANGE_WORLD) is False  # a time outside the world too
 
 
 def test_restating_the_question_states_nothing():
@@ -169,7 +172,15 @@ def test_slot_mode_reads_only_the_slot_and_a_slot_holds_one_value_per_asked_valu
 
 
 @pytest.mark.parametrize(
-    "spec", [{"type": "nope"}, {"type": "number"}, {"type": "text", "any_of": []}, "not a mapping"]
+    "spec",
+    [
+        {"type": "nope"},
+        {"type": "number"},
+        {"type": "text", "any_of": []},
+        "not a mapping",
+        {"type": "number", "value": 1, "given": {"type": "text", "any_of": ["x"]}},  # given: a list
+        {"type": "number", "value": 1, "given": [{"type": "nope"}]},
+    ],
 )
 def test_malformed_specs_raise_a_clear_error(spec):
     with pytest.raises(CheckSpecError):
@@ -182,3 +193,15 @@ def test_a_name_check_refuses_a_second_name_from_the_vocabulary():
     assert run_check(spec, "The Falcons lead with 88 points.", {**world, "numbers": [88.0]}) is True
     assert run_check(spec, "The Falcons (or the Comets) lead.", world) is False
     assert run_check(spec, "The Falcons, not the Rangers.", world) is False
+
+
+def test_a_check_given_others_is_met_only_with_them():
+    """A value a page gives away (the top row's price, read among every row) is credited only with the answer
+    it belongs to: the right row named, no rival."""
+    world = {"numbers": [27.5, 12.0, 8.0], "rival_names": [], "dialogue": []}
+    named = {"type": "text", "any_of": ["Saltimbocca"], "none_of": ["Walnuts", "Soup"]}
+    price = {"type": "number", "value": 27.5, "abs_tol": 0.006, "given": [named]}
+    assert run_check(price, "The Saltimbocca is the most expensive, at $27.50.", world) is True
+    assert run_check(price, "Saltimbocca $27.50 Walnuts $12.00 Soup $8.00", world) is False  # a transcription
+    assert run_check(price, "$27.50 $12.00 $8.00", world) is False  # its values alone
+    assert run_check(price, "The Walnuts, at $27.50.", world) is False

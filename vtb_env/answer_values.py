@@ -12,11 +12,13 @@ number of its own, nor the hour of a time.
 
 from __future__ import annotations
 
+import bisect
 import calendar
 import datetime as dt
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
 
 from anyascii import anyascii
 
@@ -114,3 +116,62 @@ def scan(text: str) -> list[Value]:
 def values_of(text: str, kind: str) -> list[float | str]:
     """The values of one kind that ``text`` states (folded first)."""
     return [v.value for v in scan(fold(text)) if v.kind == kind]
+
+
+WORLD_KEYS = {NUMBER: "numbers", TIME: "times", DATE: "dates"}  # where a closed world keeps each kind
+
+
+def allowed_values(values: Iterable[Any], kind: str) -> Any:
+    """A world's values of ``kind`` ready for ``accounted_for``: numbers sorted, the rest in a set."""
+    return sorted(float(v) for v in values) if kind == NUMBER else set(values)
+
+
+def accounted_for(value: Value, allowed: Any) -> bool:
+    """Is ``value`` in ``allowed`` (``allowed_values``'s form)? A number stands for every value it rounds:
+    "106" for 105.71, "27.50" for 27.5."""
+    if value.kind != NUMBER:
+        return value.value in allowed
+    half_unit = 0.5 * 10.0 ** (-value.decimals) + 1e-9
+    i = bisect.bisect_left(allowed, float(value.value) - half_unit)
+    return i < len(allowed) and allowed[i] <= float(value.value) + half_unit
+
+
+# Direction and verdict words come in families that exclude each other: a verdict is a value a text states too.
+_EXCLUSIVE = (
+    (
+        ("increase", "increased", "increases", "increasing", "rose", "rise", "risen", "rising", "up", "grew", "gained"),
+        ("decrease", "decreased", "decreases", "decreasing", "fell", "fall", "fallen", "falling", "down", "dropped",
+         "declined", "shrank"),
+    ),
+    (("higher",), ("lower",)),
+    (("above",), ("below",)),
+    (("within",), ("outside", "above", "below")),
+    (("yes",), ("no",)),
+    (("true",), ("false",)),
+)  # fmt: skip
+
+
+def _opposites_table() -> dict[str, tuple[str, ...]]:
+    """Each word of a pair of families refuses every word of the other family."""
+    table: dict[str, set[str]] = {}
+    for side_a, side_b in _EXCLUSIVE:
+        for words, others in ((side_a, side_b), (side_b, side_a)):
+            for word in words:
+                table.setdefault(word, set()).update(others)
+    return {word: tuple(sorted(opposites)) for word, opposites in table.items()}
+
+
+OPPOSITES: dict[str, tuple[str, ...]] = _opposites_table()
+
+
+def checked_kinds(check: Mapping[str, Any]) -> set[str]:
+    """The kinds of value an exact check asks about: a number check's number; a text check's phrases' values
+    (a date, a clock time); a verdict's evidence (numbers and times decide a direction or a verdict). A name
+    check asks about none."""
+    if check.get("type") == "number":
+        return {NUMBER}
+    phrases = [str(p) for p in check.get("any_of", ()) or ()]
+    kinds = {v.kind for p in phrases for v in scan(fold(p))}
+    if any(fold(p).lower().strip() in OPPOSITES for p in phrases):
+        kinds |= {NUMBER, TIME}
+    return kinds

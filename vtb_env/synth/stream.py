@@ -19,10 +19,12 @@ from vtb_env.synth.matched import SPLITS, Hide, plan_hiding
 from vtb_env.synth.scenery import choose_style
 from vtb_env.synth.templates import Wording
 from vtb_env.synth.twins import GENERATORS, TOOL_REDUNDANT, TOOL_REQUIRED, assemble
+from vtb_env.synth.world import giveaways
 from vtb_env.tasks import DOMAINS, TASK_CATEGORIES, Task
 
 Difficulty = Union[float, Callable[[int], float]]
 _FACTS, _CHOICE, _RENDER_REQUIRED, _RENDER_REDUNDANT, _LOOK, _HIDE, _WORDING, _STYLE = 1, 0, 2, 3, 4, 5, 6, 7
+_DRAWS = 16  # v3 draws a pair's facts again (rarely more than once) while a page answers its question
 DEFAULT_GENERATOR = "v3"
 # Whose reading the static mode label is true for: the generator hides key facts where Tesseract 5 (the OCR probe,
 # ``vtb_env.ocr``) cannot read them as shown and can after the reference code; another reader may disagree (RapidOCR
@@ -77,11 +79,16 @@ def build_blueprint(
     category = category or str(choice.choice(TASK_CATEGORIES))
     if domain not in DOMAINS or category not in BUILDERS:
         raise ValueError(f"unknown domain {domain!r} or category {category!r}")
-    options = Options()  # v1, v2: the first wording of every question and the original hybrids
-    if generator == "v3":  # a wording per question drawn for the pair; lookups, computations; answerable; fair twins
-        wording = Wording(np.random.default_rng([seed, index, _WORDING]))
+    if generator != "v3":  # v1, v2: the first wording of every question and the original hybrids
+        return BUILDERS[category](np.random.default_rng([seed, index, _FACTS]), domain, difficulty, Options())
+    for draw in range(_DRAWS):  # v3: a wording per question; lookups, computations; answerable; fair twins
+        wording = Wording(np.random.default_rng([seed, index, _WORDING, *([draw] if draw else [])]))
         options = Options(wording, richer=True, answerable=True, shared_vocabulary=True)
-    return BUILDERS[category](np.random.default_rng([seed, index, _FACTS]), domain, difficulty, options)
+        facts = np.random.default_rng([seed, index, _FACTS, *([draw] if draw else [])])
+        blueprint = BUILDERS[category](facts, domain, difficulty, options)
+        if not giveaways(blueprint):  # a page read without the question meets no check: else draw again
+            return blueprint
+    raise RuntimeError(f"pair {seed}:{index}: every draw asks a question its page answers ({giveaways(blueprint)})")
 
 
 def stream_choice(

@@ -25,7 +25,7 @@ from vtb_env.synth.blueprints import Blueprint
 from vtb_env.synth.render import Panel, png_bytes
 from vtb_env.synth.scene_drawing import render
 from vtb_env.synth.scenes import Scene
-from vtb_env.synth.world import turn_worlds
+from vtb_env.synth.world import bind_giveaways, turn_worlds
 from vtb_env.tasks import ImageRef, Rubric, Task, Turn
 from vtb_env.toolsets import VISION_TOOL
 
@@ -203,6 +203,7 @@ def assemble(
     image_names: dict[int, str] = {}
     turns, key_facts, degradations, looks = [], [], {}, {}
     worlds = turn_worlds(blueprint)
+    checks = bind_giveaways(blueprint, worlds)
     next_transformed = 0
     for t, ask in enumerate(blueprint.asks):
         refs = []
@@ -274,7 +275,7 @@ def assemble(
                 weight=r.weight,
                 categories=r.categories,
                 critical=r.critical,
-                check=r.check,
+                check=checks[t][j],
             )
             for j, r in enumerate(ask.rubrics)
         )

@@ -19,6 +19,11 @@ The world is stored on the task (``Turn.world``), a plain JSON object:
 - ``clarify_rivals``: the missing details of the scene kinds of other domains; a clarifying question
   naming one asks about another scene;
 - ``dialogue``: the user's prompts so far; an answer that quotes them states nothing by quoting.
+
+A value the pages give away is bound to the answer (``bind_giveaways``): when every value of a check's kind
+that the documents shown so far print is in the turn's world (a ticket prints one date; a superlative reads
+every row), a transcription of the page would meet the check without reading the question, so the check is
+Met only with the turn's critical checks (``"given"``).
 """
 
 from __future__ import annotations
@@ -27,7 +32,18 @@ import ast
 import operator
 from typing import Any, Iterable
 
-from vtb_env.answer_values import DATE, NUMBER, TIME, fold, scan
+from vtb_env.answer_values import (
+    DATE,
+    NUMBER,
+    TIME,
+    WORLD_KEYS,
+    Value,
+    accounted_for,
+    allowed_values,
+    checked_kinds,
+    fold,
+    scan,
+)
 from vtb_env.synth.blueprints import ROW_WORDS, Ask, Blueprint
 from vtb_env.synth.scenes import DOMAIN_KINDS, KINDS, Scene
 from vtb_env.synth.templates import CLARIFY_DETAIL, VAGUE
@@ -186,3 +202,77 @@ def turn_worlds(blueprint: Blueprint) -> list[dict[str, Any]]:
             world["clarify_rivals"] = clarify_rivals(blueprint.states[0].kind.name)
         worlds.append(world)
     return worlds
+
+
+def _printed(scenes: Iterable[Scene]) -> list[Value]:
+    """The values the documents print in their value column (a label is a name: "S-6" is no rival)."""
+    return [value for scene in scenes for entry in scene.entries for value in scan(fold(entry.text))]
+
+
+def _states(phrase: str, words: str) -> bool:
+    return _words(phrase) in words
+
+
+def transcription_meets(check: dict[str, Any], world: dict[str, Any], shown: list[Scene]) -> bool:
+    """Would a transcription of the pages shown so far, of any one of them or of all (a reader who does not
+    read the question), meet ``check`` in ``world``?"""
+    return any(_transcribed_meets(check, world, pages) for pages in ([*([s] for s in shown), shown]))
+
+
+def _transcribed_meets(check: dict[str, Any], world: dict[str, Any], scenes: list[Scene]) -> bool:
+    """Would a transcription of ``scenes`` (every label and value they print, the question unread) meet
+    ``check`` in ``world``? A value check: the pages print its expected value and no value of its kinds
+    outside the world (no rival to fail the transcription); a name check: they print its name and none it
+    refuses (``none_of``, the world's ``rival_names``). A verdict needs no value of its own, so a page without
+    rivals gives it away too."""
+    printed = _printed(scenes)
+    words = "".join(_words(f"{e.label} {e.text}") for scene in scenes for e in scene.entries)
+    kinds = checked_kinds(check)
+    refused = [*check.get("none_of", ()), *(() if kinds else world.get("rival_names", ()))]
+    if any(_states(phrase, words) for phrase in refused):
+        return False
+    if not kinds:  # a name
+        return any(_states(p, words) for p in check.get("any_of", ()))
+    allowed = {kind: allowed_values(world[WORLD_KEYS[kind]], kind) for kind in kinds}
+    if any(v.kind in kinds and not accounted_for(v, allowed[v.kind]) for v in printed):
+        return False  # a rival: the transcription states a value outside the world
+    if check.get("type") == "number":
+        target = float(check["value"])
+        return any(v.kind == NUMBER and abs(float(v.value) - target) <= check.get("abs_tol", 1e-6) for v in printed)
+    phrases = [str(p) for p in check.get("any_of", ())]
+    values = {v.value for p in phrases for v in scan(fold(p))}
+    return not values or any(v.value in values for v in printed) or any(_states(p, words) for p in phrases)
+
+
+def bind_giveaways(blueprint: Blueprint, worlds: list[dict[str, Any]]) -> list[tuple[dict[str, Any], ...]]:
+    """Every turn's rubric checks, a check that a transcription of the pages meets (``transcription_meets``)
+    bound to the turn's other critical checks: it is Met only with them (``"given"``), so reading a page
+    without the question earns nothing from it, and an honest answer keeps every credit it had. A critical
+    check with no other critical check to be bound to stays as it is: ``giveaways`` finds it."""
+    bound, shown = [], []
+    for ask, world in zip(blueprint.asks, worlds, strict=True):
+        shown += [blueprint.states[state] for state in ask.new_states]
+        checks = []
+        for rubric in ask.rubrics:
+            check = dict(rubric.check)
+            if transcription_meets(check, world, shown):
+                given = [other.check for other in ask.rubrics if other.critical and other is not rubric]
+                check = {**check, "given": given} if given else check
+            checks.append(check)
+        bound.append(tuple(checks))
+    return bound
+
+
+def giveaways(blueprint: Blueprint) -> list[str]:
+    """The rubrics of ``blueprint`` that a transcription of its pages meets even after ``bind_giveaways``: a
+    generator must not write them (``build_blueprint`` draws the task again)."""
+    worlds = turn_worlds(blueprint)
+    found, shown = [], []
+    for ask, world, checks in zip(blueprint.asks, worlds, bind_giveaways(blueprint, worlds), strict=True):
+        shown += [blueprint.states[state] for state in ask.new_states]
+        found += [
+            rubric.description
+            for rubric, check in zip(ask.rubrics, checks, strict=True)
+            if "given" not in check and transcription_meets(check, world, shown)
+        ]
+    return found
