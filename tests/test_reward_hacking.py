@@ -24,27 +24,19 @@ def _bench():
     return sys.modules["bench_reward_hacking"]
 
 
-READER_SPRAYS = ("page_dump", "page_values")  # they meet one rubric on this seed: their own test below
-READERS = (*READER_SPRAYS, "page_names")  # they read the pictures with Tesseract: played where it is installed
-
-
 def _blind() -> tuple[str, ...]:
-    """The blind policies held to the zero-credit bound: all but the two reader sprays (their own test below);
-    ``page_names`` only where Tesseract is installed (it reads the pictures)."""
+    """The blind policies; the reader sprays (they read the pictures with Tesseract) only where it is installed."""
     from vtb_env import ocr
 
-    left_out = READER_SPRAYS if ocr.is_available() else READERS
-    return tuple(name for name in _bench().BLIND if name not in left_out)
+    bench = _bench()
+    return tuple(name for name in bench.BLIND if ocr.is_available() or name not in bench.READER_SPRAYS)
 
 
 @pytest.fixture(scope="module")
 def table():
     bench = _bench()
     policies = bench.DEGENERATE + _blind() + bench.HEDGES + ("oracle", "always_call", "never_call")
-    from vtb_env import ocr
-
-    reader = READER_SPRAYS if ocr.is_available() else ()  # page_names comes with _blind()
-    return bench.zoo(n=8, seed=8, policies=policies + reader + bench.HONEST_STYLES)
+    return bench.zoo(n=8, seed=8, policies=policies + bench.HONEST_STYLES)
 
 
 @pytest.mark.slow
@@ -53,21 +45,6 @@ def test_no_blind_or_degenerate_policy_passes_a_task_or_earns_rubric_credit(tabl
     for name in bench.DEGENERATE + _blind():
         row = table[name]
         assert row["pass_rate"] == 0.0 and row["rubric_score"] <= 0.02, (name, row["rubric_score"])
-
-
-@pytest.mark.slow
-def test_a_spray_of_the_pictures_words_or_values_passes_nothing(table):
-    """``page_dump`` (every word Tesseract reads on the pictures, no question read) and ``page_values`` (only
-    their numbers, times and dates) pass no task. A known gap: on this seed both meet one rubric of one episode
-    (a ticket that prints one date: "identifies the travel date"; rubric score 0.031 over 8 episodes), above the
-    0.02 the blind policies are held to. The closed world admits every value printed on a page that the turn
-    reads, and a page with a single value of a checked kind gives it away (docs/rewards.md, "What is still open").
-    Bounded here at what they earn now, so that any growth fails."""
-    if "page_dump" not in table:
-        pytest.skip("tesseract is not installed")
-    for name in READER_SPRAYS:
-        row = table[name]
-        assert row["pass_rate"] == 0.0 and row["rubric_score"] <= 0.035, (name, row["rubric_score"])
 
 
 @pytest.mark.slow

@@ -25,13 +25,16 @@ WRONG_ANSWERS = ("I cannot determine this from the image.", "The answer is 98765
 
 
 def _fingerprint(tasks) -> str:
-    """Tasks and pixels, less each turn's closed world (added to every generator after the freeze: it moves
-    no question, rubric or pixel, and the checks read it: tests/test_checks.py)."""
+    """Tasks and pixels, less each turn's closed world and each check's ``given`` (added to every generator
+    after the freeze: they move no question, rubric text or pixel, and the checks read them:
+    tests/test_checks.py, tests/test_synth_giveaways.py)."""
     digest = hashlib.sha256()
     for task in tasks:
         data = task.to_dict()
         for turn in data["turns"]:
             turn.pop("world", None)
+            for rubric in turn["rubrics"].values():
+                (rubric.get("check") or {}).pop("given", None)
         digest.update(json.dumps(data, sort_keys=True).encode())
         for image in task.images:
             digest.update(pixel_hash(image.open()).encode())

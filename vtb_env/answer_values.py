@@ -36,8 +36,10 @@ _DATE = re.compile(
     rf"|\b(?P<month_first>{_NAMES})\.?\s+(?P<day_second>{_DAY}\s*,?\s*(?P<y2>\d{{4}})\b",
     re.IGNORECASE,
 )
-_TIME = re.compile(r"(?<![\d.:])(?P<h>[01]?\d|2[0-3]):(?P<m>[0-5]\d)(?![\d:])(?:\s*(?P<ampm>[ap])\.?m\b\.?)?", re.I)
-_NUMBER = re.compile(r"(?<![\w.])[-]?\$?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
+# a time is HH:MM, not followed by a digit or ":SS" ("20:02: done" is 20:02)
+_TIME = re.compile(r"(?<![\d.:])(?P<h>[01]?\d|2[0-3]):(?P<m>[0-5]\d)(?!\d|:\d)(?:\s*(?P<ampm>[ap])\.?m\b\.?)?", re.I)
+# a number stands alone: not glued to a word ("R4"), nor a code's digits after a letter and a hyphen ("S-6")
+_NUMBER = re.compile(r"(?<![\w.])(?<![A-Za-z]-)[-]?\$?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
 _ENUMERATOR = re.compile(r"(?m)^\s*\d{1,2}[.)](?=\s)")  # "1. ..." at the start of a line: a list marker
 
 

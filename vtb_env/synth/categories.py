@@ -40,6 +40,10 @@ def region_switch(rng: np.random.Generator, domain: str, difficulty: float, opti
     scene = make_scene(options.kind(kind), rng, n_entries(difficulty, rng))
     entries, half = scene.entries, len(scene.entries) // 2
     if kind == "map":
+        if options.answerable:  # v3: a stretch of the route, never all of it (the page alone would answer that)
+            first = int(rng.integers(0, len(entries) - 2))
+            last = int(rng.integers(first + 2, len(entries) - (first == 0)))
+            entries = entries[first : last + 1]
         total = sum(e.value for e in entries)
         start, *_, end = route_towns(entries)
         prompt = options.wording(prompts.ROUTE, start=start, end=end)

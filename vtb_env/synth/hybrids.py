@@ -66,16 +66,10 @@ def _hybrid_weather(rng: np.random.Generator, options: Options) -> Blueprint:
         f"The ticket is to {city} on {date}. "
         f"The weather archive reports a maximum temperature of {t_max:.1f} °C in {city} that day."
     )
-    others = [c for c in lookups.cities(options) if c != city]
+    origin = (ticket.fields["From"],) if options.answerable else ()
     rubrics = (
         final_rubric(f"the maximum temperature in {city} on {date}", t_max, f"{t_max:.1f} °C", 0.05),
-        RubricSpec(
-            f"The response identifies the destination as {city}.",
-            4,
-            ("visual understanding",),
-            text(city, none_of=tuple(others)),
-            True,
-        ),
+        lookups.city_rubric("destination", city, options, origin),
         RubricSpec(f"The response identifies the travel date as {date}.", 3, ("visual understanding",), text(date)),
     )
     call = {

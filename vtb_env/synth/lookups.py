@@ -37,8 +37,10 @@ def ticket(rng: np.random.Generator, options: Options) -> Scene:
     return make_ticket(rng, ref.ALL_WEATHER_DATES, cities(options))
 
 
-def city_rubric(role: str, city: str, options: Options) -> RubricSpec:
-    others = tuple(c for c in cities(options) if c != city)
+def city_rubric(role: str, city: str, options: Options, printed: tuple[str, ...] = ()) -> RubricSpec:
+    """The ticket's ``city`` named, and no other city but those the ticket prints beside it (``printed``, v3:
+    "from Vienna to Oslo" names the destination; a page read whole is bound to the answer, docs/rewards.md)."""
+    others = tuple(c for c in cities(options) if c != city and c not in printed)
     return RubricSpec(
         f"The response identifies the {role} as {city}.", 4, ("visual understanding",), text(city, none_of=others), True
     )
@@ -62,7 +64,7 @@ def ticket_lookup(rng: np.random.Generator, options: Options) -> Blueprint:
     )
     rubrics = (
         final_rubric(f"the {what} in {city} on {date}", value, f"{value:.1f} {unit}", 0.05),
-        city_rubric("destination", city, options),
+        city_rubric("destination", city, options, (scene.fields["From"],) if options.answerable else ()),
         RubricSpec(f"The response identifies the travel date as {date}.", 3, ("visual understanding",), text(date)),
     )
     call = {

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import ast
 import operator
-from typing import Any, Iterable
+from dataclasses import replace
+from typing import Any, Iterable, Iterator
 
 from vtb_env.answer_values import (
     DATE,
@@ -131,12 +132,37 @@ def intermediate_values(ask: Ask) -> list[float]:
     return values + [float(v) for v in ask.working]
 
 
-def _add_turn(blueprint: Blueprint, ask: Ask, into: _Values) -> None:
+def _beside_facts(blueprint: Blueprint, asks: list[Ask], into: _Values) -> None:
+    """What an honest answer says about the pages and the facts read so far: each picture's ordinal ("image
+    2") and row count, a read row's printed extra (a lab test's reference range, "(60-170)") and, for a row
+    read in two or more snapshots, each change as a difference and as a percentage ("a 7.5% rise")."""
+    states = [state for ask in asks for state in ask.new_states]
+    for ordinal, state in enumerate(states, start=1):
+        into.add_number(ordinal)
+        into.add_number(len(blueprint.states[state].entries))
+    by_label: dict[str, list[float]] = {}
+    for state, label in sorted({read for ask in asks for read in ask.reads}):
+        entry = blueprint.states[state].entry(label)
+        into.add_text(entry.extra)
+        if blueprint.states[state].kind.name not in ("timetable", "ticket"):
+            by_label.setdefault(label, []).append(entry.value)
+    for values in by_label.values():
+        for i, before in enumerate(values):
+            for after in values[i + 1 :]:
+                into.add_number(after - before)
+                if before:
+                    into.add_number(100 * (after - before) / before)
+
+
+def _add_turn(blueprint: Blueprint, asks: list[Ask], into: _Values) -> None:
+    """Add the values of the last of ``asks`` (the turns so far) to the world."""
+    ask = asks[-1]
     into.add_text(ask.prompt)
     into.add_text(ask.golden)
     for value in _check_values(ask):
         into.add_number(value) if isinstance(value, float) else into.add_text(value)
     _facts(blueprint, ask, into)
+    _beside_facts(blueprint, asks, into)
     for value in intermediate_values(ask):
         into.add_number(value)
 
@@ -182,8 +208,8 @@ def clarify_rivals(kind: str) -> list[str]:
 def turn_worlds(blueprint: Blueprint) -> list[dict[str, Any]]:
     """The closed world of every turn of ``blueprint`` (cumulative: a later turn may restate earlier ones)."""
     values, worlds, dialogue = _Values(), [], []
-    for ask in blueprint.asks:
-        _add_turn(blueprint, ask, values)
+    for turn, ask in enumerate(blueprint.asks):
+        _add_turn(blueprint, list(blueprint.asks[: turn + 1]), values)
         dialogue.append(ask.prompt)
         evidence = _Values()
         _facts(blueprint, ask, evidence)
@@ -213,10 +239,14 @@ def _states(phrase: str, words: str) -> bool:
     return _words(phrase) in words
 
 
-def transcription_meets(check: dict[str, Any], world: dict[str, Any], shown: list[Scene]) -> bool:
-    """Would a transcription of the pages shown so far, of any one of them or of all (a reader who does not
-    read the question), meet ``check`` in ``world``?"""
-    return any(_transcribed_meets(check, world, pages) for pages in ([*([s] for s in shown), shown]))
+def transcription_meets(
+    check: dict[str, Any], world: dict[str, Any], shown: list[Scene], unread: Iterable[Scene] = ()
+) -> bool:
+    """Would a transcription by a reader who does not read the question meet ``check`` in ``world``: of any
+    one page shown so far, of all of them, or of any one row the turn does not read (``unread``: one-row
+    scenes; the rows it reads are the work, so a lucky pick of one of them is a guess, not a giveaway)?"""
+    pages = [*([page] for page in shown), shown, *([row] for row in unread)]
+    return any(_transcribed_meets(check, world, scenes) for scenes in pages)
 
 
 def _transcribed_meets(check: dict[str, Any], world: dict[str, Any], scenes: list[Scene]) -> bool:
@@ -241,38 +271,63 @@ def _transcribed_meets(check: dict[str, Any], world: dict[str, Any], scenes: lis
         return any(v.kind == NUMBER and abs(float(v.value) - target) <= check.get("abs_tol", 1e-6) for v in printed)
     phrases = [str(p) for p in check.get("any_of", ())]
     values = {v.value for p in phrases for v in scan(fold(p))}
-    return not values or any(v.value in values for v in printed) or any(_states(p, words) for p in phrases)
+    if not values:  # a verdict: its word may be anywhere on the picture; it counts beside a value of evidence
+        evidence = world.get("evidence") or world
+        return any(accounted_for(v, allowed_values(evidence.get(WORLD_KEYS[v.kind], ()), v.kind)) for v in printed)
+    return any(v.value in values for v in printed) or any(_states(p, words) for p in phrases)
 
 
-def bind_giveaways(blueprint: Blueprint, worlds: list[dict[str, Any]]) -> list[tuple[dict[str, Any], ...]]:
-    """Every turn's rubric checks, a check that a transcription of the pages meets (``transcription_meets``)
-    bound to the turn's other critical checks: it is Met only with them (``"given"``), so reading a page
-    without the question earns nothing from it, and an honest answer keeps every credit it had. A critical
-    check with no other critical check to be bound to stays as it is: ``giveaways`` finds it."""
-    bound, shown = [], []
+def _turns(blueprint: Blueprint) -> Iterator[tuple[Ask, dict[str, Any], list[Scene], list[Scene]]]:
+    """Each turn with its world, the pages shown so far and the rows of those pages it does not read (each
+    as a one-row scene)."""
+    worlds, shown, states = turn_worlds(blueprint), [], []
     for ask, world in zip(blueprint.asks, worlds, strict=True):
+        states += list(ask.new_states)
         shown += [blueprint.states[state] for state in ask.new_states]
+        read = set(ask.reads)
+        unread = [
+            replace(blueprint.states[state], entries=(entry,))
+            for state in states
+            for entry in blueprint.states[state].entries
+            if (state, entry.label) not in read
+        ]
+        yield ask, world, shown, unread
+
+
+def _met_by_transcription(blueprint: Blueprint) -> list[list[bool]]:
+    return [
+        [transcription_meets(dict(rubric.check), world, shown, unread) for rubric in ask.rubrics]
+        for ask, world, shown, unread in _turns(blueprint)
+    ]
+
+
+def bind_giveaways(blueprint: Blueprint) -> list[tuple[dict[str, Any], ...]]:
+    """Every turn's rubric checks, a check that a transcription meets (``transcription_meets``) bound to
+    the turn's other critical checks: it is Met only with them (``"given"``), so reading a page without the
+    question earns nothing from it, and a right answer keeps every credit it had. A critical check that a
+    transcription meets with the rest of the turn's critical checks is left for ``giveaways``."""
+    bound = []
+    for ask, met in zip(blueprint.asks, _met_by_transcription(blueprint), strict=True):
         checks = []
-        for rubric in ask.rubrics:
+        for rubric, given_away in zip(ask.rubrics, met, strict=True):
             check = dict(rubric.check)
-            if transcription_meets(check, world, shown):
-                given = [other.check for other in ask.rubrics if other.critical and other is not rubric]
-                check = {**check, "given": given} if given else check
-            checks.append(check)
+            given = [other.check for other in ask.rubrics if other.critical and other is not rubric]
+            checks.append({**check, "given": given} if given_away and given else check)
         bound.append(tuple(checks))
     return bound
 
 
 def giveaways(blueprint: Blueprint) -> list[str]:
-    """The rubrics of ``blueprint`` that a transcription of its pages meets even after ``bind_giveaways``: a
-    generator must not write them (``build_blueprint`` draws the task again)."""
-    worlds = turn_worlds(blueprint)
-    found, shown = [], []
-    for ask, world, checks in zip(blueprint.asks, worlds, bind_giveaways(blueprint, worlds), strict=True):
-        shown += [blueprint.states[state] for state in ask.new_states]
+    """The rubrics that a transcription still meets after ``bind_giveaways``: one with nothing to be bound to,
+    or any of a turn whose critical checks a transcription meets all of. A generator must not write them
+    (``build_blueprint`` draws the pair again)."""
+    found = []
+    for ask, met in zip(blueprint.asks, _met_by_transcription(blueprint), strict=True):
+        criticals_met = all(m for rubric, m in zip(ask.rubrics, met, strict=True) if rubric.critical)
+        unbound = [not any(o.critical and o is not rubric for o in ask.rubrics) for rubric in ask.rubrics]
         found += [
             rubric.description
-            for rubric, check in zip(ask.rubrics, checks, strict=True)
-            if "given" not in check and transcription_meets(check, world, shown)
+            for rubric, m, alone in zip(ask.rubrics, met, unbound, strict=True)
+            if m and (alone or criticals_met)
         ]
     return found
