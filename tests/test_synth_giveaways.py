@@ -91,3 +91,20 @@ def test_a_pair_whose_page_answers_its_question_is_drawn_again():
     assert giveaways(first) and not giveaways(drawn) and drawn != first
     drawn, first = first_draw(2, 140)
     assert drawn == first
+
+
+def test_the_page_only_bench_scores_no_transcription_on_a_fresh_seed():
+    """``scripts/bench_page_only.py`` plays page-only policies through the real checks: its transcriptions earn
+    nothing; a guess earns only when it hits (the first row's change, on a seed with two-snapshot tasks)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "bench_page_only.py"
+    spec = importlib.util.spec_from_file_location("bench_page_only", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    table = bench.play(
+        {**bench.TRANSCRIPTIONS, "the first row's change": bench.GUESSES["the first row's change"]}, [601], 80
+    )
+    assert all(table[name][:2] == (0.0, 0) for name in bench.TRANSCRIPTIONS), table
+    assert table["the first row's change"][0] > 0.02  # a guess that hits pays: chance, not a giveaway
