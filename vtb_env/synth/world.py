@@ -20,10 +20,11 @@ The world is stored on the task (``Turn.world``), a plain JSON object:
   naming one asks about another scene;
 - ``dialogue``: the user's prompts so far; an answer that quotes them states nothing by quoting.
 
-A value the pages give away is bound to the answer (``bind_giveaways``): when every value of a check's kind
-that the documents shown so far print is in the turn's world (a ticket prints one date; a superlative reads
-every row), a transcription of the page would meet the check without reading the question, so the check is
-Met only with the turn's critical checks (``"given"``).
+A value the pages give away is bound to the answer (``bind_giveaways``): when a transcription (of a page
+shown so far, of all of them, or of one row the turn does not read) would meet a check without reading the
+question (a ticket prints one date; a superlative reads every row, so no row is a rival), the check is Met
+only with the turn's critical checks (``"given"``). A turn whose critical checks a transcription meets is
+never asked (``giveaways``; ``stream.build_blueprint`` draws the pair again).
 """
 
 from __future__ import annotations
