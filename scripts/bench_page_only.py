@@ -122,7 +122,8 @@ def play(policies: dict[str, Policy], seeds: list[int], pairs: int) -> dict[str,
     for seed in seeds:
         for index in range(pairs):
             blueprint = build_blueprint(seed, index, generator="v3")
-            worlds, checks = turn_worlds(blueprint), bind_giveaways(blueprint)
+            worlds = turn_worlds(blueprint)
+            checks = bind_giveaways(blueprint, worlds)
             for name, policy in policies.items():
                 pages: list[Scene] = []
                 met = weight = 0.0

@@ -42,7 +42,7 @@ def verdicts():
         for index in range(PAIRS):
             blueprint = build_blueprint(seed, index, generator="v3")
             worlds, shown = turn_worlds(blueprint), []
-            for ask, world, checks in zip(blueprint.asks, worlds, bind_giveaways(blueprint), strict=True):
+            for ask, world, checks in zip(blueprint.asks, worlds, bind_giveaways(blueprint, worlds), strict=True):
                 shown += [blueprint.states[state] for state in ask.new_states]
                 spray = _transcriptions(shown)
                 for rubric, check in zip(ask.rubrics, checks, strict=True):

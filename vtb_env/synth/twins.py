@@ -203,7 +203,7 @@ def assemble(
     image_names: dict[int, str] = {}
     turns, key_facts, degradations, looks = [], [], {}, {}
     worlds = turn_worlds(blueprint)
-    checks = bind_giveaways(blueprint)
+    checks = bind_giveaways(blueprint, worlds)
     next_transformed = 0
     for t, ask in enumerate(blueprint.asks):
         refs = []

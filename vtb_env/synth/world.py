@@ -46,7 +46,7 @@ from vtb_env.answer_values import (
     fold,
     scan,
 )
-from vtb_env.synth.blueprints import ROW_WORDS, Ask, Blueprint
+from vtb_env.synth.blueprints import ROW_WORDS, Ask, Blueprint, RubricSpec
 from vtb_env.synth.scenes import DOMAIN_KINDS, KINDS, Scene
 from vtb_env.synth.templates import CLARIFY_DETAIL, VAGUE
 
@@ -236,7 +236,7 @@ def _printed(scenes: Iterable[Scene]) -> list[Value]:
     return [value for scene in scenes for entry in scene.entries for value in scan(fold(entry.text))]
 
 
-def _states(phrase: str, words: str) -> bool:
+def _in_words(phrase: str, words: str) -> bool:
     return _words(phrase) in words
 
 
@@ -254,16 +254,16 @@ def _transcribed_meets(check: dict[str, Any], world: dict[str, Any], scenes: lis
     """Would a transcription of ``scenes`` (every label and value they print, the question unread) meet
     ``check`` in ``world``? A value check: the pages print its expected value and no value of its kinds
     outside the world (no rival to fail the transcription); a name check: they print its name and none it
-    refuses (``none_of``, the world's ``rival_names``). A verdict needs no value of its own, so a page without
-    rivals gives it away too."""
+    refuses (``none_of``, the world's ``rival_names``); a verdict: they print a value of its evidence and no
+    rival (its word may stand anywhere on the picture)."""
     printed = _printed(scenes)
     words = "".join(_words(f"{e.label} {e.text}") for scene in scenes for e in scene.entries)
     kinds = checked_kinds(check)
     refused = [*check.get("none_of", ()), *(() if kinds else world.get("rival_names", ()))]
-    if any(_states(phrase, words) for phrase in refused):
+    if any(_in_words(phrase, words) for phrase in refused):
         return False
     if not kinds:  # a name
-        return any(_states(p, words) for p in check.get("any_of", ()))
+        return any(_in_words(p, words) for p in check.get("any_of", ()))
     allowed = {kind: allowed_values(world[WORLD_KEYS[kind]], kind) for kind in kinds}
     if any(v.kind in kinds and not accounted_for(v, allowed[v.kind]) for v in printed):
         return False  # a rival: the transcription states a value outside the world
@@ -275,13 +275,15 @@ def _transcribed_meets(check: dict[str, Any], world: dict[str, Any], scenes: lis
     if not values:  # a verdict: its word may be anywhere on the picture; it counts beside a value of evidence
         evidence = world.get("evidence") or world
         return any(accounted_for(v, allowed_values(evidence.get(WORLD_KEYS[v.kind], ()), v.kind)) for v in printed)
-    return any(v.value in values for v in printed) or any(_states(p, words) for p in phrases)
+    return any(v.value in values for v in printed) or any(_in_words(p, words) for p in phrases)
 
 
-def _turns(blueprint: Blueprint) -> Iterator[tuple[Ask, dict[str, Any], list[Scene], list[Scene]]]:
+def _turns(
+    blueprint: Blueprint, worlds: list[dict[str, Any]]
+) -> Iterator[tuple[Ask, dict[str, Any], list[Scene], list[Scene]]]:
     """Each turn with its world, the pages shown so far and the rows of those pages it does not read (each
     as a one-row scene)."""
-    worlds, shown, states = turn_worlds(blueprint), [], []
+    shown, states = [], []
     for ask, world in zip(blueprint.asks, worlds, strict=True):
         states += list(ask.new_states)
         shown += [blueprint.states[state] for state in ask.new_states]
@@ -295,25 +297,30 @@ def _turns(blueprint: Blueprint) -> Iterator[tuple[Ask, dict[str, Any], list[Sce
         yield ask, world, shown, unread
 
 
-def _met_by_transcription(blueprint: Blueprint) -> list[list[bool]]:
+def _met_by_transcription(blueprint: Blueprint, worlds: list[dict[str, Any]]) -> list[list[bool]]:
     return [
         [transcription_meets(dict(rubric.check), world, shown, unread) for rubric in ask.rubrics]
-        for ask, world, shown, unread in _turns(blueprint)
+        for ask, world, shown, unread in _turns(blueprint, worlds)
     ]
 
 
-def bind_giveaways(blueprint: Blueprint) -> list[tuple[dict[str, Any], ...]]:
-    """Every turn's rubric checks, a check that a transcription meets (``transcription_meets``) bound to
-    the turn's other critical checks: it is Met only with them (``"given"``), so reading a page without the
-    question earns nothing from it, and a right answer keeps every credit it had. A critical check that a
-    transcription meets with the rest of the turn's critical checks is left for ``giveaways``."""
+def _other_criticals(ask: Ask, rubric: RubricSpec) -> list[dict[str, Any]]:
+    """The checks a given-away ``rubric`` is bound to: the turn's other critical checks."""
+    return [other.check for other in ask.rubrics if other.critical and other is not rubric]
+
+
+def bind_giveaways(blueprint: Blueprint, worlds: list[dict[str, Any]]) -> list[tuple[dict[str, Any], ...]]:
+    """Every turn's rubric checks (``worlds``: ``turn_worlds(blueprint)``), a check that a transcription meets
+    (``transcription_meets``) bound to the turn's other critical checks: it is Met only with them
+    (``"given"``), so reading a page without the question earns nothing from it, and a right answer keeps
+    every credit it had. A critical check that a transcription meets with the rest of the turn's critical
+    checks is left for ``giveaways``."""
     bound = []
-    for ask, met in zip(blueprint.asks, _met_by_transcription(blueprint), strict=True):
+    for ask, met in zip(blueprint.asks, _met_by_transcription(blueprint, worlds), strict=True):
         checks = []
         for rubric, given_away in zip(ask.rubrics, met, strict=True):
-            check = dict(rubric.check)
-            given = [other.check for other in ask.rubrics if other.critical and other is not rubric]
-            checks.append({**check, "given": given} if given_away and given else check)
+            given = _other_criticals(ask, rubric)
+            checks.append({**rubric.check, "given": given} if given_away and given else dict(rubric.check))
         bound.append(tuple(checks))
     return bound
 
@@ -323,12 +330,11 @@ def giveaways(blueprint: Blueprint) -> list[str]:
     or any of a turn whose critical checks a transcription meets all of. A generator must not write them
     (``build_blueprint`` draws the pair again)."""
     found = []
-    for ask, met in zip(blueprint.asks, _met_by_transcription(blueprint), strict=True):
+    for ask, met in zip(blueprint.asks, _met_by_transcription(blueprint, turn_worlds(blueprint)), strict=True):
         criticals_met = all(m for rubric, m in zip(ask.rubrics, met, strict=True) if rubric.critical)
-        unbound = [not any(o.critical and o is not rubric for o in ask.rubrics) for rubric in ask.rubrics]
         found += [
             rubric.description
-            for rubric, m, alone in zip(ask.rubrics, met, unbound, strict=True)
-            if m and (alone or criticals_met)
+            for rubric, m in zip(ask.rubrics, met, strict=True)
+            if m and (criticals_met or not _other_criticals(ask, rubric))
         ]
     return found
