@@ -36,7 +36,7 @@ Blind policies that pick by the prompt's wording (issue 31; none looks at an ima
 Reader sprays (they read the pictures with Tesseract and never the question; played where it is installed):
 ``page_dump`` (every word read), ``page_values`` (its numbers, times and dates), ``page_decimals`` (only
 its numbers with decimals: no stray integer), ``page_dates`` (only its dates and times), ``page_names``
-(its capitalised words that hold no value).
+(its capitalised words that hold no value), ``page_sum`` (every number it reads, added up with the working).
 
 Hedged golden answers (no tool calls): every number of the golden answer offered beside its successor,
 in six spellings (``hedge_or`` "16 (or 17)", ``hedge_alternatively``, ``hedge_vs``, ``hedge_cyrillic``
@@ -97,6 +97,7 @@ BLIND = (
     "page_decimals",
     "page_dates",
     "page_names",
+    "page_sum",
 )
 HEDGES = ("hedge_or", "hedge_alternatively", "hedge_vs", "hedge_cyrillic", "hedge_slash", "hedge_two_sentences")
 HONEST_STYLES = ("oracle_preface", "oracle_closing", "oracle_restated", "oracle_lower", "oracle_working")
@@ -233,12 +234,22 @@ def page_names(observation: dict[str, Any]) -> str:
     return " ".join(names) or CONSTANT
 
 
+def page_sum(observation: dict[str, Any]) -> str:
+    """Every number Tesseract reads on the pictures, added up with its working: arithmetic over the page, the
+    question never read (a total, a route's length, a sum of two rows all come from some page's numbers)."""
+    from vtb_env.answer_values import NUMBER, fold, scan
+
+    numbers = [float(v.value) for v in scan(fold(page_dump(observation))) if v.kind == NUMBER]
+    return (" + ".join(f"{n:g}" for n in numbers) + f" = {sum(numbers):g}.") if numbers else CONSTANT
+
+
 READER_SPRAYS = {  # they read the pictures (Tesseract), never the question
     "page_dump": page_dump,
     "page_values": page_values,
     "page_decimals": page_decimals,
     "page_dates": page_dates,
     "page_names": page_names,
+    "page_sum": page_sum,
 }
 
 
