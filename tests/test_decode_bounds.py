@@ -17,7 +17,7 @@ from dataclasses import replace
 import pytest
 from PIL import Image
 
-from tests.support.decode_bombs import bomb_bytes, bombs, progressive_jpeg
+from tests.support.decode_bombs import bomb_bytes, bombs, calibrated_progressive_jpeg, progressive_jpeg
 from tests.support.env_tools import exact_reward, hermes, make_task
 from tests.support.hostile_images import hostile_images
 from vtb_env import tool_images
@@ -94,19 +94,16 @@ def _env(sandbox: Sandbox) -> VisualToolBenchEnv:
 
 
 def test_a_progressive_jpeg_bomb_costs_the_step_no_more_than_the_tool_timeout(fast_sandbox, monkeypatch):
-    code = progressive_jpeg(side=1600, repeats=2000)  # decodes for several seconds, written in ~0.1 s
-    data = bomb_bytes(code)
-    start = time.perf_counter()
-    Image.open(io.BytesIO(data)).load()
-    decode_s = time.perf_counter() - start
+    bound_s = 0.6 + MIN_CHECK_S + 1.0  # the tool's timeout, the check's floor, overhead
+    # grown on this machine until decoding it here takes twice the bound: a bomb on any host, fast or slow
+    code, decode_s = calibrated_progressive_jpeg(min_decode_s=2 * bound_s)
     decoded = []
     monkeypatch.setattr(tool_images, "decode_image", lambda data: decoded.append(data))
     env = _env(fast_sandbox)
     start = time.perf_counter()
     obs, *_ = env.step(hermes("python_image_processing", code=code))
     step_s = time.perf_counter() - start
-    assert decode_s > 2 * (0.6 + MIN_CHECK_S)  # the bomb is a bomb on this machine
-    assert step_s < 0.6 + MIN_CHECK_S + 1.0, (step_s, decode_s)  # the tool's timeout, the check's floor, overhead
+    assert step_s < bound_s < decode_s, (step_s, decode_s)
     assert decoded == [] and obs["image_names"] == ["image_1.png"]
     assert (
         "transformed_image_0.png was not shown: decoding it did not finish within the call's time limit"

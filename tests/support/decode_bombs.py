@@ -13,11 +13,13 @@ in-process (what the environment did before). Sizes are parameters: tests use sm
 from __future__ import annotations
 
 import base64
+import io
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zlib
 
 from PIL import Image
@@ -106,6 +108,32 @@ def bombs(scale: float = 1.0) -> dict[str, str]:
         "tiff_strip_per_row": strip_per_row_tiff(side),
     }
     return {name: code for name, code in codes.items() if code is not None}
+
+
+def decode_seconds(data: bytes) -> float:
+    """Seconds Pillow takes here to decode ``data`` whole (what an unbounded consumer would spend)."""
+    start = time.perf_counter()
+    Image.open(io.BytesIO(data)).load()
+    return time.perf_counter() - start
+
+
+def calibrated_progressive_jpeg(
+    min_decode_s: float, side: int = 1600, repeats: int = 500, max_repeats: int = 200_000
+) -> tuple[str, float]:
+    """A progressive JPEG bomb that decodes for more than ``min_decode_s`` on *this* machine, and its decode time.
+
+    Decode time grows linearly with the repeated scans, so each try scales ``repeats`` by the measured shortfall
+    (with a margin) instead of assuming a slow machine: a fixed bomb that is a bomb on one host decodes within
+    the bound on a faster one, and the test meant to show the bound would then show nothing.
+    """
+    while True:
+        code = progressive_jpeg(side=side, repeats=repeats)
+        decode_s = decode_seconds(bomb_bytes(code))
+        if decode_s > min_decode_s:
+            return code, decode_s
+        if repeats >= max_repeats:
+            raise RuntimeError(f"{repeats} repeated scans decode in {decode_s:.2f} s, not over {min_decode_s} s")
+        repeats = min(max_repeats, max(repeats * 2, int(repeats * 1.5 * min_decode_s / max(decode_s, 1e-3))))
 
 
 def bomb_bytes(code: str) -> bytes:
