@@ -79,6 +79,30 @@ def test_cache_reads_each_picture_once_whatever_its_encoding_and_drops_unsure_wo
         offline.load(tmp_path / "other.json")
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"[1, 2]",
+        b"null",
+        b'{"format": 1, "words": []}',
+        b'{"format": 1, "words": {"k": "Calcium"}}',
+        b'{"format": 1, "words": {"k": [1, 2]}}',
+        b'{"format": 1, "engine": 7, "words": {}}',
+        b'{"format": 2, "words": {}}',
+        b'{"format": 1, "words": {"k": ["a"]',
+        b"\xff\xfe not utf-8",
+        b"[" * 100_000,
+    ],
+)
+def test_a_cache_file_of_any_wrong_shape_is_a_value_error_naming_the_file(tmp_path, content):
+    path = tmp_path / "ocr.json"
+    path.write_bytes(content)
+    cache = OcrCache(engine=None)
+    with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: not an OCR cache"):
+        cache.load(path)
+    assert cache.words == {} and cache.signature is None  # nothing of a refused file was taken
+
+
 def test_make_view_names_the_two_views():
     assert make_view(None) is None
     assert make_view("ocr").question and not make_view("ocr-pages").question

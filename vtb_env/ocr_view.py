@@ -142,20 +142,53 @@ class OcrCache:
         return path
 
     def load(self, path: str | Path) -> int:
-        """Add the readings of a saved cache (refused if another engine made them); returns how many."""
-        data = json.loads(Path(path).read_text())
-        if data.get("format") != CACHE_FORMAT or not isinstance(data.get("words"), Mapping):
-            raise ValueError(f"{path}: not an OCR cache of format {CACHE_FORMAT}")
-        theirs = data.get("engine")
+        """Add the readings of a saved cache (refused if another engine made them); returns how many.
+
+        Raises ``ValueError`` naming ``path`` for anything that is not a whole cache file of this format.
+        """
+        signature, words = read_cache_file(path)
         engine = self._engine if not isinstance(self._engine, str) else None
         ours = self.signature or (engine_signature(engine) if engine is not None else None)
-        if theirs and ours and theirs != ours:
-            raise ValueError(f"{path}: read by {theirs!r}, not by this cache's engine {ours!r}")
+        if signature and ours and signature != ours:
+            raise ValueError(f"{path}: read by {signature!r}, not by this cache's engine {ours!r}")
         with self._lock:
-            self.signature = self.signature or theirs
-            for key, words in data["words"].items():
-                self.words[str(key)] = tuple(str(w) for w in words)
-        return len(data["words"])
+            self.signature = self.signature or signature
+            self.words.update(words)
+        return len(words)
+
+
+def read_cache_file(path: str | Path) -> tuple[str | None, dict[str, tuple[str, ...]]]:
+    """A saved cache's engine signature and words per image, its whole shape checked before any is used.
+
+    The shape is a closed one: ``{"format": 1, "engine": str | null, "words": {str: [str, ...]}}``; anything
+    else (bad JSON or encoding, a list, a number where words are) is a ``ValueError`` naming the file, the one
+    error its callers catch, never a ``TypeError`` from deep inside.
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ValueError(f"{path}: not an OCR cache: {type(exc).__name__}: {exc}") from None
+    problem = _cache_shape_problem(data)
+    if problem:
+        raise ValueError(f"{path}: not an OCR cache of format {CACHE_FORMAT}: {problem}")
+    return data.get("engine"), {key: tuple(words) for key, words in data["words"].items()}
+
+
+def _cache_shape_problem(data: Any) -> str | None:
+    """What keeps ``data`` from being a cache file's content, or None."""
+    if not isinstance(data, dict):
+        return f"the file holds a {type(data).__name__}, not an object"
+    if data.get("format") != CACHE_FORMAT:
+        return f"format is {data.get('format')!r}"
+    if not isinstance(data.get("engine"), (str, type(None))):
+        return "engine is not a string"
+    words = data.get("words")
+    if not isinstance(words, dict):
+        return "words is not an object"
+    for key, listed in words.items():
+        if not isinstance(listed, list) or not all(isinstance(word, str) for word in listed):
+            return f"the words of {key[:16]!r} are not a list of strings"
+    return None
 
 
 @lru_cache(maxsize=1)

@@ -23,6 +23,7 @@ from vtb_app.evaluation.records import (
     RECORDS_FILE,
     RunConflictError,
     done_keys,
+    unreadable_report,
     write_config,
 )
 from vtb_app.evaluation.report_cli import add_label_rule, label_store, register_report
@@ -267,6 +268,9 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     tools = default_tools()  # one registry (one sandbox pool) shared by every worker's env
     try:
         digest = write_config(out, config)
+        skipped = unreadable_report(out / RECORDS_FILE) if args.resume else None
+        if skipped:  # nothing is lost silently: the user learns which lines were not read, and may look
+            print(f"warning: {skipped}", file=sys.stderr)
         if args.executor == "ray":
             result = _evaluate_on_ray(
                 args, tasks, ablation, samples, concurrency, env_config, scoring, passes, mode_labels, digest, identity

@@ -120,21 +120,46 @@ def run_image_path(run_dir: str | Path, relpath: Any) -> Path | None:
     return path
 
 
-def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Every readable record in file order; a torn or corrupt line is skipped (its task reruns)."""
+def iter_records(path: str | Path, unreadable: list[int] | None = None) -> Iterator[dict[str, Any]]:
+    """Every readable record in file order; a torn or corrupt line is skipped (its task reruns).
+
+    ``unreadable``, when given, receives the 1-based number of each line that is not a record (garbled,
+    not UTF-8, not an object with a key, or a torn last line), so a caller can say what was skipped.
+    """
     path = Path(path)
     if not path.exists():
         return
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if not line.endswith("\n"):
-                break
-            try:
-                record = json.loads(line)
-            except (ValueError, RecursionError):  # corrupt, or nested deeper than the parser goes
-                continue
-            if isinstance(record, dict) and "key" in record:
+    # bytes, decoded per line: one line of bad UTF-8 must not end the reading of every line after it
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            record = _record(raw) if raw.endswith(b"\n") else None
+            if record is not None:
                 yield record
+            elif unreadable is not None:
+                unreadable.append(number)
+
+
+def _record(raw: bytes) -> dict[str, Any] | None:
+    """The record one complete line holds, or None when it holds none."""
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # corrupt or not UTF-8, or nested deeper than the parser goes
+        return None
+    return record if isinstance(record, dict) and "key" in record else None
+
+
+def unreadable_report(path: str | Path, limit: int = 10) -> str | None:
+    """One line saying how many lines of the run file ``path`` are not records, and which; None when all are."""
+    lines: list[int] = []
+    for _ in iter_records(path, lines):
+        pass
+    if not lines:
+        return None
+    shown = ", ".join(map(str, lines[:limit])) + (f" and {len(lines) - limit} more" if len(lines) > limit else "")
+    return (
+        f"{len(lines)} line(s) of {path} could not be read as records and are skipped (line {shown}); "
+        "an item that no other line records runs again"
+    )
 
 
 def latest_records(path: str | Path) -> dict[str, dict[str, Any]]:
@@ -194,7 +219,7 @@ def write_config(run_dir: Path, config: Mapping[str, Any]) -> str:
     digest = config_hash(config)
     path = run_dir / CONFIG_FILE
     if path.exists():
-        stored = json.loads(path.read_text())
+        stored = read_config(run_dir)
         if stored.get("config_hash") != digest:
             raise RunConflictError(
                 f"{run_dir} holds a run with a different configuration (hash {stored.get('config_hash')} != {digest}); "
@@ -208,6 +233,19 @@ def write_config(run_dir: Path, config: Mapping[str, Any]) -> str:
     return digest
 
 
+class RunFileError(ValueError):
+    """A file of a run directory exists but cannot be read (truncated, garbled, not what it should hold)."""
+
+
 def read_config(run_dir: str | Path) -> dict[str, Any]:
+    """A run's ``config.json`` ({} when there is none); a damaged one is a ``RunFileError`` naming the file."""
     path = Path(run_dir) / CONFIG_FILE
-    return json.loads(path.read_text()) if path.exists() else {}
+    if not path.exists():
+        return {}
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise RunFileError(f"{path}: not a run configuration: {type(exc).__name__}: {exc}") from None
+    if not isinstance(config, dict):
+        raise RunFileError(f"{path}: not a run configuration: it holds a {type(config).__name__}, not an object")
+    return config
