@@ -159,7 +159,8 @@ def test_a_missing_extra_names_the_pip_install(tmp_path, demo_run, package, argv
     """A base install, as a fresh interpreter sees it: the package cannot be imported at all."""
     run_dir = demo_run
     code = (
-        f"import sys\nsys.modules[{package!r}] = None\nfrom vtb_app.cli import main\n"
+        # no verifiers either: where it is installed the serve extra's advice is another venv (test_cli_usage_errors)
+        f"import sys\nsys.modules[{package!r}] = None\nsys.modules['verifiers'] = None\nfrom vtb_app.cli import main\n"
         f"sys.exit(main({[a.format(tmp=tmp_path, run=run_dir) for a in argv]!r}))"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=240)

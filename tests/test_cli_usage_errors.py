@@ -90,15 +90,42 @@ def test_an_unreachable_ray_address_exits_6_at_once(tmp_path, capsys):
     assert f"the Ray cluster at 127.0.0.1:{port} cannot be reached: Connection refused" in one_error_line(err)
 
 
-def test_serve_without_its_extra_names_vtb_gym_serve():
-    """A base install, as a fresh interpreter sees it: fastapi cannot be imported."""
-    code = "import sys\nsys.modules['fastapi'] = None\nfrom vtb_app.cli import main\nsys.exit(main(['serve']))"
+def _serve_without_fastapi(tmp_path, verifiers_installed: bool) -> str:
+    """`vtb serve`'s one error line in a fresh interpreter where fastapi cannot be imported, with or without a
+    ``verifiers`` package beside it (a stand-in module on the path, or none at all)."""
+    (tmp_path / "verifiers").mkdir()
+    (tmp_path / "verifiers" / "__init__.py").write_text("")
+    verifiers = f"sys.path.insert(0, {str(tmp_path)!r})" if verifiers_installed else "sys.modules['verifiers'] = None"
+    code = "\n".join(
+        [
+            "import sys",
+            "sys.modules['fastapi'] = None",
+            verifiers,
+            "from vtb_app.cli import main",
+            "sys.exit(main(['serve']))",
+        ]
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert done.returncode == ExitCode.MISSING_EXTRA, done.stderr
-    line = one_error_line(done.stderr)
+    return one_error_line(done.stderr)
+
+
+def test_serve_without_its_extra_names_vtb_gym_serve_where_it_can_be_installed(tmp_path):
+    line = _serve_without_fastapi(tmp_path, verifiers_installed=False)
     assert (
         line == "error: vtb serve needs the package 'fastapi', which is not installed: pip install \"vtb-gym[serve]\""
     )
+
+
+def test_serve_without_its_extra_beside_verifiers_says_how_to_make_its_own_venv(tmp_path):
+    """The README's venv holds verifiers (mcp 2.0.0): installing the serve extra there would break it."""
+    line = _serve_without_fastapi(tmp_path, verifiers_installed=True)
+    assert "cannot share this venv (openenv needs mcp < 2, verifiers pins mcp 2.0.0)" in line
+    assert "bash scripts/setup_serve.sh" in line and "python3 -m venv .venv-serve" in line
+    assert ": pip install" not in line  # the advice that would break this venv is not given
+    script = ROOT / "scripts" / "setup_serve.sh"
+    assert script.stat().st_mode & 0o111 and ".[serve,dev]" in script.read_text()
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0  # the advised script parses
 
 
 def test_serve_says_how_far_task_generation_is(capsys, monkeypatch):

@@ -19,6 +19,7 @@ items prints ``error_kinds``: the failures counted by kind, with the first messa
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections import Counter
 from enum import IntEnum
@@ -53,6 +54,16 @@ EXTRAS = {
     "verifiers": "verifiers",
     "skyrl_gym": "skyrl",
 }
+# Extras that cannot join a venv holding another package: extra -> (that package, why, the command that makes the
+# venv the extra needs). The advice to `pip install` such an extra where the other is installed would break the venv.
+CLASHES = {
+    "serve": (
+        "verifiers",
+        "openenv needs mcp < 2, verifiers pins mcp 2.0.0",
+        "bash scripts/setup_serve.sh (in a checkout; it makes .venv-serve), or: python3 -m venv .venv-serve && "
+        '.venv-serve/bin/pip install "vtb-gym[serve]", then run .venv-serve/bin/vtb',
+    ),
+}
 # Exception names that mean a server was not reached (httpx, openai, the standard library, Ray).
 UNREACHABLE_KINDS = frozenset(
     {
@@ -64,6 +75,18 @@ UNREACHABLE_KINDS = frozenset(
         "ConnectionRefusedError",
         "ConnectionResetError",
         "RaySystemError",
+    }
+)
+# Errors that say a file's content is wrong (each names its file): exit 5.
+DATA_ERROR_KINDS = frozenset(
+    {
+        "DatasetError",
+        "ToolkitFormatError",
+        "JSONDecodeError",
+        "UnicodeDecodeError",
+        "ImageDecodeError",
+        "CacheFileError",
+        "RunFileError",
     }
 )
 MAX_LINE = 600
@@ -92,7 +115,7 @@ def describe(exc: BaseException, command: str) -> tuple[ExitCode, str]:
         return ExitCode.UNREACHABLE, one_line(f"a server could not be reached: {kind}: {exc}")
     if kind in ("SpecError", "DatasetSpecError", "RunConflictError", "ArgumentTypeError"):
         return ExitCode.USAGE, one_line(exc)
-    if kind in ("DatasetError", "ToolkitFormatError", "JSONDecodeError", "UnicodeDecodeError", "ImageDecodeError"):
+    if kind in DATA_ERROR_KINDS:
         return ExitCode.BAD_DATA, one_line(exc)
     if isinstance(exc, OSError):  # a disk full, a device gone: the system's message says it
         return ExitCode.NOT_FOUND, one_line(_os_error(exc))
@@ -101,6 +124,12 @@ def describe(exc: BaseException, command: str) -> tuple[ExitCode, str]:
 
 def _missing(package: str, command: str) -> str:
     extra = EXTRAS.get(package)
+    clash = CLASHES.get(extra or "")
+    if clash is not None and importlib.util.find_spec(clash[0]) is not None:  # the plain install would break this venv
+        return (
+            f"vtb {command} needs the package {package!r}, which is not installed; its extra {extra!r} cannot share "
+            f"this venv ({clash[1]}): make a venv of its own with {clash[2]}"
+        )
     install = f'pip install "vtb-gym[{extra}]"' if extra else f"pip install {package}"
     return f"vtb {command} needs the package {package!r}, which is not installed: {install}"
 
