@@ -143,6 +143,8 @@ def judge_task(
     A turn with no answer (``None``, or missing from ``answers``) gets "Not Met" everywhere.
     Exact checks read the answer in the turn's closed world (``Turn.world``, else ``implied_world``);
     ``answer_format="slot"``: they read only its answer slot (``vtb_rewards.checks.answer_slot``).
+    Raises ``CheckSpecError`` when a rubric's exact check cannot be evaluated (the loaders' schema keeps such
+    tasks out; one built by hand is refused here, not scored without its check).
     """
     if answer_format not in ANSWER_FORMATS:
         raise ValueError(f"unknown answer_format {answer_format!r}; choose one of {ANSWER_FORMATS}")
@@ -159,4 +161,23 @@ def judge_task(
     verdicts: list[dict[str, Verdict]] = [{} for _ in task.turns]
     for (t, rubric_id), verdict in zip(slots, judge.judge(items), strict=True):
         verdicts[t][rubric_id] = verdict
+    _raise_for_broken_checks(task, verdicts)
     return verdicts
+
+
+def _raise_for_broken_checks(task: Task, verdicts: Sequence[Mapping[str, Verdict]]) -> None:
+    """A check that cannot be evaluated is the task's error, not a judgment that failed: an LLM judge's outage
+    passes and its rubric is judged again, a malformed check never will be, and scoring the episode without it
+    would pay a reward the task does not define. Raised, it becomes the episode's ``reward_error``."""
+    broken = [
+        (t, rubric_id, verdict.error)
+        for t, turn in enumerate(verdicts)
+        for rubric_id, verdict in turn.items()
+        if verdict.source == "check" and verdict.is_error
+    ]
+    if broken:
+        t, rubric_id, error = broken[0]
+        raise CheckSpecError(
+            f"task {task.id} turn {t + 1} rubric {rubric_id!r}: its check cannot be evaluated ({error}); "
+            f"{len(broken)} such check(s) in the task"
+        )

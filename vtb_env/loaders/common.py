@@ -17,6 +17,7 @@ from pathlib import Path, PurePath
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from vtb_env.image_checks import check_dataset_image
+from vtb_env.loaders.schema import SCHEMA, SchemaError, check_task
 from vtb_env.tasks import ImageDecodeError, Task, normalize_domain
 
 logger = logging.getLogger("vtb_env.loaders")
@@ -208,7 +209,7 @@ def run_pipeline(
     report: LoadReport,
     check_images: bool,
 ) -> Iterator[Task]:
-    """Filter -> build -> filter again on the built task -> validate -> yield, with the bad-row policy.
+    """Filter -> build -> filter again on the built task -> the schema -> images -> yield, with the bad-row policy.
 
     Whatever a row raises makes it a bad row (data can be malformed in ways no check foresaw), and
     a second row with an id already loaded is one too: an env cannot hold two tasks with one id.
@@ -230,6 +231,7 @@ def run_pipeline(
                         "this one is skipped",
                         "duplicate id",
                     )
+                check_task(task)  # one schema for every source's tasks (vtb_env.loaders.schema)
                 if check_images:
                     validate_images(task)
             except Exception as exc:  # noqa: BLE001 -- any failure of one row is that row's problem
@@ -255,6 +257,8 @@ def _reason(exc: Exception) -> tuple[str, str]:
     """(kind, reason) for the report."""
     if isinstance(exc, BadRow):
         return exc.kind, str(exc)
+    if isinstance(exc, SchemaError):
+        return SCHEMA, str(exc)
     if isinstance(exc, KeyError):
         return "invalid row", f"missing field {exc}"
     if isinstance(exc, (ValueError, TypeError)):
