@@ -48,10 +48,14 @@ import math
 import re
 from typing import Any, Iterable, Mapping
 
+from text_to_num import alpha2digit
+
 from vtb_env.answer_values import (
     DATE,
+    FALL_WORDS,
     NUMBER,
     OPPOSITES,
+    RISE_WORDS,
     TIME,
     WORLD_KEYS,
     Value,
@@ -61,11 +65,22 @@ from vtb_env.answer_values import (
     fold,
     scan,
 )
+from vtb_rewards.claims import Claims
 
+VERDICT_ALONE = 3  # a clause of this many words states its verdict word alone ("Yes.", "then down")
+# words after which "up"/"down" is a phrasal verb's particle ("summing up", "break it down") and "above"/"below"
+# points at text ("shown above", "see below"): no direction, no verdict
+_UP_PARTICLE = re.compile(
+    "sum|summing|add|adding|wrap|wrapping|break|breaking|look|looking|set|setting|follow|following|write|writing|"
+    "back|backing|it|them|this|that|these|those"
+)
+_POINTER = re.compile("shown|seen|see|as|the|listed|noted|mentioned|given|stated|described|explained|written|computed")
+_PARTICLE_BEFORE = {"up": _UP_PARTICLE, "down": _UP_PARTICLE, "above": _POINTER, "below": _POINTER}
 QUOTE_WORDS = 4  # a run this long copied from the user's prompts is a quote, not a statement
 NEGATION_WINDOW = 4  # words before a mention, within its clause
 
 _WORD = re.compile(r"\d+(?:\.\d+)?%?|[a-z0-9]+(?:-[a-z0-9]+)*")  # "follow-up" is one word, not "up"
+_SENTENCE = re.compile(r"[.!?;](?=\s|$)|\n")
 _CLAUSE_END = re.compile(r"[;!?]|[.,:](?=\s|$)|\bbut\b|\bwhereas\b")
 _NEGATION = re.compile(
     r"\b(?:not|no|never|neither|nor|without|cannot|isn't|wasn't|aren't|weren't|doesn't|didn't|don't|won't|"
@@ -81,14 +96,18 @@ class CheckSpecError(ValueError):
 
 
 class _Answer:
-    """An answer folded, its quotes of the dialogue blanked, and the values it states."""
+    """An answer folded, its quotes of the dialogue blanked, its number words as digits, and its claims
+    (``vtb_rewards.claims``). ``whole``: the whole answer when this is its slot (a verdict's evidence may
+    stand in the working outside the slot)."""
 
-    def __init__(self, answer: str, world: Mapping[str, Any]) -> None:
-        self.text = _unquote(fold(answer), [fold(p) for p in world.get("dialogue", ())])
+    def __init__(self, answer: str, world: Mapping[str, Any], whole: "_Answer | None" = None) -> None:
+        self.text = _digits(_unquote(fold(answer), [fold(p) for p in world.get("dialogue", ())]))
         self.slot = world.get("slot")  # answer_format="slot": how many values of each kind the slot may hold
         self.lower = self.text.lower()
         self.values = scan(self.text)
         self.world = world
+        self.claims = Claims.read(self.text, self.values, world)
+        self.whole = whole or self
         self.words = [(m.group(), m.start()) for m in _WORD.finditer(self.lower)]
         self._starts: dict[str, list[int]] = {}  # word -> its indices in ``words``: phrase look-ups stay linear
         for index, (word, _) in enumerate(self.words):
@@ -105,14 +124,63 @@ class _Answer:
         return [v for v in self.values if v.kind == kind]
 
     def outside_world(self, kind: str) -> bool:
-        """Some value of ``kind`` that the world does not account for (or more than the slot may hold)."""
+        """Some value of ``kind`` that the world does not account for, nor a true fact in working (or more
+        than the slot may hold)."""
         allowed, stated = allowed_values(self.world.get(WORLD_KEYS[kind], ()), kind), self.stated(kind)
         if self.slot is not None and len({v.value for v in stated}) > self.slot.get(kind, 0):
             return True
-        return any(not accounted_for(v, allowed) for v in stated)
+        return any(
+            not accounted_for(v, allowed) and not (self.claims.aside(v.start) and self.claims.true_fact(v))
+            for v in stated
+        )
 
     def committed(self, value: Value) -> bool:
-        return not _negated(self.text, value.start)
+        """Stated, not negated, in a statement (not in working, not in parentheses)."""
+        return self.states_at(value.start) and not self.claims.aside(value.start)
+
+    def states_at(self, start: int) -> bool:
+        return not _negated(self.text, start) and not self.claims.in_working(start)
+
+    def verdict_clause(self, start: int) -> bool:
+        """Does the word at ``start`` state a verdict: not as a particle or pointer ("summing up", "shown above"),
+        in a sentence that states a value or in a clause that is the word alone ("Yes.", "then down")?"""
+        before = self.text[max(0, start - 200) : start]
+        ends = list(_CLAUSE_END.finditer(before))
+        clause_start = start - len(before) + (ends[-1].end() if ends else 0)
+        after = _CLAUSE_END.search(self.text, start)
+        clause_end = after.start() if after else len(self.text)
+        words = _WORD.findall(self.lower[clause_start:start])
+        word = _WORD.match(self.lower, start)
+        particle = _PARTICLE_BEFORE.get(word.group() if word else "")
+        if words and particle is not None and particle.fullmatch(words[-1]):
+            return False
+        if len(words) + len(_WORD.findall(self.lower[start:clause_end])) <= VERDICT_ALONE:
+            return True
+        sentence_start = max((m.end() for m in _SENTENCE.finditer(self.text, 0, start)), default=0)
+        sentence_end = next((m.start() for m in _SENTENCE.finditer(self.text, start)), len(self.text))
+        return any(sentence_start <= v.start < sentence_end and v.kind in (NUMBER, TIME) for v in self.values)
+
+    def signed(self, family: tuple[str, ...]) -> list[int]:
+        """Where a signed change states a direction of ``family``: "-2.75" a fall, "+50" a rise, for a change
+        the turn's evidence holds."""
+        evidence = allowed_values((self.world.get("evidence") or self.world).get("numbers", ()), NUMBER)
+        rise = family == RISE_WORDS
+        return [
+            v.start
+            for v in self.stated(NUMBER)
+            if accounted_for(Value(NUMBER, abs(float(v.value)), v.start, v.end, v.decimals), evidence)
+            and ((float(v.value) < 0 and not rise) or (rise and self.text[v.start - 1 : v.start] == "+"))
+            and self.states_at(v.start)
+        ]
+
+
+def _digits(text: str) -> str:
+    """Numbers written in words as digits ("seventeen points" -> "17 points"; ``text2num``, whose default
+    threshold leaves "one" and "two" as words: "one detail" is no value)."""
+    try:
+        return alpha2digit(text, "en")
+    except (ValueError, OverflowError):  # a string the parser cannot take stays as written
+        return text
 
 
 def _unquote(text: str, dialogue: list[str]) -> str:
@@ -154,18 +222,40 @@ def _commits_to_phrase(answer: _Answer, phrase: str) -> bool:
     return any(not _negated(answer.text, start) for start in answer.phrase_starts(phrase))
 
 
+def _verdict_word(phrase: str) -> bool:
+    return fold(phrase).lower().strip() in OPPOSITES
+
+
+def _claims_of(answer: _Answer, phrase: str) -> list[int]:
+    """Where the answer claims ``phrase``: stated, not negated, in a statement; a verdict word only in a
+    verdict's clause; a direction also by a signed change."""
+    starts = [start for start in answer.phrase_starts(phrase) if answer.states_at(start)]
+    if _verdict_word(phrase):
+        starts = [start for start in starts if answer.verdict_clause(start)]
+        word = fold(phrase).lower().strip()
+        starts += next((answer.signed(family) for family in (RISE_WORDS, FALL_WORDS) if word in family), [])
+    return sorted(starts)
+
+
 # --- the rules -------------------------------------------------------------------------------------------
+
+
+def _matches(value: Value, target: float, abs_tol: float, rel_tol: float, falling: bool) -> bool:
+    """``value`` is the target, or a signed change whose size is the target ("-2.75" for a fall of 2.75) when
+    the answer claims no rise."""
+    close = math.isclose(float(value.value), target, rel_tol=rel_tol, abs_tol=abs_tol)
+    return close or (
+        falling and math.isclose(-float(value.value), target, rel_tol=rel_tol, abs_tol=abs_tol) and target > 0
+    )
 
 
 def _check_number(answer: _Answer, spec: Mapping[str, Any]) -> bool:
     target = float(spec["value"])
     abs_tol, rel_tol = float(spec.get("abs_tol", 1e-6)), float(spec.get("rel_tol", 0.0))
+    falling = not any(_claims_of(answer, word) for word in RISE_WORDS)
     if answer.outside_world(NUMBER):
         return False
-    return any(
-        math.isclose(float(v.value), target, rel_tol=rel_tol, abs_tol=abs_tol) and answer.committed(v)
-        for v in answer.stated(NUMBER)
-    )
+    return any(answer.committed(v) and _matches(v, target, abs_tol, rel_tol, falling) for v in answer.stated(NUMBER))
 
 
 def _phrase_values(phrases: Iterable[str]) -> list[Value]:
@@ -177,10 +267,24 @@ def _has_evidence(answer: _Answer) -> bool:
     if not evidence:
         return True
     return any(
-        accounted_for(v, allowed_values(evidence.get(WORLD_KEYS[v.kind], ()), v.kind)) and answer.committed(v)
+        accounted_for(v, allowed_values(evidence.get(WORLD_KEYS[v.kind], ()), v.kind))
+        and not _negated(answer.text, v.start)
         for v in answer.values
         if v.kind in (NUMBER, TIME)
     )
+
+
+def _refused(answer: _Answer, phrase: str, commitment: int) -> bool:
+    """Does the answer claim a refused ``phrase``? Not when negated, in working, or (a verdict word) outside a
+    verdict's clause; not a name with its own printed value in parentheses or in a sentence after the
+    commitment's (a runner-up)."""
+    claims = answer.claims
+    for start in _claims_of(answer, phrase):
+        mention = next((m for m in claims.mentions if m.start == start), None)
+        aside = claims.aside(start) or claims.sentence_of(start) > claims.sentence_of(commitment)
+        if not (aside and mention is not None and claims.carries_own_value(mention)):
+            return True
+    return False
 
 
 def _check_text(answer: _Answer, spec: Mapping[str, Any]) -> bool:
@@ -189,26 +293,31 @@ def _check_text(answer: _Answer, spec: Mapping[str, Any]) -> bool:
         raise CheckSpecError("text check needs a non-empty 'any_of'")
     wanted = {fold(p).lower().strip() for p in any_of}
     verdict = bool(wanted & OPPOSITES.keys())
+    claimed = [start for p in any_of for start in (*_claims_of(answer, p), *_same_value_starts(answer, p))]
+    if not claimed:
+        return False
+    commitment = min(claimed)
     kinds = checked_kinds(spec)  # a verdict is decided by values: its evidence's kinds are closed too
     if any(answer.outside_world(kind) for kind in kinds):
         return False
     refused = [*spec.get("none_of", ()), *(w for p in wanted for w in OPPOSITES.get(p, ()) if w not in wanted)]
-    if any(_mentions(answer, phrase) for phrase in refused):
+    if not kinds and not verdict:  # a name: no other name of the vocabulary claimed beside it
+        refused += answer.world.get("rival_names", ())
+    if any(_refused(answer, phrase, commitment) for phrase in refused):
         return False
-    if verdict and not _has_evidence(answer):
-        return False
-    if not kinds and not verdict:  # a name: no other name of the vocabulary beside it
-        if any(_mentions(answer, name) for name in answer.world.get("rival_names", ())):
-            return False
-    return any(_commits_to_phrase(answer, p) or _states_same_value(answer, p) for p in any_of)
+    return not verdict or _has_evidence(answer.whole)
 
 
-def _states_same_value(answer: _Answer, phrase: str) -> bool:
-    """A date or time phrase matches the same date or time however the answer spells it."""
+def _same_value_starts(answer: _Answer, phrase: str) -> list[int]:
+    """A date or time phrase matches the same date or time however the answer spells it: where it does."""
     targets = [v for v in _phrase_values([phrase]) if v.kind in (DATE, TIME)]
     if len(targets) != 1:
-        return False
-    return any(v.kind == targets[0].kind and v.value == targets[0].value and answer.committed(v) for v in answer.values)
+        return []
+    return [
+        v.start
+        for v in answer.values
+        if v.kind == targets[0].kind and v.value == targets[0].value and answer.committed(v)
+    ]
 
 
 def _check_choice(answer: _Answer, spec: Mapping[str, Any]) -> bool:
@@ -232,32 +341,44 @@ _BOXED = re.compile(r"\\boxed\{")
 _ANSWER_LINE = re.compile(r"(?im)^[\s*_#>-]*(?:final\s+)?answer\s*[*_]*\s*:[*_]*(.*)$")
 
 
-def answer_slot(answer: str) -> str | None:
-    """The answer's slot, the common RLVR convention: the last ``\\boxed{...}`` (balanced braces), else the
-    last line that starts with ``Answer:``; None when it has neither."""
-    text = fold(answer)
-    boxes = list(_BOXED.finditer(text))
-    if boxes:
-        start = depth = boxes[-1].end()
+def _boxes(text: str) -> list[str]:
+    """The contents of every ``\\boxed{...}`` (balanced braces; an unclosed one holds nothing)."""
+    found = []
+    for box in _BOXED.finditer(text):
         depth = 1
-        for i in range(start, len(text)):
+        for i in range(box.end(), len(text)):
             depth += {"{": 1, "}": -1}.get(text[i], 0)
             if depth == 0:
-                return text[start:i]
+                found.append(text[box.end() : i])
+                break
+    return found
+
+
+def answer_slot(answer: str) -> str | None:
+    """The answer's slot, the common RLVR convention: a ``\\boxed{...}`` (balanced braces), else a line that
+    starts with ``Answer:``; None when it has neither, and None when it has two that differ (a hedge: "\\boxed{16}
+    ... \\boxed{17}"). Repeating the same slot is no hedge."""
+    text = fold(answer)
+    slots = [slot.strip() for slot in (_boxes(text) or _ANSWER_LINE.findall(text))]
+    if not slots or len({re.sub(r"[\s$*_.,;]+", "", slot.lower()) for slot in slots}) > 1:
         return None
-    lines = _ANSWER_LINE.findall(text)
-    return lines[-1].strip() if lines else None
+    return slots[-1]
 
 
 def slot_capacity(checks: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """How many distinct values of each kind a turn's slot may hold: one per value its checks ask for."""
+    """How many distinct values of each kind a turn's slot may hold: one per value its checks ask for, and one
+    number for a verdict (the value it is decided by: "\\boxed{7, within}")."""
     asked: dict[str, set[Any]] = {NUMBER: set(), TIME: set(), DATE: set()}
+    verdicts = 0
     for check in checks:
         if check.get("type") == "number":
             asked[NUMBER].add(float(check["value"]))
         for value in _phrase_values(check.get("any_of", ()) or ()):
             asked[value.kind].add(value.value)
-    return {kind: len(values) for kind, values in asked.items()}
+        verdicts += any(_verdict_word(str(p)) for p in check.get("any_of", ()) or ())
+    capacity = {kind: len(values) for kind, values in asked.items()}
+    capacity[NUMBER] += min(verdicts, 1)
+    return capacity
 
 
 _CHECKS = {"number": _check_number, "text": _check_text, "choice": _check_choice, "clarify": _check_clarify}
@@ -298,9 +419,10 @@ def run_check(spec: Mapping[str, Any], answer: str, world: Mapping[str, Any] | N
     given = spec.get("given") or ()
     if not isinstance(given, list | tuple):
         raise CheckSpecError(f"'given' must be a list of checks, got {given!r}")
-    read = answer_slot(answer or "") or "" if world.get("slot") is not None and kind != "clarify" else answer
-    try:  # a clarifying question is no value: the slot rule reads it whole
-        met = rule(_Answer(read or "", world), spec)
+    slot_mode = world.get("slot") is not None and kind != "clarify"  # a clarifying question is read whole
+    try:
+        whole = _Answer(answer or "", world)
+        met = rule(_Answer(answer_slot(answer or "") or "", world, whole) if slot_mode else whole, spec)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, CheckSpecError):
             raise

@@ -32,14 +32,20 @@ _DAY = r"\d{1,2})(?:st|nd|rd|th)?"
 _DATE = re.compile(
     r"\b(?P<iso_y>\d{4})-(?P<iso_m>\d{1,2})-(?P<iso_d>\d{1,2})\b"
     r"|\b(?P<dmy_d>\d{1,2})[/.](?P<dmy_m>\d{1,2})[/.](?P<dmy_y>\d{4})\b"
-    rf"|\b(?P<day_first>{_DAY}\s+(?P<month_name>{_NAMES})\.?\s*,?\s*(?P<y1>\d{{4}})\b"
+    rf"|\b(?P<day_first>{_DAY}\s+(?:of\s+)?(?P<month_name>{_NAMES})\.?\s*,?\s*(?P<y1>\d{{4}})\b"
     rf"|\b(?P<month_first>{_NAMES})\.?\s+(?P<day_second>{_DAY}\s*,?\s*(?P<y2>\d{{4}})\b",
     re.IGNORECASE,
 )
-# a time is HH:MM, not followed by a digit or ":SS" ("20:02: done" is 20:02)
-_TIME = re.compile(r"(?<![\d.:])(?P<h>[01]?\d|2[0-3]):(?P<m>[0-5]\d)(?!\d|:\d)(?:\s*(?P<ampm>[ap])\.?m\b\.?)?", re.I)
-# a number stands alone: not glued to a word ("R4"), nor a code's digits after a letter and a hyphen ("S-6")
-_NUMBER = re.compile(r"(?<![\w.])(?<![A-Za-z]-)[-]?\$?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
+# a time is HH:MM, not followed by a digit or ":SS" ("20:02: done" is 20:02); with am/pm also "2.14pm", "2 pm"
+_AMPM = r"\s*(?P<ampm>[ap])\.?m\b\.?"
+_TIME = re.compile(
+    r"(?<![\d.:])(?P<h>[01]?\d|2[0-3]):(?P<m>[0-5]\d)(?!\d|:\d)(?:" + _AMPM + ")?"
+    r"|(?<![\d.:])(?P<h12>1[0-2]|0?[1-9])(?:\.(?P<m12>[0-5]\d))?" + _AMPM.replace("ampm", "ampm12"),
+    re.I,
+)
+# a number stands alone: not glued to a word ("R4"), nor a code's digits after a letter and a hyphen ("S-6"), nor
+# an ordinal ("3rd": a position, not a value)
+_NUMBER = re.compile(r"(?<![\w.])(?<![A-Za-z]-)[-]?\$?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?!(?:st|nd|rd|th)\b)")
 _ENUMERATOR = re.compile(r"(?m)^\s*\d{1,2}[.)](?=\s)")  # "1. ..." at the start of a line: a list marker
 
 
@@ -77,7 +83,10 @@ def _date(match: re.Match[str]) -> str | None:
 
 
 def _time(match: re.Match[str]) -> int:
-    hour, minute, ampm = int(match["h"]), int(match["m"]), (match["ampm"] or "").lower()
+    if match["h12"]:  # "2.14pm", "2 pm"
+        hour, minute, ampm = int(match["h12"]), int(match["m12"] or 0), match["ampm12"].lower()
+    else:
+        hour, minute, ampm = int(match["h"]), int(match["m"]), (match["ampm"] or "").lower()
     if ampm == "p" and hour < 12:
         hour += 12
     elif ampm == "a" and hour == 12:
@@ -151,6 +160,9 @@ _EXCLUSIVE = (
     (("yes",), ("no",)),
     (("true",), ("false",)),
 )  # fmt: skip
+
+
+RISE_WORDS, FALL_WORDS = _EXCLUSIVE[0]  # a direction: a signed change ("-2.75", "+50") states one too
 
 
 def _opposites_table() -> dict[str, tuple[str, ...]]:

@@ -18,7 +18,9 @@ The world is stored on the task (``Turn.world``), a plain JSON object:
   answers about; a name check fails when the answer names one;
 - ``clarify_rivals``: the missing details of the scene kinds of other domains; a clarifying question
   naming one asks about another scene;
-- ``dialogue``: the user's prompts so far; an answer that quotes them states nothing by quoting.
+- ``dialogue``: the user's prompts so far; an answer that quotes them states nothing by quoting;
+- ``facts``: what the pages shown so far print, name by name (``printed_facts``): a value attributed to its
+  own name is a true fact, working that is never a rival (the claim model, ``vtb_rewards.claims``).
 
 A value the pages give away is bound to the answer (``bind_giveaways``): when a transcription (of a page
 shown so far, of all of them, or of one row the turn does not read) would meet a check without reading the
@@ -206,10 +208,23 @@ def clarify_rivals(kind: str) -> list[str]:
     return sorted(rivals - own)
 
 
+def printed_facts(scenes: Iterable[Scene]) -> dict[str, list[str]]:
+    """What the pages print, name by name: each row's printed value (every snapshot's) and its printed extra
+    (a lab test's reference range). An answer that attributes one of these values to its own name states a
+    true fact, never a rival (``vtb_rewards.claims``)."""
+    facts: dict[str, list[str]] = {}
+    for scene in scenes:
+        for entry in scene.entries:
+            texts = facts.setdefault(entry.label, [])
+            texts += [text for text in (entry.text, entry.extra) if text and text not in texts]
+    return facts
+
+
 def turn_worlds(blueprint: Blueprint) -> list[dict[str, Any]]:
     """The closed world of every turn of ``blueprint`` (cumulative: a later turn may restate earlier ones)."""
-    values, worlds, dialogue = _Values(), [], []
+    values, worlds, dialogue, shown = _Values(), [], [], []
     for turn, ask in enumerate(blueprint.asks):
+        shown += [blueprint.states[state] for state in ask.new_states]
         _add_turn(blueprint, list(blueprint.asks[: turn + 1]), values)
         dialogue.append(ask.prompt)
         evidence = _Values()
@@ -224,6 +239,7 @@ def turn_worlds(blueprint: Blueprint) -> list[dict[str, Any]]:
             "evidence": evidence.as_json(),
             "dialogue": list(dialogue),
             "rival_names": rival_names(blueprint, list(blueprint.asks[: len(dialogue)])),
+            "facts": printed_facts(shown),
         }
         if any(r.check.get("type") == "clarify" for r in ask.rubrics):
             world["clarify_rivals"] = clarify_rivals(blueprint.states[0].kind.name)
