@@ -9,10 +9,12 @@ Components (each in [0, 1] except the mode reward, which takes the configured ou
 - ``mode``: adaptive mode-selection reward from TP/FN/TN/FP; applies when the task has a mode
   label (``Task.mode_label`` or the ``mode_labels`` given to the reward). "Used tools" is read as
   ``mode_reading`` says (``vtb_rewards.mode.used_tools``; default ``"vision"``: the vision tool, or a
-  lookup tool where the task needs one -- a calculator call is not the decision the seed defines)
+  lookup tool where the task needs one -- a calculator call is not the decision the seed defines); on a
+  Tool-Required task TP needs a call that revealed what the task hides (``vtb_rewards.mode.mode_decision``)
 - ``format``: share of steps whose action parsed cleanly, 0 if a turn ended without an answer
 - ``tool_success``: share of the counted calls (``mode_reading``) without an error; applies when
-  there were any, so a call of another tool earns nothing on its own
+  one of them earned the mode credit (``credited_calls``), so a call of another tool, or a vision call
+  that revealed nothing, earns nothing on its own
 - ``kcoverage``, ``tool_effectiveness``: judged process metrics (one judge call per key step /
   tool call); applied when their weight is above 0 and the episode has key steps / tool calls
 
@@ -47,7 +49,7 @@ from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.checks import ANSWER_FORMATS
 from vtb_rewards.judge.factory import judge_from_env
 from vtb_rewards.judge.judge import Judge, judge_task
-from vtb_rewards.mode import ModeRewardConfig, Reading, mode_outcome, relevant_calls
+from vtb_rewards.mode import ModeRewardConfig, Reading, credited_calls, mode_decision, mode_outcome, relevant_calls
 from vtb_rewards.process import judge_kcoverage, judge_tool_effectiveness
 from vtb_rewards.scoring import MultiTurnMode, score_task, scored_report
 
@@ -112,7 +114,8 @@ def format_validity(task: "Task", record: "EpisodeRecord") -> float:
 class EpisodeReward:
     """``reward(task, record) -> (scalar, components)``; judge failures never raise (see ``info``).
 
-    Diagnostics in the components dict (not rewarded): ``used_tools`` (under ``mode_reading``), ``n_tool_calls`` (all),
+    Diagnostics in the components dict (not rewarded): ``used_tools`` (under ``mode_reading``), ``credited_tools``
+    (some counted call earned the mode credit: ``vtb_rewards.mode.credited_calls``), ``n_tool_calls`` (all),
     ``judge_errors`` (rubric verdicts that failed; those rubrics count as not Met) and
     ``judge_incomplete`` (1 when any did).
     """
@@ -146,10 +149,13 @@ class EpisodeReward:
             "format": format_validity(task, record),
         }
         counted = relevant_calls(record, cfg.mode_reading, task)
+        credited = credited_calls(counted) if cfg.mode_reading == "vision" else counted
         label = self.mode_labels.get(task.id) or task.mode_label
         if label is not None:
-            values["mode"] = cfg.mode_values.reward(mode_outcome(label, bool(counted)))
-        if counted:
+            values["mode"] = cfg.mode_values.reward(
+                mode_outcome(label, mode_decision(label, bool(counted), bool(credited)))
+            )
+        if credited:  # a call that earned nothing earns no tool_success either: exactly what no call earns
             values["tool_success"] = sum(call.ok for call in counted) / len(counted)
         judge_errors = scored.n_judge_errors
         for name, metric in (("kcoverage", judge_kcoverage), ("tool_effectiveness", judge_tool_effectiveness)):
@@ -160,6 +166,7 @@ class EpisodeReward:
                 judge_errors += measured.n_judge_errors
         values.update(
             used_tools=float(bool(counted)),
+            credited_tools=float(bool(credited)),
             n_tool_calls=float(len(record.tool_calls)),
             judge_errors=float(judge_errors),
             judge_incomplete=float(judge_errors > 0),
@@ -183,7 +190,9 @@ class EpisodeReward:
         carried the mode label ``label`` (an online label: ``vtb_agents.mode_probes``). Only the mode
         component changes, from the episode's own ``used_tools``: nothing is judged again."""
         values = {name: value for name, value in components.items() if name not in ("reward", "masked")}
-        values["mode"] = self.config.mode_values.reward(mode_outcome(label, bool(values["used_tools"])))
+        used = bool(values["used_tools"])
+        decision = mode_decision(label, used, bool(values.get("credited_tools", used)))
+        values["mode"] = self.config.mode_values.reward(mode_outcome(label, decision))
         return self._combined(values)
 
     def _combined(self, values: dict[str, float]) -> tuple[float, dict[str, float]]:

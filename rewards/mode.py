@@ -16,6 +16,14 @@ What "used tools" means is a *reading* (``used_tools``):
   (``pass``, or code that raises first) earns exactly what no call earns.
 - ``"any"``: any tool call (the paper's reading, and Table 7's proactivity, which counts every tool).
 
+**Mode credit is for revealing** (``"vision"`` reading; ``credited_calls``, ``mode_decision``): on a Tool-Required
+task the episode is TP only when a counted call *revealed* what the task hides, as the env judged where the
+images are (``ToolCallRecord.revealed``, ``vtb_env.reveal``: a returned image shows a hidden key fact to the
+labels' reader, or a lookup's result holds a value the answer uses). On a Tool-Redundant task every counted
+call is still a use of tools (FP): a pointless call never pays and still costs where tools are not needed.
+A call the env did not judge (``revealed is None``: official data has no key facts; a record scored from
+completion text) keeps the "did visual work" rule.
+
 Under both readings a call counts only if it ran: one read from a completion's text without a result
 in the conversation (``ToolCallRecord.answered``) is no call. ``call_counts`` is the one rule.
 """
@@ -101,6 +109,18 @@ def used_tools(record: EpisodeRecord, reading: Reading = "vision", task: Task | 
     needed lookup); ``"any"``: any tool call (the paper's MCC reading). Malformed attempts of a counted
     lookup tool count (the env answered them); calls without a result never do."""
     return bool(relevant_calls(record, reading, task))
+
+
+def credited_calls(calls: Iterable[ToolCallRecord]) -> list[ToolCallRecord]:
+    """The counted calls (``relevant_calls``) that earn the mode credit: those the env judged to have revealed
+    something (``revealed`` non-empty), and those it did not judge (``revealed is None``: the image-work rule)."""
+    return [call for call in calls if call.revealed is None or bool(call.revealed)]
+
+
+def mode_decision(label: ModeLabel, used: bool, credited: bool) -> bool:
+    """What the mode outcome reads as "used tools": a call that earned the credit on a Tool-Required task (TP
+    needs the work), any counted call on a Tool-Redundant one (FP needs only the gesture)."""
+    return credited if label == TOOL_REQUIRED else used
 
 
 def label_from_text_only(passed: bool) -> ModeLabel:

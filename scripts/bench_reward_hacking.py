@@ -55,7 +55,8 @@ References: ``ocr_baseline`` (the honest non-LLM agent), ``oracle`` (golden answ
 task's reference tool trajectory on tool-required tasks), ``always_call`` (golden answers after a
 vision call on every task) and ``never_call`` (golden answers, no tools).
 
-``zoo(...)`` is what the test calls; ``main`` prints the table.
+``zoo(...)`` is what the test calls; ``main`` prints the table. The calls that earn the mode credit have their
+own zoo: ``scripts/bench_mode_credit.py``.
 """
 
 from __future__ import annotations
@@ -472,77 +473,6 @@ def zoo(n: int = 12, seed: int = 7, policies: tuple[str, ...] = POLICIES, tasks:
     return table
 
 
-# ---- Vision credit for visual work, and only executed calls paid (issue 31, items 3 and 4) ----------------
-# Each plays the golden answers of ``never_call`` after a vision call that does no visual work, and must earn
-# exactly what ``never_call`` earns, episode by episode: ``noop_vision`` (code ``pass``), ``failing_vision``
-# (code that raises before touching an image), and, scored from completion text, ``unexecuted_call`` (a
-# ``<tool_call>`` block that never ran, through the TRL reward function and verl's ``compute_score``).
-NO_WORK_VISION = {"noop_vision": "pass", "failing_vision": "raise RuntimeError('gave up before opening any image')"}
-
-
-class NoWorkVisionPolicies(ZooPolicies):
-    """The zoo's policies and the two no-work vision calls: the call on a turn's first step, then the golden answer."""
-
-    def act(self, name: str, observation: dict[str, Any], ctx: EpisodeContext, turn: int, step: int) -> str:
-        if name in NO_WORK_VISION:
-            return (
-                tool_call("python_image_processing", {"code": NO_WORK_VISION[name]})
-                if step == 0
-                else _golden(ctx, turn)
-            )
-        return super().act(name, observation, ctx, turn, step)
-
-
-def no_work_vision_zoo(tasks: list[Any], seed: int, n: int) -> dict[str, list[dict]]:
-    """``never_call``, ``noop_vision`` and ``failing_vision`` on ``tasks`` in the real env: their episodes."""
-    from vtb_env.env import VisualToolBenchEnv
-
-    env, policies = VisualToolBenchEnv(tasks=tasks), NoWorkVisionPolicies()
-    try:
-        return {
-            name: [play(env, policies, name, task, EpisodeContext(task, seed, n)) for task in tasks]
-            for name in ("never_call", *NO_WORK_VISION)
-        }
-    finally:
-        env.close()
-
-
-def unexecuted_call_scores(tasks: list[Any]) -> dict[str, list[float]]:
-    """Each task's first turn scored from completion text: the golden answer alone, and after a vision
-    ``<tool_call>`` block that never ran, through the TRL reward function and verl's ``compute_score``."""
-    from vtb_rewards.grpo import compute_score, make_trl_reward_func
-
-    trl = make_trl_reward_func({task.id: task for task in tasks})
-    call = tool_call("python_image_processing", {"code": VISION_PROBE})
-    goldens = [task.turns[0].golden_answer for task in tasks]
-    ids = [task.id for task in tasks]
-    verl = {
-        label: [
-            compute_score("visualtoolbench", prefix + golden, task.to_dict(), {"turn_index": 0})["score"]
-            for task, golden in zip(tasks, goldens, strict=True)
-        ]
-        for label, prefix in (("golden (verl)", ""), ("unexecuted_call (verl)", call))
-    }
-    return {
-        "golden (TRL)": trl(prompts=goldens, completions=goldens, task_id=ids),
-        "unexecuted_call (TRL)": trl(prompts=goldens, completions=[call + g for g in goldens], task_id=ids),
-        **verl,
-    }
-
-
-def credit_table(n: int, seed: int) -> dict[str, float]:
-    """Mean reward of each no-work call beside what no call earns (``main --credit``)."""
-    from vtb_env.loaders import load_tasks
-
-    for name in [k for k in os.environ if k.startswith("VTB_JUDGE_")]:
-        os.environ.pop(name)
-    tasks = list(load_tasks(f"synth:{n}:{seed}"))
-    played = no_work_vision_zoo(tasks, seed, n)
-    rows = {name: [e["reward"] for e in episodes] for name, episodes in played.items()}
-    rows.update(unexecuted_call_scores(tasks))
-    return {name: sum(values) / len(values) for name, values in rows.items()}
-
-
 def format_table(table: dict[str, dict]) -> str:
     lines = ["| policy | reward | rubric score | pass rate |", "|---|---:|---:|---:|"]
     for name, row in table.items():
@@ -556,11 +486,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--policies", default=",".join(POLICIES))
     parser.add_argument("--json", help="write the table (with every episode) here")
-    parser.add_argument("--credit", action="store_true", help="only the no-work and unexecuted calls (issue 31)")
     args = parser.parse_args()
-    if args.credit:
-        print("\n".join(f"| {name} | {value:.3f} |" for name, value in credit_table(args.n, args.seed).items()))
-        return
     table = zoo(args.n, args.seed, tuple(args.policies.split(",")))
     print(format_table(table))
     if args.json:

@@ -17,6 +17,7 @@ from vtb_env.observation import ImageAsset, user_message
 from vtb_env.parsers import ParsedAction, ParsedCall, action_text, parse_action
 from vtb_env.prompts import resolve_system_prompt, with_answer_format
 from vtb_env.render import render_ansi, render_html
+from vtb_env.reveal import episode_judge
 from vtb_env.reward import RewardFn, default_reward, score_episode
 from vtb_env.safe_text import clean_action, clean_parsed_action
 from vtb_env.spaces import AssistantActionSpace, DialogueObservationSpace
@@ -330,7 +331,14 @@ class VisualToolBenchEnv(gym.Env):
         if not pending.calls:
             return pending
         episode = self._require_running()
-        run_calls(pending, self.tools, self.tool_context, episode.tool_images, self.config.round_time_budget_s)
+        run_calls(
+            pending,
+            self.tools,
+            self.tool_context,
+            episode.tool_images,
+            self.config.round_time_budget_s,
+            episode_judge(episode),  # what each call revealed: the mode credit's judgement
+        )
         return pending
 
     # ---- helpers -------------------------------------------------------------------------

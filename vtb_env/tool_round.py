@@ -18,6 +18,7 @@ from vtb_env.observation import ImageAsset, reingestion_message
 from vtb_env.safe_text import clean_tool_result
 from vtb_env.tool_images import ToolImages
 from vtb_env.tools.base import ToolContext, ToolRegistry
+from vtb_env.trajectory import ToolCallRecord
 
 CAP_PROMPT = (
     "You have reached the limit of {limit} tool {unit} for this {scope}. "
@@ -61,11 +62,13 @@ def run_calls(
     context: Callable[[Sequence[ImageAsset]], ToolContext],
     tool_images: ToolImages,
     budget_s: float | None,
+    judge: Callable[[ToolCallRecord, list[ImageAsset]], list[str] | None] | None = None,
 ) -> None:
     """Run the round's valid calls in order; each sees the images of the calls before it (``context``).
 
     Calls not started before ``budget_s`` is spent get an error instead. Each call's images are
-    admitted by ``tool_images`` (``vtb_env.tool_images``); its notes end the call's output.
+    admitted by ``tool_images`` (``vtb_env.tool_images``); its notes end the call's output. ``judge``
+    (the call and its kept images -> what it revealed, ``vtb_env.reveal``) fills ``call.revealed``.
     """
     deadline = None if budget_s is None else time.monotonic() + budget_s
     for call in pending.calls:
@@ -87,6 +90,8 @@ def run_calls(
         call.images.extend({"name": asset.name, "sha256": asset.sha256} for asset in kept)
         for note in notes:
             call.output += f"\n[{note}]"
+        if judge is not None:
+            call.revealed = judge(call, kept)
 
 
 def round_messages(pending: PendingStep) -> list[dict[str, Any]]:

@@ -45,6 +45,10 @@ class ToolCallRecord:
     # the vision tool's sandbox record: {"read": [input images read], "new_images": n, "printed": bool}
     # (``vtb_env.tools.python_tools``); None for other tools, and where no sandbox ran the call
     image_work: dict[str, Any] | None = None
+    # what the call showed of what the task hides, judged by the env where the images are (``vtb_env.reveal``):
+    # the key facts' values a vision call's images show, or the answer's values a lookup returned; None: not
+    # judged (a task without key facts, another tool, no reader installed)
+    revealed: list[str] | None = None
 
     @property
     def ok(self) -> bool:
