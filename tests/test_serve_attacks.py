@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
+import secrets
 import socket
 import time
 
@@ -33,9 +35,11 @@ from vtb_app.openenv_server import make_app, serve  # noqa: E402
 from vtb_app.serve_guard import IDLE_CLOSE_CODE, json_bounds  # noqa: E402
 from vtb_app.serve_limits import ServeLimits  # noqa: E402
 from vtb_app.serve_socket import TokenRequiredError, bind  # noqa: E402
+from vtb_app.serve_token import WeakTokenError  # noqa: E402
 from vtb_env.config import EnvConfig  # noqa: E402
 
 RESET = {"type": "reset", "data": {}}
+TOKEN = secrets.token_urlsafe(32)
 
 
 def app(limits: ServeLimits, token: str | None = None):
@@ -249,12 +253,12 @@ def test_json_bounds_stop_at_the_bound_whatever_the_text():
 
 
 def test_a_token_is_checked_on_http_and_on_the_websocket_upgrade():
-    with Server(app(ServeLimits(), token="s3cret")) as server:
+    with Server(app(ServeLimits(), token=TOKEN)) as server:
         assert httpx.get(f"{server.url}/health").status_code == 200  # a load balancer's probe
         refused = httpx.get(f"{server.url}/schema")
         assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
         assert httpx.get(f"{server.url}/schema", headers={"Authorization": "Bearer wrong"}).status_code == 401
-        assert httpx.get(f"{server.url}/schema", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        assert httpx.get(f"{server.url}/schema", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
         assert httpx.post(f"{server.url}/reset", json={}).status_code == 401
 
         async def play():
@@ -262,10 +266,37 @@ def test_a_token_is_checked_on_http_and_on_the_websocket_upgrade():
                 await connect(server.ws_url)
             with pytest.raises(InvalidStatus):
                 await connect(server.ws_url, additional_headers={"Authorization": "Bearer wrong"})
-            async with connect(server.ws_url, additional_headers={"Authorization": "Bearer s3cret"}) as ws:
+            async with connect(server.ws_url, additional_headers={"Authorization": f"Bearer {TOKEN}"}) as ws:
                 return await ask(ws, RESET)
 
         assert acted(asyncio.run(play()))
+
+
+def test_a_guessable_token_is_refused_by_the_app_and_a_query_string_is_never_logged(caplog):
+    with pytest.raises(WeakTokenError, match="the token from the server token carries about 5 bits"):
+        app(ServeLimits(), token="x")
+    with Server(app(ServeLimits(), token=TOKEN), log_level="info") as server:
+        caplog.set_level(logging.INFO)
+        seen: list[str] = []
+        handler = logging.Handler()
+        handler.emit = lambda record: seen.append(record.getMessage())
+        for name in ("uvicorn.access", "uvicorn.error"):
+            logging.getLogger(name).addHandler(handler)
+        try:
+            assert httpx.get(f"{server.url}/schema?token={TOKEN}").status_code == 401  # the header only
+
+            async def play():
+                with pytest.raises(InvalidStatus):
+                    await connect(f"{server.ws_url}?token={TOKEN}")
+
+            asyncio.run(play())
+            wait_until(lambda: len(seen) >= 2, 10)
+        finally:
+            for name in ("uvicorn.access", "uvicorn.error"):
+                logging.getLogger(name).removeHandler(handler)
+    assert any("/schema?<query hidden>" in line for line in seen), seen
+    assert any("/ws?<query hidden>" in line for line in seen), seen
+    assert not any(TOKEN in line for line in seen)
 
 
 def test_serving_beyond_loopback_without_a_token_is_refused_before_listening():
@@ -280,10 +311,10 @@ def test_openenvs_own_client_plays_an_episode_with_the_token():
 
     if "headers" not in inspect.signature(GenericEnvClient.__init__).parameters:
         pytest.skip("openenv-core 0.3's client sends no headers; openenv >= 0.10's does (the `serve` extra)")
-    with Server(app(ServeLimits(), token="s3cret")) as server:
+    with Server(app(ServeLimits(), token=TOKEN)) as server:
 
         async def play():
-            async with GenericEnvClient(base_url=server.url, headers={"Authorization": "Bearer s3cret"}) as env:
+            async with GenericEnvClient(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}) as env:
                 await env.reset(task_id="a")
                 return await env.step({"text": "The answer is 1."})
 

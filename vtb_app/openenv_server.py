@@ -52,7 +52,8 @@ from pydantic_core import PydanticCustomError
 
 from vtb_app.serve_guard import CONNECTION, Guard
 from vtb_app.serve_limits import ServeLimits
-from vtb_app.serve_socket import bind, connection_cap, http_protocol, require_token_off_loopback
+from vtb_app.serve_socket import bind, connection_cap, hide_query_strings, http_protocol, require_token_off_loopback
+from vtb_app.serve_token import check_token
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
 from vtb_env.loaders import load_tasks
@@ -308,6 +309,8 @@ def make_app(
     """
     from vtb_env.tools import default_tools
 
+    if token:  # now, not when Starlette first builds its middleware (the guard checks it too)
+        check_token(token, "the server token")
     task_list = tuple(load_tasks(tasks) if isinstance(tasks, str) else tasks)
     if not task_list:
         raise ValueError(f"no tasks to serve in {tasks!r}")
@@ -370,6 +373,7 @@ def uvicorn_server(app: FastAPI, sock: socket.socket, log_level: str = "info") -
         ws_max_queue=2,  # messages buffered per connection beyond the guard's read-ahead: memory stays bounded
         log_level=log_level,
     )
+    hide_query_strings()  # after the Config: it configures uvicorn's loggers
     return uvicorn.Server(config)
 
 

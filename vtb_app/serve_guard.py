@@ -32,6 +32,7 @@ import time
 from typing import Any, Awaitable, Callable
 
 from vtb_app.serve_limits import ServeLimits
+from vtb_app.serve_token import check_token
 
 HTTP_PATHS = frozenset({"/health", "/metadata", "/schema", "/reset", "/step", "/state", "/docs", "/openapi.json"})
 WEBSOCKET_PATHS = frozenset({"/ws"})
@@ -108,7 +109,8 @@ class Guard:
 
     def __init__(self, app: Any, limits: ServeLimits, token: str | None = None, read_ahead: int = 2):
         self.app, self.limits, self.read_ahead = app, limits, read_ahead
-        self._token = f"Bearer {token}".encode() if token else None
+        # a guessable token guards nothing: refused here, so no way of building the server takes one
+        self._token = f"Bearer {check_token(token, 'the server token')}".encode() if token else None
 
     async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":

@@ -10,7 +10,7 @@ headers; (b) at most ``max_connections`` open connections (HTTP and WebSocket), 
 open-file limit leaves less room: over the cap a new connection evicts the oldest one still sending
 headers, and is refused with 503 only when there is none, so a slowloris cannot lock out clients
 that send their headers at once. Request bodies have their own deadline in the ASGI guard
-(``vtb_app.serve_guard``).
+(``vtb_app.serve_guard``). What uvicorn logs carries no query string (``hide_query_strings``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import ipaddress
+import logging
 import os
 import resource
 import socket
@@ -77,8 +78,38 @@ def require_token_off_loopback(sock: socket.socket, has_token: bool) -> None:
     if not has_token and not ipaddress.ip_address(address).is_loopback:
         raise TokenRequiredError(
             f"{address} is reachable from other machines, and whoever connects runs code in the sandbox pool: "
-            "give a token (--token or $VTB_SERVE_TOKEN), or bind 127.0.0.1"
+            "give a token (--token-file PATH, generated there when PATH does not exist, or $VTB_SERVE_TOKEN), "
+            "or bind 127.0.0.1"
         )
+
+
+QUERY_HIDDEN = "?<query hidden>"
+LOGGERS = ("uvicorn.access", "uvicorn.error")  # the request lines, and uvicorn's WebSocket lines
+
+
+class HiddenQueries(logging.Filter):
+    """Cuts the query string from every path uvicorn logs: a client may put a secret there (``?token=``; the
+    guard reads the token from the Authorization header only), and a log is read by more people than the
+    server's clients."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(_without_query(arg) for arg in record.args)
+        return True
+
+
+def _without_query(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith("/") and "?" in value:
+        return value.split("?", 1)[0] + QUERY_HIDDEN
+    return value
+
+
+def hide_query_strings() -> None:
+    """Install ``HiddenQueries`` on uvicorn's loggers (once; after ``uvicorn.Config``, which configures them)."""
+    for name in LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(known, HiddenQueries) for known in logger.filters):
+            logger.addFilter(HiddenQueries())
 
 
 def connection_cap(limits: ServeLimits) -> int:

@@ -13,11 +13,11 @@ from vtb_app.serve_socket import bind
 class Server:
     """``app`` (``make_app``'s) served on a free 127.0.0.1 port; stops on exit."""
 
-    def __init__(self, app):
+    def __init__(self, app, log_level: str = "warning"):
         self.sock = bind("127.0.0.1", 0)
         self.port = self.sock.getsockname()[1]
         self.app = app
-        self.server = uvicorn_server(app, self.sock, log_level="warning")
+        self.server = uvicorn_server(app, self.sock, log_level=log_level)
         self.thread = threading.Thread(target=lambda: self.server.run(sockets=[self.sock]), daemon=True)
 
     @property

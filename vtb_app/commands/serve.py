@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 from vtb_app.arg_types import PORT, integer, number
 from vtb_app.serve_limits import RANGES, ServeLimits
+from vtb_app.serve_token import GENERATED, MIN_TOKEN_BITS, TOKEN_VARIABLE
 
-TOKEN_VARIABLE = "VTB_SERVE_TOKEN"
 PROGRESS_EVERY_S = 5.0
 
 
@@ -42,9 +42,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--port", type=PORT, default=8000, help="0: any free port")
     parser.add_argument(
+        "--token-file",
+        default=None,
+        metavar="PATH",
+        help="clients must send 'Authorization: Bearer <the file's token>'; a PATH that does not exist gets a new "
+        f"random token (mode 600). Or set ${TOKEN_VARIABLE}. A token is required off loopback and must carry "
+        f"{MIN_TOKEN_BITS} bits (16 random bytes)",
+    )
+    parser.add_argument(
         "--token",
         default=None,
-        help=f"clients must send 'Authorization: Bearer TOKEN' (or set ${TOKEN_VARIABLE}); required off loopback",
+        help="the token itself: visible to every local user in the process list; "
+        f"prefer --token-file or ${TOKEN_VARIABLE}",
     )
     parser.add_argument(
         "--max-tool-calls", type=integer(1, 1000), default=None, help="the env's tool-call cap (default: preset's)"
@@ -78,7 +87,14 @@ SERVER_MODULES = ("fastapi", "openenv", "uvicorn")  # the `serve` extra (vtb_app
 
 def run(args: argparse.Namespace) -> int:
     from vtb_app.serve_socket import BindError, TokenRequiredError, bind, connection_cap, require_token_off_loopback
+    from vtb_app.serve_token import TokenError, resolve_token
 
+    try:  # first: a weak or doubly given token is a usage error, whatever the address or the venv
+        token, token_source = resolve_token(args.token_file, args.token, os.environ)
+    except TokenError as exc:
+        raise SystemExit(f"vtb serve: {exc}") from None
+    if token_source.startswith(GENERATED):  # said at once, as Jupyter does: the user needs it to connect
+        print(f"vtb serve: {token_source}", file=sys.stderr, flush=True)
     for module in SERVER_MODULES:  # at once, not after binding and loading (a missing extra exits 3)
         if importlib.util.find_spec(module) is None:
             raise ModuleNotFoundError(f"No module named {module!r}", name=module)
@@ -88,7 +104,12 @@ def run(args: argparse.Namespace) -> int:
         max_request_bytes=args.max_request_bytes,
         max_connections=args.max_connections,
     )
-    token = args.token or os.environ.get(TOKEN_VARIABLE) or None
+    try:  # before binding: a weak or doubly given token is a usage error, whatever the address
+        token, token_source = resolve_token(args.token_file, args.token, os.environ)
+    except TokenError as exc:
+        raise SystemExit(f"vtb serve: {exc}") from None
+    if token_source.startswith(GENERATED):  # said at once, as Jupyter does: the user needs it to connect
+        print(f"vtb serve: {token_source}", file=sys.stderr, flush=True)
     try:
         sock = bind(args.host, args.port)  # before the tasks: a busy port fails in a second, not after minutes
         require_token_off_loopback(sock, token is not None)
@@ -105,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         host, port = sock.getsockname()[:2]
         print(
             f"vtb serve: {len(tasks)} tasks on http://{host}:{port} (WebSocket /ws); at most {limits.max_sessions} "
-            f"sessions, {connection_cap(limits)} connections" + ("; token required" if token else ""),
+            f"sessions, {connection_cap(limits)} connections" + (f"; {token_source}" if token else ""),
             file=sys.stderr,
             flush=True,
         )
