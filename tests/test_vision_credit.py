@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 
 import pytest
 from PIL import Image
@@ -20,6 +21,7 @@ from vtb_env.sandbox import Sandbox
 from vtb_env.sandbox.isolation import OPTIONAL_LAYERS
 from vtb_env.tools.base import ToolRegistry
 from vtb_env.tools.python_tools import RETURNED_IMAGES, PythonImageProcessing
+from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord
 from vtb_rewards.compose import EpisodeReward
 from vtb_rewards.grpo import make_trl_reward_func
 
@@ -123,6 +125,7 @@ def test_only_a_call_that_did_visual_work_earns_vision_credit(sandbox, code):
     if expected_work is not None:
         assert call.image_work == expected_work
     assert call.did_image_work is counts
+    assert call.revealed is None  # no key facts (as official data): not judged, the image-work rule decides
     assert json.loads(call.output.split("\n[")[0])["image_work"] == call.image_work  # what the text path reads
     reward = EpisodeReward()
     with_call = reward(task, info["record"])
@@ -176,3 +179,43 @@ def test_a_decoded_multi_turn_response_pays_the_calls_whose_results_follow_them(
     for text in (hermes_turns, llama_turns, special):
         record = record_from_completion("a", text)
         assert record.final_answers == ["It is 10."] and record.tool_calls[0].did_image_work
+
+
+# ---- the mode credit reads what the env judged a call revealed (issue 39, item 4) ----------------------
+
+WORK_DONE = {"read": ["image_1.png"], "new_images": 1, "printed": False}
+
+
+def _episode(revealed, label):
+    """The golden answer after one vision call that did visual work and revealed ``revealed`` (None: not judged)."""
+    task = replace(make_task("a"), mode_label=label)
+    call = ToolCallRecord("c1", "python_image_processing", {"code": "..."}, image_work=WORK_DONE, revealed=revealed)
+    steps = [StepRecord("call", tool_calls=[call]), StepRecord("It is 10.", final_answer="It is 10.")]
+    record = EpisodeRecord("a", [TurnRecord(0, steps, final_answer="It is 10.")], {"images": ["image_1.png"]})
+    return task, record
+
+
+@pytest.mark.parametrize(
+    "revealed, label, mode, paid",
+    [
+        (["8.4"], "tool_required", 1.0, True),  # TP: the call showed a hidden fact
+        ([], "tool_required", 0.0, False),  # judged, revealed nothing: FN, exactly what no call earns
+        (None, "tool_required", 1.0, True),  # not judged (official data): the image-work rule
+        ([], "tool_redundant", 0.0, False),  # a pointless call where no tool is needed is still FP
+        (["8.4"], "tool_redundant", 0.0, True),
+    ],
+)
+def test_the_mode_credit_needs_a_judged_reveal_on_a_tool_required_task(revealed, label, mode, paid):
+    task, record = _episode(revealed, label)
+    reward = EpisodeReward()
+    total, components = reward(task, record)
+    assert components["mode"] == mode and components["credited_tools"] == float(paid)
+    assert ("tool_success" in components) is paid  # a call that earned nothing earns no tool_success either
+    assert components["used_tools"] == 1.0  # the call is still a use of tools (the report's MCC, FP)
+    without = _episode(revealed, label)[1]
+    without.turns[0].steps.pop(0)
+    if not paid and label == "tool_required":
+        assert total == reward(task, without)[0]
+    flipped = "tool_redundant" if label == "tool_required" else "tool_required"
+    relabelled = reward.relabel(components, flipped)[1]["mode"]
+    assert relabelled == EpisodeReward(mode_labels={"a": flipped})(task, record)[1]["mode"]
