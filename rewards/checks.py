@@ -123,16 +123,19 @@ class _Answer:
     def stated(self, kind: str) -> list[Value]:
         return [v for v in self.values if v.kind == kind]
 
-    def outside_world(self, kind: str) -> bool:
-        """Some value of ``kind`` that the world does not account for, nor a true fact in working (or more
-        than the slot may hold)."""
+    def outside_world(self, kind: str, commitment: int | None = None) -> bool:
+        """Some value of ``kind`` that the world does not account for (or more than the slot may hold), nor a
+        true fact that is context: in working, or in a sentence after the ``commitment``'s."""
         allowed, stated = allowed_values(self.world.get(WORLD_KEYS[kind], ()), kind), self.stated(kind)
         if self.slot is not None and len({v.value for v in stated}) > self.slot.get(kind, 0):
             return True
-        return any(
-            not accounted_for(v, allowed) and not (self.claims.aside(v.start) and self.claims.true_fact(v))
-            for v in stated
-        )
+        return any(not accounted_for(v, allowed) and not self.context(v.start, commitment, v) for v in stated)
+
+    def context(self, start: int, commitment: int | None, value: Value) -> bool:
+        """Is ``value`` (at ``start``) a true fact told as context: in working, or after the answer committed?"""
+        claims = self.claims
+        later = commitment is not None and claims.sentence_of(start) > claims.sentence_of(commitment)
+        return (claims.aside(start) or later) and claims.true_fact(value)
 
     def committed(self, value: Value) -> bool:
         """Stated, not negated, in a statement (not in working, not in parentheses)."""
@@ -253,9 +256,8 @@ def _check_number(answer: _Answer, spec: Mapping[str, Any]) -> bool:
     target = float(spec["value"])
     abs_tol, rel_tol = float(spec.get("abs_tol", 1e-6)), float(spec.get("rel_tol", 0.0))
     falling = not any(_claims_of(answer, word) for word in RISE_WORDS)
-    if answer.outside_world(NUMBER):
-        return False
-    return any(answer.committed(v) and _matches(v, target, abs_tol, rel_tol, falling) for v in answer.stated(NUMBER))
+    hits = [v for v in answer.stated(NUMBER) if answer.committed(v) and _matches(v, target, abs_tol, rel_tol, falling)]
+    return bool(hits) and not answer.outside_world(NUMBER, hits[0].start)
 
 
 def _phrase_values(phrases: Iterable[str]) -> list[Value]:
@@ -298,7 +300,7 @@ def _check_text(answer: _Answer, spec: Mapping[str, Any]) -> bool:
         return False
     commitment = min(claimed)
     kinds = checked_kinds(spec)  # a verdict is decided by values: its evidence's kinds are closed too
-    if any(answer.outside_world(kind) for kind in kinds):
+    if any(answer.outside_world(kind, commitment) for kind in kinds):
         return False
     refused = [*spec.get("none_of", ()), *(w for p in wanted for w in OPPOSITES.get(p, ()) if w not in wanted)]
     if not kinds and not verdict:  # a name: no other name of the vocabulary claimed beside it
@@ -328,8 +330,13 @@ def _check_choice(answer: _Answer, spec: Mapping[str, Any]) -> bool:
 def _check_clarify(answer: _Answer, spec: Mapping[str, Any]) -> bool:
     if "?" not in answer.text or any(answer.outside_world(kind) for kind in (NUMBER, TIME, DATE)):
         return False
-    if any(_mentions(answer, phrase) for phrase in (*spec.get("none_of", ()), *answer.world.get("clarify_rivals", ()))):
-        return False
+    stated = [
+        start
+        for phrase in (*spec.get("none_of", ()), *answer.world.get("clarify_rivals", ()))
+        for start in answer.phrase_starts(phrase)
+    ]
+    if any(not answer.claims.aside(start) and not _negated(answer.text, start) for start in stated):
+        return False  # a value of the page as a guess; the same value in working (a table of the page) is none
     asks_for = spec.get("asks_for")
     return asks_for is None or any(_commits_to_phrase(answer, phrase) for phrase in asks_for)
 
@@ -420,6 +427,8 @@ def run_check(spec: Mapping[str, Any], answer: str, world: Mapping[str, Any] | N
     if not isinstance(given, list | tuple):
         raise CheckSpecError(f"'given' must be a list of checks, got {given!r}")
     slot_mode = world.get("slot") is not None and kind != "clarify"  # a clarifying question is read whole
+    if kind == "clarify":
+        world = {key: value for key, value in world.items() if key != "slot"}
     try:
         whole = _Answer(answer or "", world)
         met = rule(_Answer(answer_slot(answer or "") or "", world, whole) if slot_mode else whole, spec)
