@@ -320,3 +320,30 @@ def test_openenvs_own_client_plays_an_episode_with_the_token():
 
         end = asyncio.run(play())
     assert end.done and end.observation["reward_components"]["rubric_score"] == 1.0
+
+
+# ---- clients that never read (issue 41, item 1) --------------------------------------------------------
+
+
+def test_a_client_that_never_reads_loses_its_slot_within_the_session_timeout():
+    """Before: 12 resets sent, nothing read, and the one slot stayed taken for as long as the client stayed."""
+    from tests.support.raw_websocket import frame, raw_client
+
+    with Server(app(ServeLimits(max_sessions=1, session_timeout_s=2.0))) as server:
+        hog = raw_client(server.port)
+        hog.settimeout(1.0)
+        for _ in range(12):
+            try:
+                hog.sendall(frame(0x1, json.dumps(RESET).encode()))
+            except OSError:
+                break
+        start = time.monotonic()
+
+        async def other_plays() -> bool:
+            async with connect(server.ws_url) as ws:
+                return acted(await ask(ws, RESET))
+
+        while not asyncio.run(other_plays()):
+            assert time.monotonic() - start < 2.0 + 8.0, "the slot was never given back"
+            time.sleep(0.5)
+        hog.close()

@@ -52,7 +52,14 @@ from pydantic_core import PydanticCustomError
 
 from vtb_app.serve_guard import CONNECTION, Guard
 from vtb_app.serve_limits import ServeLimits
-from vtb_app.serve_socket import bind, connection_cap, hide_query_strings, http_protocol, require_token_off_loopback
+from vtb_app.serve_socket import (
+    bind,
+    connection_cap,
+    hide_query_strings,
+    http_protocol,
+    require_token_off_loopback,
+    ws_protocol,
+)
 from vtb_app.serve_token import check_token
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
@@ -369,6 +376,7 @@ def uvicorn_server(app: FastAPI, sock: socket.socket, log_level: str = "info") -
         host=host,
         port=port,
         http=http_protocol(limits, connection_cap(limits)),
+        ws=ws_protocol(limits),  # unsent bytes bounded in size and time (a client that never reads)
         ws_max_size=limits.max_request_bytes,  # a bigger message closes the connection (1009)
         ws_max_queue=2,  # messages buffered per connection beyond the guard's read-ahead: memory stays bounded
         log_level=log_level,

@@ -37,6 +37,7 @@ from vtb_app.serve_token import check_token
 HTTP_PATHS = frozenset({"/health", "/metadata", "/schema", "/reset", "/step", "/state", "/docs", "/openapi.json"})
 WEBSOCKET_PATHS = frozenset({"/ws"})
 MESSAGE_TYPES = frozenset({"reset", "step", "state", "close"})
+ENV_PATHS = frozenset({"/reset", "/step"})  # HTTP routes that build or step an env
 OPEN_PATHS = frozenset({"/health"})  # answered without the token (a load balancer's probe)
 IDLE_CLOSE_CODE = 4000
 POLICY_CLOSE_CODE = 1008  # before the handshake is accepted: the client sees HTTP 403
@@ -111,6 +112,7 @@ class Guard:
         self.app, self.limits, self.read_ahead = app, limits, read_ahead
         # a guessable token guards nothing: refused here, so no way of building the server takes one
         self._token = f"Bearer {check_token(token, 'the server token')}".encode() if token else None
+        self._http_envs = 0  # HTTP /reset and /step in flight: each builds or steps an env outside OpenEnv's slots
 
     async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -148,6 +150,18 @@ class Guard:
             _, problem = parse_bounded(body.decode("utf-8", "replace"), self.limits)
             if problem is not None:
                 return await _reply(send, 400, problem)
+        if scope["path"] in ENV_PATHS:  # bounded on their own, as many as --max-sessions at once
+            if self._http_envs >= self.limits.max_sessions:
+                return await _reply(send, 503, f"at most {self.limits.max_sessions} HTTP /reset or /step at once")
+            self._http_envs += 1
+            try:
+                return await self._forward(scope, receive, send, body)
+            finally:
+                self._http_envs -= 1
+        return await self._forward(scope, receive, send, body)
+
+    async def _forward(self, scope: dict, receive: Receive, send: Send, body: bytes) -> None:
+        """Hand the request to the app with the body read already."""
         replayed = False
 
         async def replay() -> dict:

@@ -24,6 +24,7 @@ class ServeLimits:
     body_timeout_s: float = 30.0  # and its body within this
     max_json_items: int = 10_000  # values in one message (a step is tens): parsing stays a few ms
     max_json_depth: int = 64  # nesting of one message (a step is under ten)
+    max_backlog_bytes: int = 64 * MiB  # unsent bytes to one WebSocket client (replies, pongs) before it is cut
 
     def __post_init__(self) -> None:
         for spec in fields(self):
@@ -45,4 +46,5 @@ RANGES: dict[str, tuple[float, float]] = {
     "body_timeout_s": (0.1, 3600),
     "max_json_items": (16, 10_000_000),
     "max_json_depth": (8, 10_000),
+    "max_backlog_bytes": (1 * MiB, 4096 * MiB),
 }

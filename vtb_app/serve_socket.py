@@ -174,3 +174,45 @@ def http_protocol(limits: ServeLimits, cap: int) -> type[asyncio.Protocol]:
                 self.transport.close()
 
     return BoundedH11
+
+
+BACKLOG_CHECK_S = 0.25  # how often a WebSocket connection's unsent bytes are looked at
+
+
+def ws_protocol(limits: ServeLimits) -> type[asyncio.Protocol]:
+    """uvicorn's WebSocket protocol (the ``websockets`` one) whose unsent bytes are bounded in size and time.
+
+    Whatever is written to a client (data messages, and the pongs the library answers every ping with) waits in
+    the transport until the client reads it. A client that never reads kept its slot for ever (the app's send
+    waits on a buffer that never drains; a graceful close waits on it too) and a ping flood grew the server by
+    every pong. So, per connection: more than ``max_backlog_bytes`` unsent, or unsent bytes that have not all
+    gone out within ``session_timeout_s``, aborts the connection (no closing handshake: it would wait on the
+    same buffer). The app's session then ends as on a disconnect and OpenEnv frees its slot.
+    """
+    from uvicorn.protocols.websockets.websockets_impl import WebSocketProtocol
+
+    class BoundedWebSocket(WebSocketProtocol):
+        _backlog_watch: asyncio.TimerHandle | None = None
+        _unsent_since: float | None = None
+
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._backlog_watch = self.loop.call_later(BACKLOG_CHECK_S, self._check_backlog)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._backlog_watch is not None:
+                self._backlog_watch.cancel()
+            super().connection_lost(exc)
+
+        def _check_backlog(self) -> None:
+            if self.transport.is_closing() and self.transport.get_write_buffer_size() == 0:
+                return
+            unsent, now = self.transport.get_write_buffer_size(), self.loop.time()
+            self._unsent_since = None if unsent == 0 else (self._unsent_since or now)
+            stuck = self._unsent_since is not None and now - self._unsent_since > limits.session_timeout_s
+            if unsent > limits.max_backlog_bytes or stuck:
+                self.transport.abort()  # connection_lost follows: the session ends, its slot is freed
+                return
+            self._backlog_watch = self.loop.call_later(BACKLOG_CHECK_S, self._check_backlog)
+
+    return BoundedWebSocket
