@@ -560,8 +560,12 @@ def test_scripted_episode_over_a_demo_task_with_the_default_tools():
         ("python_image_processing", True, ["transformed_image_0.png"])
     ]
     components = info["reward_components"]
-    assert {"rubric_score", "passed", "mode", "format", "tool_success"} <= components.keys()
-    assert components["format"] == 1.0 and components["tool_success"] == 1.0 and components["judge_errors"] == 0.0
+    assert {"rubric_score", "passed", "mode", "format", "used_tools", "credited_tools"} <= components.keys()
+    assert components["format"] == 1.0 and components["used_tools"] == 1.0 and components["judge_errors"] == 0.0
+    # a demo task carries key facts: the env judged what the zoom revealed, and only a reveal is TP (and tool_success)
+    revealed = record.tool_calls[0].revealed
+    assert revealed is not None and components["credited_tools"] == components["mode"] == float(bool(revealed))
+    assert components.get("tool_success", 0.0) == float(bool(revealed))
     assert reward == components["reward"]
     env.close()
 
