@@ -138,8 +138,11 @@ class _Answer:
         return (claims.aside(start) or later) and claims.true_fact(value)
 
     def committed(self, value: Value) -> bool:
-        """Stated, not negated, in a statement (not in working, not in parentheses)."""
-        return self.states_at(value.start) and not self.claims.aside(value.start)
+        """Stated, not negated, in a statement: not in working, and not a true fact in parentheses (an aside)."""
+        return self.states_at(value.start) and not (self.claims.aside(value.start) and self.claims.true_fact(value))
+
+    def value_at(self, start: int) -> Value | None:
+        return next((v for v in self.values if v.start <= start < v.end), None)
 
     def states_at(self, start: int) -> bool:
         return not _negated(self.text, start) and not self.claims.in_working(start)
@@ -233,6 +236,8 @@ def _claims_of(answer: _Answer, phrase: str) -> list[int]:
     """Where the answer claims ``phrase``: stated, not negated, in a statement; a verdict word only in a
     verdict's clause; a direction also by a signed change."""
     starts = [start for start in answer.phrase_starts(phrase) if answer.states_at(start)]
+    if _phrase_values([phrase]):  # a value spelled as a phrase ("11:00") is a value: a true fact aside is no claim
+        starts = [start for start in starts if (value := answer.value_at(start)) is None or answer.committed(value)]
     if _verdict_word(phrase):
         starts = [start for start in starts if answer.verdict_clause(start)]
         word = fold(phrase).lower().strip()

@@ -5,18 +5,17 @@ in three parts:
 
 - **Statements and working.** A table (a line with two or more ``|``) and a list (lines that start with a
   bullet or an enumerator, or two or more lines ``Name: value`` that start with a printed name) are the
-  answer's *working*: what it read and compared. The values in parentheses are working too (an aside:
+  answer's *working*: what it read and compared. A true fact in parentheses is working too (an aside:
   "Magnesium is 2.0 (the page also lists Urea, 18.0)"), unless the parenthesis computes ("(39 km + 7 km)"
-  states its values); the words in parentheses are not working (a verdict there is still a verdict).
+  states its values); any other value or word in parentheses is a statement ("Budapest (102 m)").
   Everything else is a *statement*; so is a line that gives the answer (``Answer:``, ``\\boxed{}``)
   wherever it stands.
 - **Attributions.** A value belongs to the printed name (the world's ``facts``: every row label the pages
   shown so far print) that stands last before it in its sentence, line or table row. The attribution is a
   *true fact* when that name prints the value (on any snapshot shown so far, or in its printed extra: a
   lab test's reference range).
-- **Commitment.** A check is met by what the answer states, not negated, in a statement: a value in
-  working commits to nothing, so a transcription of the page (a table, a list, every row in parentheses)
-  answers no question.
+- **Commitment.** A check is met by what the answer states, not negated, in a statement: working commits
+  to nothing, so a transcription of the page (a table, a list, every row in parentheses) answers no question.
 
 What follows for every check (docs/rewards.md, "The claim model"):
 

@@ -166,7 +166,9 @@ def _unmarked(answer: str) -> str:
 
 def _grade(blueprint: Blueprint, answers: list[str], slot: bool) -> bool:
     worlds = turn_worlds(blueprint)
-    for ask, world, checks, answer in zip(blueprint.asks, worlds, bind_giveaways(blueprint, worlds), answers):
+    for ask, world, checks, answer in zip(
+        blueprint.asks, worlds, bind_giveaways(blueprint, worlds), answers, strict=True
+    ):
         if slot:
             world = {**world, "slot": slot_capacity(checks)}
         for rubric, check in zip(ask.rubrics, checks, strict=True):
@@ -185,20 +187,22 @@ def play(seeds: list[int], pairs: int) -> dict[str, dict[str, int]]:
             for ask in blueprint.asks:
                 pages.append([*(pages[-1] if pages else []), *(blueprint.states[s] for s in ask.new_states)])
             goldens = [ask.golden for ask in blueprint.asks]
-            slotted = [f"{g}\n{slot_line(ask)}" for g, ask in zip(goldens, blueprint.asks)]
+            slotted = [f"{g}\n{slot_line(ask)}" for g, ask in zip(goldens, blueprint.asks, strict=True)]
             golden_free, golden_slot = _grade(blueprint, goldens, False), _grade(blueprint, slotted, True)
             for name, style in STYLES.items():
-                styled = [style(ask, p, g) for ask, p, g in zip(blueprint.asks, pages, goldens)]
+                styled = [style(ask, p, g) for ask, p, g in zip(blueprint.asks, pages, goldens, strict=True)]
                 if all(s is None for s in styled):
                     continue
-                answers = [s if s is not None else g for s, g in zip(styled, goldens)]
+                answers = [s if s is not None else g for s, g in zip(styled, goldens, strict=True)]
                 row = table[name]
                 row["changed"] += 1
                 row["golden"] += golden_free
                 row["golden_slot"] += golden_slot
                 row["passed"] += _grade(blueprint, answers, False)
                 row["passed_slot"] += _grade(
-                    blueprint, [f"{_unmarked(a)}\n{slot_line(ask)}" for a, ask in zip(answers, blueprint.asks)], True
+                    blueprint,
+                    [f"{_unmarked(a)}\n{slot_line(ask)}" for a, ask in zip(answers, blueprint.asks, strict=True)],
+                    True,
                 )
     return table
 

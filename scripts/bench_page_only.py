@@ -9,11 +9,13 @@ world, with the rubrics the generator writes (``bind_giveaways``). Per policy: t
 
 Two families, and what docs/rewards.md says of each:
 
-- **transcriptions** (every row of a page or of all pages, with names or values alone; every row's
-  change; the sum of every row): rule 6 holds them to 0 by construction;
-- **guesses** (one row; the largest row; the first row's change; the largest rise; a lab test's first
-  row against its range; one guess per page kind): right when the guessed row or question is the asked
-  one, at the chance the question distribution gives.
+- **transcriptions** (every row of a page or of all pages, with names or values alone, as a table, a list or
+  in parentheses; every row's change; the sum of every row): rule 6 and the claim model hold them to 0 by
+  construction (working commits to nothing; a statement of every row states rivals);
+- **guesses** (one row; the largest row; every row one sentence each, which commits to the first; a table
+  and the first row as the answer; the first row's change; the largest rise; a lab test's first row against
+  its range; one guess per page kind): right when the guessed row or question is the asked one, at the
+  chance the question distribution gives.
 """
 
 from __future__ import annotations
@@ -101,6 +103,11 @@ TRANSCRIPTIONS: dict[str, Policy] = {
         if len(pages) >= 2
         else _named(pages[-1].entries)
     ),
+    "every page as a markdown table": lambda pages: "\n".join(
+        f"| {e.label} | {e.text} |" for p in pages for e in p.entries
+    ),
+    "every row as a bullet": lambda pages: "\n".join(f"- {e.label}: {e.text}" for p in pages for e in p.entries),
+    "every row in parentheses": lambda pages: ", ".join(f"{e.label} ({e.text})" for p in pages for e in p.entries),
     "the sum of every row": lambda pages: (
         " + ".join(e.text for e in pages[-1].entries) + f" = {sum(e.value for e in pages[-1].entries):g}"
     ),
@@ -109,6 +116,13 @@ GUESSES: dict[str, Policy] = {
     "the first row": lambda pages: _named(pages[-1].entries[:1]),
     "the second row": lambda pages: _named(pages[-1].entries[1:2]),
     "the largest row": lambda pages: _named([_largest(pages[-1])]),
+    "one sentence per row (the first row first)": lambda pages: " ".join(
+        f"{e.label} is {e.text}." for e in pages[-1].entries
+    ),
+    "a table, then the first row as the answer": lambda pages: (
+        "\n".join(f"| {e.label} | {e.text} |" for e in pages[-1].entries)
+        + f"\n\nAnswer: {_named(pages[-1].entries[:1])}"
+    ),
     "the first row's change": _first_change,
     "the largest rise since the first page": lambda pages: _largest_change(pages, since_first=True),
     "a lab's first row against its range": _lab_first_verdict,

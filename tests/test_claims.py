@@ -30,7 +30,7 @@ JETS = {"type": "text", "any_of": ["Jets"], "none_of": ["Dragons", "Comets"]}
 @pytest.mark.parametrize(
     "answer",
     [
-        "| Test | Result |\n|---|---|\n| Lipase | 112.0 |\n| Magnesium | 2.0 |\n| Urea | 18.0 |\n\nYour Magnesium is 2.0.",
+        "| Test | Result |\n|---|---|\n| Lipase | 112.0 |\n| Magnesium | 2.0 |\n| Urea | 18.0 |\n\nMagnesium is 2.0.",
         "- Lipase: 112.0\n- Magnesium: 2.0\n- Urea: 18.0\n**Answer:** Magnesium is 2.0 mg/dL.",
         "Your Magnesium result is 2.0. The same page also lists Lipase (112.0) and Urea (18.0).",
         "Your Magnesium result is 2.0. For comparison, Urea is at 18.0.",

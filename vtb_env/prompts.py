@@ -42,7 +42,9 @@ def resolve_system_prompt(prompt: str | None) -> str | None:
 
 SLOT_INSTRUCTION = (
     "When you give your final answer, end it with one line of the form `Answer: <value>` that states only the "
-    "value(s) asked for."
+    "value(s) asked for: each number, name, date or time the question asks for, and, when the question asks "
+    "for a verdict or a direction, that word with the value it rests on (`Answer: 7.2, within`). Show your "
+    "working above that line; give one Answer line only. To ask a clarifying question, ask it instead."
 )
 
 
