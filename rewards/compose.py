@@ -78,6 +78,10 @@ class RewardConfig:
     mode_values: ModeRewardConfig = field(default_factory=ModeRewardConfig)
     judge_incomplete: Literal["not_met", "mask"] = "not_met"  # see the module docstring
     mode_reading: Reading = "vision"  # which calls are "using tools": vtb_rewards.mode.used_tools
+    # what earns a Tool-Required task's mode credit: a call that "revealed" what it hides (the env's judgement,
+    # vtb_env.reveal), or any counted call that did "image_work" (the rule before reveals were judged: for a
+    # policy whose call is a fixed action, such as the learning check's two-action policy, which asks *when*)
+    mode_credit: Literal["revealed", "image_work"] = "revealed"
     process_credit: Literal["earned", "always"] = "earned"  # see the module docstring
     # how exact checks read an answer: "free" text (the benchmark's judge) or only its "slot" (a final
     # "Answer: ..." line or \boxed{...}, the RLVR convention): vtb_rewards.checks, docs/rewards.md
@@ -88,6 +92,8 @@ class RewardConfig:
             raise ValueError(f"answer_format must be one of {ANSWER_FORMATS}, got {self.answer_format!r}")
         if self.mode_reading not in ("vision", "any"):
             raise ValueError(f"mode_reading must be 'vision' or 'any', got {self.mode_reading!r}")
+        if self.mode_credit not in ("revealed", "image_work"):
+            raise ValueError(f"mode_credit must be 'revealed' or 'image_work', got {self.mode_credit!r}")
         if self.process_credit not in ("earned", "always"):
             raise ValueError(f"process_credit must be 'earned' or 'always', got {self.process_credit!r}")
 
@@ -149,7 +155,8 @@ class EpisodeReward:
             "format": format_validity(task, record),
         }
         counted = relevant_calls(record, cfg.mode_reading, task)
-        credited = credited_calls(counted) if cfg.mode_reading == "vision" else counted
+        judged = cfg.mode_reading == "vision" and cfg.mode_credit == "revealed"
+        credited = credited_calls(counted) if judged else counted
         label = self.mode_labels.get(task.id) or task.mode_label
         if label is not None:
             values["mode"] = cfg.mode_values.reward(

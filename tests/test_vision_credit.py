@@ -219,3 +219,16 @@ def test_the_mode_credit_needs_a_judged_reveal_on_a_tool_required_task(revealed,
     flipped = "tool_redundant" if label == "tool_required" else "tool_required"
     relabelled = reward.relabel(components, flipped)[1]["mode"]
     assert relabelled == EpisodeReward(mode_labels={"a": flipped})(task, record)[1]["mode"]
+
+
+def test_mode_credit_image_work_pays_a_call_that_did_visual_work_whatever_it_revealed():
+    """``RewardConfig(mode_credit="image_work")``: the rule for a policy whose call is one fixed action (the
+    learning check's zoom); a judged call that revealed nothing is TP there, and FN under the default."""
+    from vtb_rewards.compose import RewardConfig
+
+    task, record = _episode([], "tool_required")
+    assert EpisodeReward()(task, record)[1]["mode"] == 0.0
+    components = EpisodeReward(config=RewardConfig(mode_credit="image_work"))(task, record)[1]
+    assert components["mode"] == 1.0 and components["credited_tools"] == 1.0
+    with pytest.raises(ValueError, match="mode_credit"):
+        RewardConfig(mode_credit="gesture")

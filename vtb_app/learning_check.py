@@ -38,6 +38,10 @@ GREEDY_TEMPERATURE = 1e-4  # HFGenerator always samples; this makes it the argma
 # The two-action policy's fixed answer meets no rubric, so only process credit can move it: the check
 # trains on the unweighted process components (the env's default earns them with the rubric score).
 PROCESS_CREDIT = "always"
+# The two-action policy's CALL is one fixed zoom: it learns *when* to call, never *what* to look at, so the mode
+# credit it can earn is the did-image-work rule's (under the default "revealed" rule its zoom reveals a hidden
+# fact on 1 of 17 tool-required v1 tasks of synth:32:1, and no policy of two fixed actions can learn to call)
+MODE_CREDIT = "image_work"
 
 
 def env_config(max_tool_calls: int) -> EnvConfig:
@@ -48,7 +52,7 @@ def env_config(max_tool_calls: int) -> EnvConfig:
         cap_scope="turn",
         image_parts="name",
         system_prompt=None,
-        reward_options={"process_credit": PROCESS_CREDIT},
+        reward_options={"process_credit": PROCESS_CREDIT, "mode_credit": MODE_CREDIT},
     )
 
 
@@ -414,6 +418,8 @@ def _grpo_args(train_grpo: Any, args: argparse.Namespace, policy: Path, output_d
             str(args.seed),
             "--process-credit",
             PROCESS_CREDIT,
+            "--mode-credit",
+            MODE_CREDIT,
             "--label-probes",
             str(getattr(args, "label_probes", 0)),
             "--lr-scheduler-type",

@@ -331,7 +331,7 @@ def train(
         cap_scope=args.cap_scope,
         image_parts="name",
         system_prompt=system_prompt,
-        reward_options={"process_credit": args.process_credit},
+        reward_options={"process_credit": args.process_credit, "mode_credit": args.mode_credit},
         answer_format=args.answer_format,
     )
 

@@ -66,6 +66,13 @@ class VTBTrainArguments:
         default="earned",
         metadata={"help": "mode/format/tool-success credit weighted by the rubric score (earned) or not (always)"},
     )
+    mode_credit: Literal["revealed", "image_work"] = dataclasses.field(
+        default="revealed",
+        metadata={
+            "help": "a Tool-Required task's mode credit needs a call that revealed what it hides (revealed) "
+            "or any call that did image work (image_work: a fixed call action)"
+        },
+    )
     label_probes: int = dataclasses.field(default=0, metadata={"help": LABEL_PROBES_HELP})
     answer_format: Literal["free", "slot"] = dataclasses.field(
         default="free",
