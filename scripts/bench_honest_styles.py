@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Callable
+from typing import Any, Callable
 
 from vtb_env.synth.blueprints import Ask, Blueprint
 from vtb_env.synth.scenes import Scene
@@ -147,15 +147,49 @@ STYLES: dict[str, Style] = {
 }
 
 
-def slot_line(ask: Ask) -> str:
-    """A complete slot for the turn: its critical checks' asked values (names, numbers, verdicts)."""
+def _facts_table(facts: dict[str, list[str]]) -> str:
+    return "| Item | Value |\n|---|---|\n" + "\n".join(f"| {name} | {texts[0]} |" for name, texts in facts.items())
+
+
+def _context_of(golden: str, turn: Any) -> str | None:
+    """A row the golden answer does not name, with its printed value: context after the answer (none on a
+    clarifying turn: it answers nothing, so a value there is a guess)."""
+    if any((rubric.check or {}).get("type") == "clarify" for rubric in turn.rubrics):
+        return None
+    facts = (turn.world or {}).get("facts") or {}
+    return next(
+        (f"For comparison, {name} is at {texts[0]}." for name, texts in facts.items() if name not in golden), None
+    )
+
+
+def _steps(golden: str) -> str:
+    """The answer as numbered "Step k:" lines, one sentence each, then a closing pointer."""
+    sentences = [s for s in re.split(r"(?<=[.;])\s+", golden) if s]
+    return "\n".join(f"Step {k}: {s}" for k, s in enumerate(sentences, start=1)) + "\nSo the answer is as above."
+
+
+# The same styles for a task's turn in the env (``scripts/bench_reward_hacking.py``): the golden answer and the
+# turn (its world's printed ``facts``), the answer the turn's honest policy gives.
+TURN_STYLES: dict[str, Callable[[str, Any], str]] = {
+    "oracle_table": lambda golden, turn: (
+        f"{_facts_table(facts)}\n\n{golden}" if (facts := (turn.world or {}).get("facts")) else golden
+    ),
+    "oracle_context": lambda golden, turn: f"{golden} {context}" if (context := _context_of(golden, turn)) else golden,
+    "oracle_number_words": lambda golden, turn: _number_words(None, None, golden) or golden,
+    "oracle_steps": lambda golden, turn: _steps(golden),
+}
+
+
+def slot_line(rubrics) -> str:
+    """A complete slot for a turn (its rubrics: ``Ask.rubrics`` or ``Turn.rubrics``): every value its checks ask
+    for (numbers, names, dates and times, verdicts and directions), as ``slot_capacity`` counts them."""
     parts = []
-    for rubric in ask.rubrics:
-        check = rubric.check
-        if check.get("type") == "number" and rubric.critical:
-            parts.append(f"{float(check['value']):g}")
-        elif check.get("type") == "text" and (rubric.critical or check["any_of"][0] in _VERDICTS):
-            parts.append(str(check["any_of"][0]))
+    for rubric in rubrics:
+        check = rubric.check or {}
+        value = f"{float(check['value']):g}" if check.get("type") == "number" else None
+        value = str(check["any_of"][0]) if check.get("type") == "text" else value
+        if value is not None and value not in parts:
+            parts.append(value)
     return "Answer: " + ", ".join(parts) if parts else ""
 
 
@@ -187,7 +221,7 @@ def play(seeds: list[int], pairs: int) -> dict[str, dict[str, int]]:
             for ask in blueprint.asks:
                 pages.append([*(pages[-1] if pages else []), *(blueprint.states[s] for s in ask.new_states)])
             goldens = [ask.golden for ask in blueprint.asks]
-            slotted = [f"{g}\n{slot_line(ask)}" for g, ask in zip(goldens, blueprint.asks, strict=True)]
+            slotted = [f"{g}\n{slot_line(ask.rubrics)}" for g, ask in zip(goldens, blueprint.asks, strict=True)]
             golden_free, golden_slot = _grade(blueprint, goldens, False), _grade(blueprint, slotted, True)
             for name, style in STYLES.items():
                 styled = [style(ask, p, g) for ask, p, g in zip(blueprint.asks, pages, goldens, strict=True)]
@@ -201,7 +235,10 @@ def play(seeds: list[int], pairs: int) -> dict[str, dict[str, int]]:
                 row["passed"] += _grade(blueprint, answers, False)
                 row["passed_slot"] += _grade(
                     blueprint,
-                    [f"{_unmarked(a)}\n{slot_line(ask)}" for a, ask in zip(answers, blueprint.asks, strict=True)],
+                    [
+                        f"{_unmarked(a)}\n{slot_line(ask.rubrics)}"
+                        for a, ask in zip(answers, blueprint.asks, strict=True)
+                    ],
                     True,
                 )
     return table

@@ -1,6 +1,6 @@
 """The hack zoo: degenerate policies against the real env, beside an honest baseline and an oracle.
 
-    .venv/bin/python scripts/bench_reward_hacking.py --n 12 --seed 7 [--json out.json]
+    .venv/bin/python scripts/bench_reward_hacking.py --n 12 --seed 7 [--answer-format slot] [--json out.json]
 
 Every policy plays the same ``--n`` synthetic tasks (``synth:N:S``, tool-required twins and their
 tool-redundant twins) through ``VisualToolBenchEnv`` with its default reward (exact checks, the
@@ -36,7 +36,9 @@ Blind policies that pick by the prompt's wording (issue 31; none looks at an ima
 Reader sprays (they read the pictures with Tesseract and never the question; played where it is installed):
 ``page_dump`` (every word read), ``page_values`` (its numbers, times and dates), ``page_decimals`` (only
 its numbers with decimals: no stray integer), ``page_dates`` (only its dates and times), ``page_names``
-(its capitalised words that hold no value), ``page_sum`` (every number it reads, added up with the working).
+(its capitalised words that hold no value), ``page_sum`` (every number it reads, added up with the working),
+``page_table_guess`` (every line it reads as a markdown table row, then the first number as ``Answer:``: the
+page as working, a guess as the answer). They live in ``scripts/zoo_blind.py``.
 
 Hedged golden answers (no tool calls): every number of the golden answer offered beside its successor,
 in six spellings (``hedge_or`` "16 (or 17)", ``hedge_alternatively``, ``hedge_vs``, ``hedge_cyrillic``
@@ -45,7 +47,14 @@ every number one higher).
 
 Honest styles (the oracle's calls, then its golden answer written differently): ``oracle_preface``,
 ``oracle_closing``, ``oracle_restated`` (the question quoted first), ``oracle_lower`` (lower-cased),
-``oracle_working`` (every intermediate value of the computation stated: the world's ``working``).
+``oracle_working`` (every intermediate value of the computation stated: the world's ``working``), and the
+claim model's (``scripts/bench_honest_styles.py``): ``oracle_table`` (a markdown table of every row the pages
+print, then the answer), ``oracle_context`` (the answer, then another row's printed value "for comparison"),
+``oracle_number_words`` (numbers 13-99 in words), ``oracle_steps`` (one "Step k:" line per sentence, then "So
+the answer is as above.").
+
+``--answer-format slot`` plays the env in slot mode: every golden answer and honest style ends with a complete
+``Answer:`` line (the turn's critical values).
 
 ``hedge_golden`` is no blind policy: it is the golden answer with every number offered as one of
 three ("105.71 or 106.71 or 107.71") and both directions added, what a policy that half-reads an
@@ -62,14 +71,30 @@ own zoo: ``scripts/bench_mode_credit.py``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-CONSTANT = "The answer is 42."
+
+def _sibling(name: str) -> Any:
+    """A script beside this one, loaded once (the scripts folder is no package)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+honest_styles = _sibling("bench_honest_styles")
+blind = _sibling("zoo_blind")
+CONSTANT, READER_SPRAYS, BLIND_CLARIFY = blind.CONSTANT, blind.READER_SPRAYS, blind.BLIND_CLARIFY
+_PLAIN_NUMBER, _message_text = blind._PLAIN_NUMBER, blind._message_text
 CLARIFY = "Could you tell me which one you mean?"
 HEDGE = (
     "It is about 5, 10, 15, 16, 17, 20, 25, 50 or 100 (maybe 3.7 or 106.71); it increased or decreased, "
@@ -99,18 +124,19 @@ BLIND = (
     "page_dates",
     "page_names",
     "page_sum",
+    "page_table_guess",
 )
 HEDGES = ("hedge_or", "hedge_alternatively", "hedge_vs", "hedge_cyrillic", "hedge_slash", "hedge_two_sentences")
-HONEST_STYLES = ("oracle_preface", "oracle_closing", "oracle_restated", "oracle_lower", "oracle_working")
+HONEST_STYLES = (
+    "oracle_preface",
+    "oracle_closing",
+    "oracle_restated",
+    "oracle_lower",
+    "oracle_working",
+    *honest_styles.TURN_STYLES,
+)
 REFERENCES = ("ocr_baseline", "oracle", "always_call", "never_call")
 POLICIES = DEGENERATE + BLIND + ("hedge_golden",) + HEDGES + REFERENCES + HONEST_STYLES
-BLIND_CLARIFY = (
-    "Before I answer: which dishes are you ordering, which items did you return, which ticker or company do you "
-    "mean, at which stops do you get on and off, which team or club is yours, which test result, which bar, which "
-    "specimen, and where are you starting from?"
-)
-BLIND_NUMBERS = " ".join(f"It is {v}." for v in (5, 8, 10, 12, 15, 16, 20, 24, 25, 30, 42, 100))
-BLIND_TIMES = " ".join(f"{h:02d}:{m:02d}" for h in range(24) for m in range(60))
 _HEDGE_SPELLINGS = {
     "hedge_or": "{x} (or {y})",
     "hedge_alternatively": "{x}, alternatively {y},",
@@ -119,7 +145,6 @@ _HEDGE_SPELLINGS = {
     "hedge_slash": "{x} \u2215 {y}",
 }
 _CLOCK = re.compile(r"\b(\d{2}):(\d{2})\b")
-_PLAIN_NUMBER = re.compile(r"(?<![\d:.-])\d+(?:\.\d+)?(?![\d:]|-\d)")  # a number, not part of a time or date
 
 _SEARCH_CODE = r"""
 import gc, hashlib, os, sys
@@ -176,84 +201,6 @@ def last_user_prompt(observation: dict[str, Any]) -> str:
     return ""
 
 
-def _message_text(message: dict[str, Any]) -> str:
-    content = message["content"]
-    if isinstance(content, str):
-        return content
-    return " ".join(part.get("text", "") for part in content if part.get("type") == "text")
-
-
-def dialogue_spray(observation: dict[str, Any]) -> str:
-    """Every number of the dialogue's text (user and tool messages), their pairwise sums and differences."""
-    text = " ".join(_message_text(m) for m in observation["messages"] if m["role"] in ("user", "tool"))
-    numbers = sorted({float(x) for x in _PLAIN_NUMBER.findall(text)})[:16]
-    values = set(numbers) | {a + b for a in numbers for b in numbers} | {abs(a - b) for a in numbers for b in numbers}
-    return " ".join(f"It is {round(v, 4):g}." for v in sorted(values)) or CONSTANT
-
-
-def page_dump(observation: dict[str, Any]) -> str:
-    """Every word Tesseract reads on the pictures shown so far, as one answer: a reader's spray (no question read)."""
-    from vtb_env.ocr_view import default_cache
-
-    words = [w for image in observation["images"] for w in default_cache().read(image)]
-    return " ".join(words) or CONSTANT
-
-
-def page_values(observation: dict[str, Any]) -> str:
-    """The values among ``page_dump``'s words (numbers, clock times, dates), no names: a reader's spray of
-    the page's values, which no name check can refuse."""
-    from vtb_env.answer_values import fold, scan
-
-    text = fold(page_dump(observation))
-    return " ".join(text[v.start : v.end] for v in scan(text)) or CONSTANT
-
-
-def page_decimals(observation: dict[str, Any]) -> str:
-    """The numbers with decimals among ``page_values``: a spray narrowed to the values a price or reading has,
-    so that no stray integer (a seat, a page number) falls outside the world."""
-    from vtb_env.answer_values import NUMBER, fold, scan
-
-    text = fold(page_dump(observation))
-    return " ".join(text[v.start : v.end] for v in scan(text) if v.kind == NUMBER and v.decimals) or CONSTANT
-
-
-def page_dates(observation: dict[str, Any]) -> str:
-    """The dates and clock times among ``page_values``: a spray narrowed to the kinds a ticket or a timetable
-    is asked about."""
-    from vtb_env.answer_values import NUMBER, fold, scan
-
-    text = fold(page_dump(observation))
-    return " ".join(text[v.start : v.end] for v in scan(text) if v.kind != NUMBER) or CONSTANT
-
-
-def page_names(observation: dict[str, Any]) -> str:
-    """The words of ``page_dump`` that hold no value and start with a capital: a reader's spray of the page's
-    names (every row, town, ticker and team it shows), one answer."""
-    from vtb_env.answer_values import fold, scan
-
-    names = [w for w in fold(page_dump(observation)).split() if w[:1].isupper() and not scan(w)]
-    return " ".join(names) or CONSTANT
-
-
-def page_sum(observation: dict[str, Any]) -> str:
-    """Every number Tesseract reads on the pictures, added up with its working: arithmetic over the page, the
-    question never read (a total, a route's length, a sum of two rows all come from some page's numbers)."""
-    from vtb_env.answer_values import NUMBER, fold, scan
-
-    numbers = [float(v.value) for v in scan(fold(page_dump(observation))) if v.kind == NUMBER]
-    return (" + ".join(f"{n:g}" for n in numbers) + f" = {sum(numbers):g}.") if numbers else CONSTANT
-
-
-READER_SPRAYS = {  # they read the pictures (Tesseract), never the question
-    "page_dump": page_dump,
-    "page_values": page_values,
-    "page_decimals": page_decimals,
-    "page_dates": page_dates,
-    "page_names": page_names,
-    "page_sum": page_sum,
-}
-
-
 def last_tool_output(observation: dict[str, Any]) -> str | None:
     """The last tool message of the current round, or None when the last message is not a tool reply."""
     for message in reversed(observation["messages"]):
@@ -306,15 +253,6 @@ def hedge_spelled(text: str, policy: str) -> str:
     return _CLOCK.sub(lambda m: spelling.format(x=m.group(), y=_successor(m)), hedged)
 
 
-def blind_by_wording(prompt: str) -> str:
-    """The blind spray the prompt's wording suggests (it never sees an image)."""
-    if re.search(r"\b(?:my|I own|I'm going)\b", prompt) and not re.search(r"\d", prompt):
-        return BLIND_CLARIFY
-    if re.search(r"\b(?:time|when|departure|depart|leave)\b", prompt, re.IGNORECASE):
-        return BLIND_TIMES
-    return BLIND_NUMBERS
-
-
 def honest_style(style: str, golden: str, turn: Any) -> str:
     """The golden answer written the way an honest answer might be."""
     if style == "oracle_preface":
@@ -325,13 +263,11 @@ def honest_style(style: str, golden: str, turn: Any) -> str:
         return f'You asked: "{turn.prompt}" {golden}'
     if style == "oracle_lower":
         return golden.lower()
+    if style in honest_styles.TURN_STYLES:
+        return honest_styles.TURN_STYLES[style](golden, turn)
     working = (getattr(turn, "world", None) or {}).get("working", [])  # trees before the closed world have none
     shown = ", ".join(f"{round(value, 4):g}" for value in working)
     return f"{golden} Working: {shown}." if shown else golden
-
-
-def _golden(ctx: EpisodeContext, turn: int) -> str:
-    return ctx.task.turns[turn].golden_answer
 
 
 def _reference_calls(ctx: EpisodeContext, turn: int) -> list[dict[str, Any]]:
@@ -345,8 +281,16 @@ VISION_PROBE = "from PIL import Image\nImage.open('image_1.png').convert('L').sa
 class ZooPolicies:
     """The policies by name; the OCR baseline is built once (it caches its OCR reads)."""
 
-    def __init__(self) -> None:
+    def __init__(self, slot: bool = False) -> None:
         self._ocr = None
+        self.slot = slot  # answer_format="slot": every golden answer ends with a complete Answer: line
+
+    def golden(self, ctx: EpisodeContext, turn: int, style: str | None = None) -> str:
+        """The turn's golden answer (written in ``style``), with its slot in slot mode."""
+        task_turn = ctx.task.turns[turn]
+        golden = task_turn.golden_answer if style is None else honest_style(style, task_turn.golden_answer, task_turn)
+        line = honest_styles.slot_line(task_turn.rubrics) if self.slot else ""
+        return f"{golden}\n{line}" if line else golden
 
     def act(self, name: str, observation: dict[str, Any], ctx: EpisodeContext, turn: int, step: int) -> str:
         if name == "constant":
@@ -369,15 +313,14 @@ class ZooPolicies:
                 return tool_call("python_interpreter", {"code": code})
             return _sandbox_answer(observation)
         if name == "hedge_golden":
-            return hedge_numbers(_golden(ctx, turn))
+            return hedge_numbers(self.golden(ctx, turn))
         if name in HEDGES:
-            return hedge_spelled(_golden(ctx, turn), name)
+            return hedge_spelled(self.golden(ctx, turn), name)
         if name in BLIND:
             return self._blind(name, observation)
         if name in HONEST_STYLES:
             action = self._golden_policy("oracle", ctx, turn, step)
-            golden = _golden(ctx, turn)
-            return honest_style(name, golden, ctx.task.turns[turn]) if action == golden else action
+            return self.golden(ctx, turn, name) if action == self.golden(ctx, turn) else action
         if name == "ocr_baseline":
             return self._ocr_agent().act(observation)
         if name in ("oracle", "always_call", "never_call"):
@@ -387,24 +330,28 @@ class ZooPolicies:
     @staticmethod
     def _blind(name: str, observation: dict[str, Any]) -> str:
         if name == "blind_by_wording":
-            return blind_by_wording(last_user_prompt(observation))
+            return blind.blind_by_wording(last_user_prompt(observation))
         if name == "it_increased":
             return "It increased."
         if name == "dialogue_spray":
-            return dialogue_spray(observation)
+            return blind.dialogue_spray(observation)
         if name in READER_SPRAYS:
             return READER_SPRAYS[name](observation)
-        return {"blind_clarify_all": BLIND_CLARIFY, "blind_numbers": BLIND_NUMBERS, "blind_times": BLIND_TIMES}[name]
+        return {
+            "blind_clarify_all": BLIND_CLARIFY,
+            "blind_numbers": blind.BLIND_NUMBERS,
+            "blind_times": blind.BLIND_TIMES,
+        }[name]
 
     def _golden_policy(self, name: str, ctx: EpisodeContext, turn: int, step: int) -> str:
         if name == "never_call":
-            return _golden(ctx, turn)
+            return self.golden(ctx, turn)
         calls = _reference_calls(ctx, turn) if name == "oracle" else []
         if name == "always_call" or (name == "oracle" and not calls and _needs_vision(ctx, turn)):
             calls = [{"tool": "python_image_processing", "arguments": {"code": VISION_PROBE}}]
         if step < len(calls):
             return tool_call(calls[step]["tool"], calls[step]["arguments"])
-        return _golden(ctx, turn)
+        return self.golden(ctx, turn)
 
     def _ocr_agent(self) -> Any:
         if self._ocr is None:
@@ -446,16 +393,20 @@ def play(env: Any, policies: ZooPolicies, name: str, task: Any, ctx: EpisodeCont
     }
 
 
-def zoo(n: int = 12, seed: int = 7, policies: tuple[str, ...] = POLICIES, tasks: Any = None) -> dict[str, dict]:
-    """Play every policy on the same tasks: ``{policy: {"reward", "rubric_score", "pass_rate", "episodes"}}``."""
+def zoo(
+    n: int = 12, seed: int = 7, policies: tuple[str, ...] = POLICIES, tasks: Any = None, answer_format: str = "free"
+) -> dict[str, dict]:
+    """Play every policy on the same tasks: ``{policy: {"reward", "rubric_score", "pass_rate", "episodes"}}``. In
+    ``answer_format="slot"`` the golden answers (and their styles) end with a complete ``Answer:`` line."""
+    from vtb_env.config import EnvConfig
     from vtb_env.env import VisualToolBenchEnv
     from vtb_env.loaders import load_tasks
 
     for name in [k for k in os.environ if k.startswith("VTB_JUDGE_")]:
         os.environ.pop(name)  # exact checks only: the figures must not depend on a judge endpoint
     tasks = list(tasks if tasks is not None else load_tasks(f"synth:{n}:{seed}"))
-    env = VisualToolBenchEnv(tasks=tasks)
-    zoo_policies = ZooPolicies()
+    env = VisualToolBenchEnv(tasks=tasks, config=EnvConfig(answer_format=answer_format))
+    zoo_policies = ZooPolicies(slot=answer_format == "slot")
     table: dict[str, dict] = {}
     try:
         for name in policies:
@@ -485,9 +436,10 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=12, help="synthetic tasks (twin pairs: n/2 of each label)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--answer-format", choices=("free", "slot"), default="free")
     parser.add_argument("--json", help="write the table (with every episode) here")
     args = parser.parse_args()
-    table = zoo(args.n, args.seed, tuple(args.policies.split(",")))
+    table = zoo(args.n, args.seed, tuple(args.policies.split(",")), answer_format=args.answer_format)
     print(format_table(table))
     if args.json:
         with open(args.json, "w") as handle:

@@ -74,3 +74,24 @@ def test_golden_answers_get_the_full_reward_and_the_right_mode_beats_either_habi
         wrong_mode = [e for e in table[habit]["episodes"] if e["mode"] == 0.0]
         assert wrong_mode and all(e["reward"] <= 0.9 for e in wrong_mode)  # 0.1 below the oracle's 1.0 each time
         assert table["oracle"]["reward"] - table[habit]["reward"] >= 0.03, (habit, table[habit]["reward"])
+
+
+@pytest.fixture(scope="module")
+def slot_table():
+    """The same zoo in slot mode (``answer_format="slot"``): the golden answers and their styles end with a
+    complete ``Answer:`` line; the degenerate and blind policies write what they always write."""
+    bench = _bench()
+    policies = bench.DEGENERATE + _blind() + bench.HEDGES + ("oracle",) + bench.HONEST_STYLES
+    return bench.zoo(n=8, seed=8, policies=policies, answer_format="slot")
+
+
+@pytest.mark.slow
+def test_in_slot_mode_every_honest_style_passes_and_nothing_degenerate_does(slot_table):
+    bench = _bench()
+    for name in ("oracle", *bench.HONEST_STYLES):
+        assert slot_table[name]["pass_rate"] == 1.0 and slot_table[name]["rubric_score"] == 1.0, name
+    for name in bench.DEGENERATE + _blind():
+        row = slot_table[name]
+        assert row["pass_rate"] == 0.0 and row["rubric_score"] <= 0.02, (name, row["rubric_score"])
+    for name in bench.HEDGES:  # a hedged slot fails its numbers; the names it commits to are right (as in free text)
+        assert slot_table[name]["pass_rate"] == 0.0, name

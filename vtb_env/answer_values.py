@@ -46,7 +46,8 @@ _TIME = re.compile(
 # a number stands alone: not glued to a word ("R4"), nor a code's digits after a letter and a hyphen ("S-6"), nor
 # an ordinal ("3rd": a position, not a value)
 _NUMBER = re.compile(r"(?<![\w.])(?<![A-Za-z]-)[-]?\$?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?!(?:st|nd|rd|th)\b)")
-_ENUMERATOR = re.compile(r"(?m)^\s*\d{1,2}[.)](?=\s)")  # "1. ..." at the start of a line: a list marker
+# "1. ..." or "Step 2:" at the start of a line: a list marker or a step's number, no value
+_ENUMERATOR = re.compile(r"(?im)^\s*\d{1,2}[.)](?=\s)|^[\s*_#]*(?:step|part)\s+\d{1,2}\b")
 
 
 def fold(text: str) -> str:
