@@ -44,6 +44,7 @@ value and the working that leads to it) can still be written as alternatives; ne
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any, Iterable, Mapping
@@ -80,7 +81,6 @@ QUOTE_WORDS = 4  # a run this long copied from the user's prompts is a quote, no
 NEGATION_WINDOW = 4  # words before a mention, within its clause
 
 _WORD = re.compile(r"\d+(?:\.\d+)?%?|[a-z0-9]+(?:-[a-z0-9]+)*")  # "follow-up" is one word, not "up"
-_SENTENCE = re.compile(r"[.!?;](?=\s|$)|\n")
 _CLAUSE_END = re.compile(r"[;!?]|[.,:](?=\s|$)|\bbut\b|\bwhereas\b")
 _NEGATION = re.compile(
     r"\b(?:not|no|never|neither|nor|without|cannot|isn't|wasn't|aren't|weren't|doesn't|didn't|don't|won't|"
@@ -106,8 +106,9 @@ class _Answer:
         self.lower = self.text.lower()
         self.values = scan(self.text)
         self.world = world
-        self.claims = Claims.read(self.text, self.values, world)
+        self.claims = Claims(self.text, self.values, world)
         self.whole = whole or self
+        self._signed: dict[tuple[str, ...], list[int]] = {}
         self.words = [(m.group(), m.start()) for m in _WORD.finditer(self.lower)]
         self._starts: dict[str, list[int]] = {}  # word -> its indices in ``words``: phrase look-ups stay linear
         for index, (word, _) in enumerate(self.words):
@@ -129,20 +130,20 @@ class _Answer:
         allowed, stated = allowed_values(self.world.get(WORLD_KEYS[kind], ()), kind), self.stated(kind)
         if self.slot is not None and len({v.value for v in stated}) > self.slot.get(kind, 0):
             return True
-        return any(not accounted_for(v, allowed) and not self.context(v.start, commitment, v) for v in stated)
+        return any(not accounted_for(v, allowed) and not self.context(v, commitment) for v in stated)
 
-    def context(self, start: int, commitment: int | None, value: Value) -> bool:
-        """Is ``value`` (at ``start``) a true fact told as context: in working, or after the answer committed?"""
+    def context(self, value: Value, commitment: int | None) -> bool:
+        """Is ``value`` a true fact told as context: in working, or in a sentence after the answer committed?"""
         claims = self.claims
-        later = commitment is not None and claims.sentence_of(start) > claims.sentence_of(commitment)
-        return (claims.aside(start) or later) and claims.true_fact(value)
+        later = commitment is not None and claims.sentence_of(value.start) > claims.sentence_of(commitment)
+        return (claims.aside(value.start) or later) and claims.true_fact(value)
 
     def committed(self, value: Value) -> bool:
         """Stated, not negated, in a statement: not in working, and not a true fact in parentheses (an aside)."""
         return self.states_at(value.start) and not (self.claims.aside(value.start) and self.claims.true_fact(value))
 
     def value_at(self, start: int) -> Value | None:
-        return next((v for v in self.values if v.start <= start < v.end), None)
+        return next((v for v in self.claims.values_between(start, start + 1)), None)
 
     def states_at(self, start: int) -> bool:
         return not _negated(self.text, start) and not self.claims.in_working(start)
@@ -162,22 +163,23 @@ class _Answer:
             return False
         if len(words) + len(_WORD.findall(self.lower[start:clause_end])) <= VERDICT_ALONE:
             return True
-        sentence_start = max((m.end() for m in _SENTENCE.finditer(self.text, 0, start)), default=0)
-        sentence_end = next((m.start() for m in _SENTENCE.finditer(self.text, start)), len(self.text))
-        return any(sentence_start <= v.start < sentence_end and v.kind in (NUMBER, TIME) for v in self.values)
+        sentence = self.claims.values_between(self.claims.sentence_of(start), self.claims.sentence_end(start))
+        return any(v.kind in (NUMBER, TIME) for v in sentence)
 
     def signed(self, family: tuple[str, ...]) -> list[int]:
         """Where a signed change states a direction of ``family``: "-2.75" a fall, "+50" a rise, for a change
-        the turn's evidence holds."""
-        evidence = allowed_values((self.world.get("evidence") or self.world).get("numbers", ()), NUMBER)
-        rise = family == RISE_WORDS
-        return [
-            v.start
-            for v in self.stated(NUMBER)
-            if accounted_for(Value(NUMBER, abs(float(v.value)), v.start, v.end, v.decimals), evidence)
-            and ((float(v.value) < 0 and not rise) or (rise and self.text[v.start - 1 : v.start] == "+"))
-            and self.states_at(v.start)
-        ]
+        the turn's evidence holds (read once per family)."""
+        if family not in self._signed:
+            evidence = allowed_values((self.world.get("evidence") or self.world).get("numbers", ()), NUMBER)
+            rise = family == RISE_WORDS
+            self._signed[family] = [
+                v.start
+                for v in self.stated(NUMBER)
+                if accounted_for(Value(NUMBER, abs(float(v.value)), v.start, v.end, v.decimals), evidence)
+                and ((float(v.value) < 0 and not rise) or (rise and self.text[v.start - 1 : v.start] == "+"))
+                and self.states_at(v.start)
+            ]
+        return self._signed[family]
 
 
 def _digits(text: str) -> str:
@@ -220,10 +222,6 @@ def _negated(text: str, start: int) -> bool:
     return bool(_NEGATION.search(" ".join(words)))
 
 
-def _mentions(answer: _Answer, phrase: str) -> bool:
-    return any(True for _ in answer.phrase_starts(phrase))
-
-
 def _commits_to_phrase(answer: _Answer, phrase: str) -> bool:
     return any(not _negated(answer.text, start) for start in answer.phrase_starts(phrase))
 
@@ -236,7 +234,7 @@ def _claims_of(answer: _Answer, phrase: str) -> list[int]:
     """Where the answer claims ``phrase``: stated, not negated, in a statement; a verdict word only in a
     verdict's clause; a direction also by a signed change."""
     starts = [start for start in answer.phrase_starts(phrase) if answer.states_at(start)]
-    if _phrase_values([phrase]):  # a value spelled as a phrase ("11:00") is a value: a true fact aside is no claim
+    if _values_of_phrase(phrase):  # a value spelled as a phrase ("11:00") is a value: a true fact aside is no claim
         starts = [start for start in starts if (value := answer.value_at(start)) is None or answer.committed(value)]
     if _verdict_word(phrase):
         starts = [start for start in starts if answer.verdict_clause(start)]
@@ -266,7 +264,13 @@ def _check_number(answer: _Answer, spec: Mapping[str, Any]) -> bool:
 
 
 def _phrase_values(phrases: Iterable[str]) -> list[Value]:
-    return [v for phrase in phrases for v in scan(fold(str(phrase)))]
+    return [v for phrase in phrases for v in _values_of_phrase(str(phrase))]
+
+
+@functools.lru_cache(maxsize=4096)
+def _values_of_phrase(phrase: str) -> tuple[Value, ...]:
+    """The values a check's phrase states (checks repeat their phrases: read each once)."""
+    return tuple(scan(fold(phrase)))
 
 
 def _has_evidence(answer: _Answer) -> bool:
@@ -287,7 +291,7 @@ def _refused(answer: _Answer, phrase: str, commitment: int) -> bool:
     commitment's (a runner-up)."""
     claims = answer.claims
     for start in _claims_of(answer, phrase):
-        mention = next((m for m in claims.mentions if m.start == start), None)
+        mention = claims.mention_at.get(start)
         aside = claims.aside(start) or claims.sentence_of(start) > claims.sentence_of(commitment)
         if not (aside and mention is not None and claims.carries_own_value(mention)):
             return True

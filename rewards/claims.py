@@ -34,8 +34,10 @@ What follows for every check (docs/rewards.md, "The claim model"):
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from vtb_env.answer_values import NUMBER, TIME, Value, accounted_for, allowed_values, fold, scan
@@ -59,52 +61,69 @@ class Mention:
     name: str
 
 
-@dataclass
+class _Spans:
+    """Disjoint ``(start, end)`` spans, sorted: which one holds a position, by bisection."""
+
+    def __init__(self, spans: Iterable[tuple[int, int]]) -> None:
+        self.spans = sorted(spans)
+        self.starts = [start for start, _ in self.spans]
+
+    def __contains__(self, position: int) -> bool:
+        i = bisect.bisect_right(self.starts, position) - 1
+        return i >= 0 and position < self.spans[i][1]
+
+
 class Claims:
     """An answer (already folded and unquoted) read as claims: its working spans, the printed names it
-    mentions, and what each name prints."""
+    mentions, and what each name prints. Every look-up bisects an index built once, so reading an answer costs
+    O(n log n) in its length, whatever it holds (a policy's reply may be a table of thousands of rows)."""
 
-    text: str
-    values: list[Value]
-    working: list[tuple[int, int]] = field(default_factory=list)  # tables and lists: lines
-    asides: list[tuple[int, int]] = field(default_factory=list)  # parentheses: working for values, not for words
-    mentions: list[Mention] = field(default_factory=list)
-    printed: dict[str, Any] = field(default_factory=dict)  # name -> its printed values, ``allowed_values`` form
-
-    @classmethod
-    def read(cls, text: str, values: list[Value], world: Mapping[str, Any]) -> "Claims":
+    def __init__(self, text: str, values: list[Value], world: Mapping[str, Any]) -> None:
         facts = world.get("facts") or {}
-        printed = {}
-        for name, texts in facts.items():
-            found = [v for t in texts for v in scan(fold(str(t)))]
-            printed[name] = {
-                kind: allowed_values([v.value for v in found if v.kind == kind], kind) for kind in (NUMBER, TIME)
-            }
-        mentions = _mentions(text, list(facts))
-        asides = [
+        self.text, self.values = text, sorted(values, key=lambda v: v.start)
+        self.value_starts = [v.start for v in self.values]
+        self.printed = {name: _printed(tuple(str(t) for t in texts)) for name, texts in facts.items()}
+        self.mentions = _mentions(text, list(facts))
+        self.mention_starts = [m.start for m in self.mentions]
+        self.mention_at = {m.start: m for m in self.mentions}
+        self.sentence_ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+        self.working = _Spans(_working_spans(text, self.mentions, self.mention_starts))
+        self.asides = _Spans(
             m.span()
             for m in _PARENS.finditer(text)
             if not (_ANSWER_MARK.search(m.group()) or _COMPUTES.search(m.group()))
-        ]
-        return cls(text, values, _working_spans(text, mentions), asides, mentions, printed)
+        )
 
     def in_working(self, position: int) -> bool:
         """Is ``position`` in a table or a list (where no word is a claim)?"""
-        return any(start <= position < end for start, end in self.working)
+        return position in self.working
 
     def aside(self, position: int) -> bool:
         """Is ``position`` in working or in parentheses (where no value is a claim)?"""
-        return self.in_working(position) or any(start <= position < end for start, end in self.asides)
+        return position in self.working or position in self.asides
 
     def sentence_of(self, position: int) -> int:
         """Where the sentence holding ``position`` starts."""
-        return max((m.end() for m in _SENTENCE_END.finditer(self.text, 0, position)), default=0)
+        i = bisect.bisect_right(self.sentence_ends, position) - 1
+        return self.sentence_ends[i] if i >= 0 else 0
+
+    def sentence_end(self, position: int) -> int:
+        """Where the sentence holding ``position`` ends (its last character's index + 1, or the text's end)."""
+        i = bisect.bisect_right(self.sentence_ends, position)
+        return self.sentence_ends[i] if i < len(self.sentence_ends) else len(self.text)
+
+    def values_between(self, start: int, end: int) -> list[Value]:
+        """The values that start in ``[start, end)``."""
+        return self.values[bisect.bisect_left(self.value_starts, start) : bisect.bisect_left(self.value_starts, end)]
 
     def attributed_to(self, value: Value) -> str | None:
         """The printed name that stands last before ``value`` in its sentence (or line, or table row)."""
-        sentence_start = self.sentence_of(value.start)
-        before = [m for m in self.mentions if sentence_start <= m.start and m.end <= value.start]
-        return before[-1].name if before else None
+        i = bisect.bisect_right(self.mention_starts, value.start) - 1
+        while i >= 0 and self.mentions[i].end > value.start:  # a name that holds the value ("T-5") is no attribution
+            i -= 1
+        if i < 0 or self.mentions[i].start < self.sentence_of(value.start):
+            return None
+        return self.mentions[i].name
 
     def true_fact(self, value: Value) -> bool:
         """Does ``value`` attribute to its name a value that name prints?"""
@@ -115,42 +134,55 @@ class Claims:
 
     def carries_own_value(self, mention: Mention) -> bool:
         """Does the name at ``mention`` come with a value it prints (in its sentence): a runner-up with its score?"""
-        return any(
-            v.start >= mention.end and self.attributed_to(v) == mention.name and self.true_fact(v) for v in self.values
-        )
+        i = bisect.bisect_right(self.mention_starts, mention.start)
+        following = self.mention_starts[i] if i < len(self.mention_starts) else len(self.text)
+        end = min(following, self.sentence_end(mention.start))
+        return any(self.true_fact(v) for v in self.values_between(mention.end, end))
+
+
+@functools.lru_cache(maxsize=4096)
+def _printed(texts: tuple[str, ...]) -> dict[str, Any]:
+    """What one name prints (its value texts), by kind, in ``allowed_values`` form."""
+    found = [v for text in texts for v in scan(fold(text))]
+    return {kind: allowed_values([v.value for v in found if v.kind == kind], kind) for kind in (NUMBER, TIME)}
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_pattern(name: str) -> re.Pattern[str] | None:
+    words = _WORD.findall(fold(name).lower())
+    if not words:
+        return None
+    return re.compile(r"(?<![A-Za-z0-9])" + r"[\s*_|:-]+".join(map(re.escape, words)) + r"(?![A-Za-z0-9])")
 
 
 def _mentions(text: str, names: Iterable[str]) -> list[Mention]:
     """Every whole-word occurrence of a printed name, longest names first where two overlap."""
-    lower, found, taken = text.lower(), [], []
+    lower, found, taken = text.lower(), [], bytearray(len(text))
     for name in sorted(names, key=len, reverse=True):
-        words = _WORD.findall(fold(name).lower())
-        if not words:
-            continue
-        pattern = re.compile(r"(?<![A-Za-z0-9])" + r"[\s*_|:-]+".join(map(re.escape, words)) + r"(?![A-Za-z0-9])")
-        for match in pattern.finditer(lower):
-            if all(match.end() <= a or match.start() >= b for a, b in taken):
+        pattern = _name_pattern(name)
+        for match in pattern.finditer(lower) if pattern else ():
+            if not any(taken[match.start() : match.end()]):
                 found.append(Mention(match.start(), match.end(), name))
-                taken.append(match.span())
+                taken[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
     return sorted(found, key=lambda m: m.start)
 
 
-def _working_spans(text: str, mentions: list[Mention]) -> list[tuple[int, int]]:
+def _working_spans(text: str, mentions: list[Mention], mention_starts: list[int]) -> list[tuple[int, int]]:
     """The answer's tables and lists (see the module docstring); an answer line is never working."""
     lines = [m for m in _LINE.finditer(text) if m.group().strip()]
-    starts_with_name = {
-        line.start()
-        for line in lines
-        if ":" in line.group()
-        and any(line.start() <= m.start and not text[line.start() : m.start].strip(" *_#>") for m in mentions)
-    }
+
+    def starts_with_name(line: re.Match[str]) -> bool:
+        i = bisect.bisect_left(mention_starts, line.start())
+        return i < len(mentions) and ":" in line.group() and not text[line.start() : mentions[i].start].strip(" *_#>")
+
+    named = {line.start() for line in lines if starts_with_name(line)}
     spans = []
     for line in lines:
         body = line.group()
         if _ANSWER_MARK.search(body):
             continue
         table = body.count("|") >= 2
-        listed = bool(_LIST_ITEM.match(body)) or (line.start() in starts_with_name and len(starts_with_name) >= 2)
+        listed = bool(_LIST_ITEM.match(body)) or (line.start() in named and len(named) >= 2)
         if table or listed:
             spans.append(line.span())
     return spans
