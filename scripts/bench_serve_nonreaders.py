@@ -14,52 +14,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
 import os
 import socket
-import struct
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
 from bench_serve_attacks import acted, ask, rss_mib, vtb_serve, ws_url
 from websockets.asyncio.client import connect
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.support (the project itself is installed)
+from tests.support import raw_websocket  # noqa: E402
+from tests.support.raw_websocket import frame  # noqa: E402
+
 
 def raw_client(url: str) -> socket.socket:
     """A WebSocket client on a raw socket with a small receive buffer: handshake done, nothing read after."""
-    port = int(url.rsplit(":", 1)[1])
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.connect(("127.0.0.1", port))
-    key = base64.b64encode(os.urandom(16)).decode()
-    sock.sendall(
-        (
-            f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        ).encode()
-    )
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += sock.recv(1)
-    assert b" 101 " in head.split(b"\r\n", 1)[0], head
-    return sock
-
-
-def frame(opcode: int, payload: bytes) -> bytes:
-    """One masked client frame."""
-    mask = os.urandom(4)
-    size = len(payload)
-    header = bytes([0x80 | opcode])
-    if size < 126:
-        header += bytes([0x80 | size])
-    elif size < 65536:
-        header += bytes([0x80 | 126]) + struct.pack(">H", size)
-    else:
-        header += bytes([0x80 | 127]) + struct.pack(">Q", size)
-    return header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    return raw_websocket.raw_client(int(url.rsplit(":", 1)[1]))
 
 
 def send_quietly(sock: socket.socket, data: bytes, timeout_s: float = 1.0) -> bool:

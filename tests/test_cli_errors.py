@@ -13,23 +13,10 @@ import sys
 import pytest
 
 from tests.support.chat_server import ChatServer
-from tests.support.cli import eval_args
+from tests.support.cli import eval_args, one_error_line, run_cli
 from tests.support.menu_tasks import ROOT, write_menu_tasks
 from vtb_app import cli
 from vtb_app.errors import ExitCode, error_kind, error_kinds
-
-
-def run(capsys, *argv) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = cli.main([str(arg) for arg in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
-    return lines[0]
 
 
 def closed_port() -> int:
@@ -67,7 +54,7 @@ def closed_port() -> int:
 def test_user_errors_are_one_line_with_their_exit_code(tmp_path, capsys, argv, code, says):
     (tmp_path / "file.txt").write_text("a file, not a folder")
     (tmp_path / "bad.json").write_text('{"not": "a list"}')
-    result, _, err = run(capsys, *(arg.format(tmp=tmp_path) for arg in argv))
+    result, _, err = run_cli(capsys, *(arg.format(tmp=tmp_path) for arg in argv))
     assert result == code and says in one_error_line(err), (result, err)
 
 
@@ -85,7 +72,7 @@ def test_a_bug_is_one_line_asking_for_debug(capsys, monkeypatch):
     from vtb_app.commands import info
 
     monkeypatch.setattr(info, "run", lambda args: [][1])  # registered as the subcommand when the parser is built
-    code, _, err = run(capsys, "info", "demo")
+    code, _, err = run_cli(capsys, "info", "demo")
     assert code == ExitCode.INTERNAL
     assert (
         one_error_line(err)
@@ -102,7 +89,7 @@ def test_unreachable_agent_server_says_why(tmp_path, capsys, monkeypatch):
     )
     data = write_menu_tasks(tmp_path / "data", n=2)
     argv = eval_args(data, f"openai:m@http://127.0.0.1:{closed_port()}/v1", tmp_path / "run")
-    code, out, err = run(capsys, *argv)
+    code, out, err = run_cli(capsys, *argv)
     assert code == ExitCode.UNREACHABLE and "0 done, 2 errors" in out
     line = one_error_line(err)
     assert "a server could not be reached: 2 x ConnectError, first: AgentCallError: openai:m: ConnectError:" in line
@@ -118,7 +105,7 @@ def test_failures_of_a_run_are_counted_by_kind_with_the_first_message(tmp_path, 
         return {"content": "The answer is 13."}
 
     with ChatServer(respond) as server:
-        code, out, err = run(capsys, *eval_args(data, f"openai:m@{server.base_url}", tmp_path / "run"))
+        code, out, err = run_cli(capsys, *eval_args(data, f"openai:m@{server.base_url}", tmp_path / "run"))
     assert code == ExitCode.FAILED_ITEMS and "2 done, 1 errors" in out
     assert err.strip() == "errors: 1 x AgentCallError, first: AgentCallError: openai:m: HTTP 400: content policy"
 

@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from tests.support.cli import one_error_line
 from tests.support.menu_tasks import ROOT
 from vtb_app import cli
 from vtb_app.commands import serve as serve_command
@@ -27,12 +28,6 @@ def run(capsys, *argv) -> tuple[int, str]:
     capsys.readouterr()
     code = cli.main([str(arg) for arg in argv])
     return code, capsys.readouterr().err
-
-
-def one_error_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

@@ -12,24 +12,11 @@ import shutil
 import pytest
 
 from tests.support.chat_server import ChatServer
-from tests.support.cli import eval_args
+from tests.support.cli import eval_args, one_error_line, run_cli
 from tests.support.menu_tasks import write_menu_tasks
 from vtb_app import cli
 from vtb_app.errors import ExitCode
 from vtb_app.evaluation.records import RunLog, iter_records, unreadable_report
-
-
-def run(capsys, *argv) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = cli.main([str(arg) for arg in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +58,7 @@ def test_resume_says_how_many_lines_it_could_not_read_and_where(finished_run, ca
     assert len(lines) == 3
     lines[1] = b'{"key": "menu-1#0", "status": "o\x00\x01garbled\n'
     records.write_bytes(lines[0] + lines[1] + lines[2] + b"\xff\xff\n")
-    code, out, err = run(capsys, *argv, "--resume")
+    code, out, err = run_cli(capsys, *argv, "--resume")
     assert code == 0, err
     assert f"warning: 2 line(s) of {records} could not be read as records and are skipped (line 2, 4)" in err
     assert "1 done, 0 errors, 2 already done" in out  # the garbled item ran again, nothing else
@@ -80,7 +67,7 @@ def test_resume_says_how_many_lines_it_could_not_read_and_where(finished_run, ca
 
 def test_a_clean_resume_says_nothing_about_unreadable_lines(finished_run, capsys):
     run_dir, argv = finished_run
-    code, out, err = run(capsys, *argv, "--resume")
+    code, out, err = run_cli(capsys, *argv, "--resume")
     assert code == 0 and "could not be read" not in err and "0 done, 0 errors, 3 already done" in out, err
 
 
@@ -91,7 +78,7 @@ def test_a_damaged_judge_cache_is_a_data_error_naming_the_file(finished_run, ser
     out.mkdir()
     cache = out / "judge_cache.sqlite"
     cache.write_bytes(content)
-    code, _, err = run(capsys, "judge", run_dir, "--judge", f"openai:m@{server.base_url}", "--out", out)
+    code, _, err = run_cli(capsys, "judge", run_dir, "--judge", f"openai:m@{server.base_url}", "--out", out)
     line = one_error_line(err)
     assert code == ExitCode.BAD_DATA and line.startswith(f"error: {cache}: cannot be read as a cache ("), line
     assert "move it aside" in line and cache.read_bytes() == content  # named, and left as it was for the user
@@ -104,7 +91,7 @@ def test_a_damaged_config_is_a_data_error_naming_the_file(finished_run, tmp_path
     text = config.read_text()
     config.write_text(text[: len(text) // 2] if damage == "truncated" else json.dumps([1, 2]))
     for command in (argv + ["--resume"], ["report", run_dir, "--out", tmp_path / "report"]):
-        code, _, err = run(capsys, *command)
+        code, _, err = run_cli(capsys, *command)
         line = one_error_line(err)
         assert code == ExitCode.BAD_DATA and line.startswith(f"error: {config}: not a run configuration"), line
     shutil.rmtree(tmp_path / "report", ignore_errors=True)

@@ -152,3 +152,11 @@ def test_a_check_that_cannot_be_evaluated_is_the_episodes_reward_error():
     _, reward, terminated, _, info = env.step("The answer is 10.")
     assert terminated and reward == 0.0 and "reward_components" not in info
     assert info["reward_error"].startswith("CheckSpecError: task hand-made turn 1 rubric 'hand-made-r0': its check")
+
+
+def test_the_schema_knows_exactly_the_check_types_the_rewards_evaluate():
+    """The core cannot import the rewards layer, so the closed set of check types is written twice: held equal."""
+    from vtb_env.loaders.schema import CHECK_TYPES
+    from vtb_rewards import checks
+
+    assert set(CHECK_TYPES) == set(checks._CHECKS)

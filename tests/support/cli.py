@@ -7,6 +7,23 @@ from pathlib import Path
 from typing import Any
 
 
+def run_cli(capsys: Any, *argv: Any) -> tuple[int, str, str]:
+    """``vtb`` with ``argv`` (as strings) in this process: its exit code, stdout and stderr."""
+    from vtb_app import cli
+
+    capsys.readouterr()
+    code = cli.main([str(arg) for arg in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error_line(err: str) -> str:
+    """The one ``error: ...`` line a failing command prints (AssertionError for anything else, a traceback)."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
 def eval_args(data: Any, agent: str, out: Any, *options: Any) -> list[str]:
     """``vtb eval`` of the tasks ``data`` with ``agent`` (e.g. ``f"openai:m@{server.base_url}"``),
     writing ``out``, without the progress bar, then ``options``: every argument as a string."""
