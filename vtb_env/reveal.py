@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import io
 import logging
-import re
 import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 from PIL import Image
 
 from vtb_env import ocr
+from vtb_env.answer_values import NUMBER, values_of
 from vtb_env.observation import ImageAsset
 from vtb_env.synth.probe import fact_read
 from vtb_env.tasks import Task
@@ -49,12 +49,12 @@ logger = logging.getLogger(__name__)
 
 MAX_READ_PIXELS = 12_000_000  # per call: ~4 s of Tesseract; the reference's rows are a few hundred thousand
 MAX_CACHED_READINGS = 4096
-_NUMBER = re.compile(r"(?<![\d.])-?\d+(?:,\d{3})*(?:\.\d+)?")
 
 
 def numbers_in(text: str) -> set[float]:
-    """The numbers a text states (thousands separators dropped; "$0.90" and "0.9" are one number)."""
-    return {float(match.replace(",", "")) for match in _NUMBER.findall(text)}
+    """The numbers a text states, read as the exact checks read them (``vtb_env.answer_values``: "$0.90" and
+    "0.9" are one number; a date's or a clock time's digits are none)."""
+    return {float(value) for value in values_of(text, NUMBER)}
 
 
 def revealed_by(fact: Mapping[str, Any], shown: str, output: str) -> bool:
