@@ -1,6 +1,6 @@
 """``vtb serve``'s token (issue 41, item 2): strong, not shown, never logged; through the real CLI and uvicorn.
 
-Round 5: ``--token T`` sat in ``/proc/<pid>/cmdline`` for every local user and ``--help`` offered it first; any
+Issue 41: ``--token T`` sat in ``/proc/<pid>/cmdline`` for every local user and ``--help`` offered it first; any
 length was taken (one character guessed in 23 requests, 0.01 s); a token in ``?token=`` reached the access log.
 Everything here runs without the ``serve`` extra: the token is resolved before the server's packages are
 looked for, and the log filter is uvicorn's own logging (``tests/test_serve_attacks.py`` runs the served app).

@@ -1,6 +1,6 @@
 """A task row is valid or reported (issue 41, item 3): one schema for every loader, on real files.
 
-Round 5 found three malformed rows that loaded in silence: ``"prompt": 5``, a 20,000,000-character prompt,
+Issue 41 found three malformed rows that loaded in silence: ``"prompt": 5``, a 20,000,000-character prompt,
 and a rubric whose ``check`` is a 900-deep object without ``type`` (an episode then scored it, reward 0.426,
 no ``reward_error``). Now each is a bad row with its id and reason, in every source (project JSONL, official
 parquet, the toolkit's ``dataset.json``), ``strict=True`` and ``vtb info --strict`` stop on it, and a check
