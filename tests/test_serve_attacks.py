@@ -347,3 +347,21 @@ def test_a_client_that_never_reads_loses_its_slot_within_the_session_timeout():
             assert time.monotonic() - start < 2.0 + 8.0, "the slot was never given back"
             time.sleep(0.5)
         hog.close()
+
+
+def test_http_resets_beyond_max_sessions_at_once_are_refused_not_built():
+    """Before: 24 concurrent ``POST /reset`` each built an env (24 x 200) while ``--max-sessions 1``; now at
+    most ``max_sessions`` run at once and the rest get 503 (a client retries), never a 500."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    with Server(app(ServeLimits(max_sessions=1))) as server:
+        start = threading.Barrier(24)
+
+        def post(_: int) -> int:
+            start.wait(timeout=30)
+            return httpx.post(f"{server.url}/reset", json={}, timeout=60).status_code
+
+        with ThreadPoolExecutor(24) as pool:
+            codes = list(pool.map(post, range(24)))
+        assert set(codes) <= {200, 503} and 503 in codes and 200 in codes, codes
