@@ -365,3 +365,25 @@ def test_http_resets_beyond_max_sessions_at_once_are_refused_not_built():
         with ThreadPoolExecutor(24) as pool:
             codes = list(pool.map(post, range(24)))
         assert set(codes) <= {200, 503} and 503 in codes and 200 in codes, codes
+
+
+def test_a_ping_flood_that_reads_no_pong_stops_being_read():
+    """Before: pongs were written whatever the backlog, so a client that never read sent 301 MiB of pings in 21 s
+    and the server's memory grew byte for byte. Now the server stops reading it once its pongs back up: the
+    flood's sends stall well before 64 MiB (the backlog bound), within seconds."""
+    import os
+
+    from tests.support.raw_websocket import frame, raw_client
+
+    with Server(app(ServeLimits(session_timeout_s=60.0))) as server:  # the idle close is not what ends it
+        flood = raw_client(server.port)
+        flood.settimeout(2.0)
+        burst, sent, start = frame(0x9, os.urandom(125)) * 512, 0, time.monotonic()
+        try:
+            while time.monotonic() - start < 20.0 and sent < 256 * 2**20:
+                flood.sendall(burst)
+                sent += len(burst)
+        except OSError:  # the send stalled (the server reads no more) or the connection was aborted
+            pass
+        flood.close()
+        assert sent < 64 * 2**20, f"{sent / 2**20:.0f} MiB of pings read in {time.monotonic() - start:.0f} s"
