@@ -214,8 +214,11 @@ def test_grpo_trains_on_env_rewards(policy_path, tasks, tools, tmp_path):
     assert "lm_head.weight" in changed, changed
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert saved["architectures"] == ["LlamaForCausalLM"]
-    table = pd.read_parquet(sorted((tmp_path / "run" / "completions").glob("*.parquet"))[-1])  # --log-completions
-    assert len(table) == 8 and any("transformed_image_0.png" in names for names in table["vtb_images"])
+    tables = [pd.read_parquet(path) for path in sorted((tmp_path / "run" / "completions").glob("*.parquet"))]
+    assert tables and all(len(table) == 8 for table in tables)  # --log-completions: every step's 8 episodes
+    # the tool's images are logged with the episodes that made them (on some step: a policy that learns calls
+    # reveal nothing, as a random tiny one's do, may stop calling by the last step)
+    assert any("transformed_image_0.png" in names for table in tables for names in table["vtb_images"])
     print(f"\nGRPO: {steps} steps x 8 episodes in {elapsed:.1f} s = {steps / elapsed:.3f} steps/s on CPU")
 
 
