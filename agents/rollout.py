@@ -23,241 +23,25 @@ engine that runs the processor itself on raw images (vLLM) must get, so that eac
 expanded exactly once (TRL issue #6294: expanded ids plus the images get expanded twice).
 
 Why in ``agents``: this is the policy side of the loop (tokenizer, generation, sampling
-log-probs); ``vtb_env`` stays free of torch, and ``rewards`` only scores records.
+log-probs); ``vtb_env`` stays free of torch, and ``rewards`` only scores records. The generators
+live in ``vtb_agents.generation`` and the renderer in ``vtb_agents.chat_render``; both are
+re-exported here.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Sequence
 
 from PIL import Image
 
+from vtb_agents.chat_render import ChatRenderer, policy_view, set_image_view
+from vtb_agents.generation import Generation, Generator, HFGenerator, VLLMGenerator, is_processor, vision_inputs
 from vtb_env.batch import EnvPool
-from vtb_env.observation import map_image_parts
-from vtb_env.ocr_view import make_view
 from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.grpo import group_advantages
 from vtb_rewards.mode import ConfusionMatrix, Outcome, mode_outcome
-
-
-@dataclass
-class Generation:
-    """What the policy produced for one prompt: its tokens and their sampling log-probs."""
-
-    token_ids: list[int]
-    logprobs: list[float]
-
-
-class Generator(Protocol):
-    """Samples one continuation per prompt (token ids in, token ids out).
-
-    ``images[i]`` are the images of prompt ``i`` in the order of its image placeholders (None for
-    text-only policies). ``prompts`` carry each image's tokens expanded (what the model reads and the
-    loss is computed on), unless the generator has ``expands_images = True``: it hands raw images to
-    an engine that expands each placeholder itself, so it gets ``Episode.placeholder_ids``.
-    """
-
-    def __call__(
-        self, prompts: Sequence[list[int]], images: Sequence[list[Image.Image]] | None = None
-    ) -> list[Generation]: ...
-
-
-def is_processor(processing_class: Any) -> bool:
-    """True for a multimodal processor (it has an image processor), False for a tokenizer."""
-    return getattr(processing_class, "image_processor", None) is not None
-
-
-def vision_inputs(processor: Any, input_ids: Any, images: Sequence[Sequence[Image.Image]]) -> dict[str, Any]:
-    """The model's pixel inputs for a batch of token rows, from each row's images in placeholder order.
-
-    Empty when no row has an image. The layouts are the image processor's own (per-row padded for
-    Idefics3, flat for LLaVA, patches + ``image_grid_thw`` for Qwen-VL, whose M-RoPE also needs
-    ``mm_token_type_ids`` marking the image tokens, as TRL builds it for tool images).
-    """
-    if not any(images):
-        return {}
-    inputs = dict(processor.image_processor(images=[list(row) for row in images], return_tensors="pt"))
-    if "image_grid_thw" in inputs:
-        image_token_id = processor.tokenizer.convert_tokens_to_ids(processor.image_token)
-        inputs["mm_token_type_ids"] = (input_ids == image_token_id).long().cpu()
-    return {key: value.to(input_ids.device) for key, value in inputs.items()}
-
-
-class HFGenerator:
-    """Sampling with ``model.generate`` (left-padded batch); continuations are cut after the first stop token.
-
-    ``processing_class`` is the tokenizer, or for a vision-language model its processor (the
-    prompts' images then go to ``generate`` as pixel inputs).
-    """
-
-    def __init__(
-        self,
-        model: Any,
-        processing_class: Any,
-        *,
-        max_new_tokens: int = 256,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-    ):
-        self.model = model
-        self.processor = processing_class if is_processor(processing_class) else None
-        tokenizer = getattr(processing_class, "tokenizer", processing_class)
-        self.max_new_tokens, self.temperature, self.top_p = max_new_tokens, temperature, top_p
-        eos = model.generation_config.eos_token_id
-        self.stop_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(self.stop_ids))
-
-    def __call__(
-        self, prompts: Sequence[list[int]], images: Sequence[list[Image.Image]] | None = None
-    ) -> list[Generation]:
-        import torch
-
-        if not prompts:
-            return []
-        width = max(len(p) for p in prompts)
-        device = next(self.model.parameters()).device
-        input_ids = torch.tensor([[self.pad_id] * (width - len(p)) + list(p) for p in prompts], device=device)
-        attention_mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
-        pixels = vision_inputs(self.processor, input_ids, images) if self.processor is not None and images else {}
-        was_training = self.model.training
-        self.model.eval()
-        with torch.no_grad():
-            out = self.model.generate(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                **pixels,
-                do_sample=True,
-                temperature=self.temperature,
-                top_p=self.top_p,
-                max_new_tokens=self.max_new_tokens,
-                pad_token_id=self.pad_id,
-                return_dict_in_generate=True,
-                output_scores=True,
-            )
-        self.model.train(was_training)
-        new = out.sequences[:, width:]
-        logps = torch.stack(out.scores, dim=1).float().log_softmax(-1).gather(-1, new.unsqueeze(-1)).squeeze(-1)
-        generations = []
-        for ids, lps in zip(new.tolist(), logps.tolist(), strict=True):
-            end = next((i + 1 for i, t in enumerate(ids) if t in self.stop_ids), len(ids))
-            generations.append(Generation(ids[:end], lps[:end]))
-        return generations
-
-
-class VLLMGenerator:
-    """Generation through a TRL trainer's vLLM engine (``use_vllm=True``, colocate or server mode).
-
-    What vLLM gets for a VLM (TRL 1.16): in colocate mode TRL hands each row's ids and raw images to
-    vLLM, whose processor expands every image placeholder, so the rows are ``Episode.placeholder_ids``
-    (``expands_images``). In server mode TRL processes the images on the server and places their
-    features on the runs of image tokens in the ids, one run per image (``_place_features`` checks the
-    count), so the rows are the expanded ids the loss is computed on and vLLM expands nothing.
-    Either way vLLM's prompt is the episode's expanded sequence, each image expanded once
-    (``tests/integration/test_vllm_vlm_rollout.py`` checks it against a real vLLM server).
-    """
-
-    def __init__(self, trainer: Any):
-        self.trainer = trainer
-        self.expands_images = trainer.vllm_generation.mode == "colocate"
-
-    def __call__(
-        self, prompts: Sequence[list[int]], images: Sequence[list[Image.Image]] | None = None
-    ) -> list[Generation]:
-        images = [list(row) or None for row in images] if images and any(images) else None
-        _, completion_ids, logprobs, _ = self.trainer.vllm_generation.generate(list(prompts), images, num_generations=1)
-        return [
-            Generation(list(ids), [row[0] for row in lps]) for ids, lps in zip(completion_ids, logprobs, strict=True)
-        ]
-
-
-def policy_view(processing_class: Any) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
-    """The observation view the policy's tokenizer asks for with ``image_view`` in its config (one of
-    ``vtb_env.ocr_view.VIEWS``, sharing ``ocr_view.default_cache()``), or None."""
-    tokenizer = getattr(processing_class, "tokenizer", processing_class)
-    return make_view((getattr(tokenizer, "init_kwargs", None) or {}).get("image_view"))
-
-
-class ChatRenderer:
-    """The policy's chat template applied to env messages; image parts become ``{"type": "image"}``.
-
-    With a processor (vision-language policy) ``encode`` expands each image placeholder into the
-    model's image tokens for the given images; with a tokenizer placeholders stay text.
-    ``view``: applied to every observation before it is rendered (``start_episode``, ``append_env_reply``);
-    by default the one the policy's tokenizer asks for (``policy_view``), e.g. ``vtb_env.ocr_view.OcrView``
-    for a text policy that reads the images' words.
-    """
-
-    def __init__(
-        self,
-        processing_class: Any,
-        *,
-        view: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-        **template_kwargs: Any,
-    ):
-        self.processor = processing_class if is_processor(processing_class) else None
-        self.tokenizer = getattr(processing_class, "tokenizer", processing_class)
-        self.view = view if view is not None else policy_view(processing_class)
-        self.template_kwargs = template_kwargs
-
-    def shown(self, observation: dict[str, Any]) -> dict[str, Any]:
-        """The observation as the policy is shown it (through ``view``)."""
-        return self.view(observation) if self.view is not None else observation
-
-    @property
-    def is_vision(self) -> bool:
-        return self.processor is not None
-
-    def text(
-        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], add_generation_prompt: bool
-    ) -> str:
-        return self.tokenizer.apply_chat_template(
-            [_plain_images(m) for m in messages],
-            tools=list(tools) or None,
-            tokenize=False,
-            add_generation_prompt=add_generation_prompt,
-            **self.template_kwargs,
-        )
-
-    def encode(self, text: str, images: Sequence[Image.Image] = ()) -> list[int]:
-        """Token ids of ``text``; for a VLM, ``images`` are those of its placeholders, in order."""
-        if not self.is_vision:
-            return self.placeholder_tokens(text)
-        placeholders = text.count(self.processor.image_token)
-        if placeholders != len(images):
-            raise ValueError(
-                f"the rendered text has {placeholders} image placeholders ({self.processor.image_token!r}) "
-                f"but {len(images)} images arrived with it"
-            )
-        if not images:
-            return self.placeholder_tokens(text)
-        return list(self.processor(text=[text], images=[list(images)], add_special_tokens=False)["input_ids"][0])
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
-
-    def placeholder_tokens(self, text: str) -> list[int]:
-        """Token ids of ``text`` with each image placeholder left as is (tokenizer only, no image processor)."""
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def appended_text(
-        self, before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
-    ) -> str:
-        """Text the template adds going from ``before`` (ending with the policy's message) to ``after`` +
-        generation prompt."""
-        head = self.text(before, tools, add_generation_prompt=False)
-        full = self.text(after, tools, add_generation_prompt=True)
-        if not full.startswith(head):
-            raise ValueError(
-                "the chat template is not prefix-preserving: appending messages rewrote earlier text, "
-                "so env tokens cannot be isolated"
-            )
-        return full[len(head) :]
-
-
-def _plain_images(message: dict[str, Any]) -> dict[str, Any]:
-    return map_image_parts([message], lambda part, index: {"type": "image"})[0]
 
 
 @dataclass
@@ -471,3 +255,21 @@ def summarize_rollouts(episodes: Sequence[Episode], group_size: int) -> dict[str
     metrics["episode/length_truncated"] = sum(e.length_truncated for e in episodes) / n
     metrics["episode/seconds"] = sum(e.seconds for e in episodes) / n
     return metrics
+
+
+__all__ = [
+    "ChatRenderer",
+    "Episode",
+    "Generation",
+    "Generator",
+    "HFGenerator",
+    "VLLMGenerator",
+    "append_env_reply",
+    "is_processor",
+    "policy_view",
+    "run_episodes",
+    "set_image_view",
+    "start_episode",
+    "summarize_rollouts",
+    "vision_inputs",
+]
