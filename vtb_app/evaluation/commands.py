@@ -190,8 +190,8 @@ def _evaluate(args: argparse.Namespace, ablation: str, samples: int, store: Any 
     from vtb_agents.ablations import ablate_agent
     from vtb_app.evaluation.console import print_comparison
     from vtb_app.evaluation.judging import episode_reward
-    from vtb_app.evaluation.metrics import task_index
     from vtb_app.evaluation.runner import evaluate
+    from vtb_app.evaluation.runs import task_index
     from vtb_app.evaluation.specs import SpecError, make_agent
     from vtb_env.config import EnvConfig
     from vtb_env.env import VisualToolBenchEnv
@@ -367,8 +367,8 @@ def _evaluate_on_ray(
 
 def run_label_modes(args: argparse.Namespace) -> int:
     """The text-only pass as a `no_tools` eval run, then one label per task whose judging is complete."""
-    from vtb_app.evaluation.metrics import Run
     from vtb_app.evaluation.modes import run_model, text_only_results
+    from vtb_app.evaluation.runs import Run
 
     code, out, tasks = _evaluate(args, "no_tools", args.samples)
     if not tasks:

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from vtb_app.evaluation.cells import Cell, Table, ci_cell, mark_best, metric_cell, number_cell, render_text
-from vtb_app.evaluation.metrics import Run, summarize_run
+from vtb_app.evaluation.metrics import summarize_run
 from vtb_app.evaluation.modes import pick_labels
+from vtb_app.evaluation.runs import Run
 from vtb_app.evaluation.tables import partial_note, reward_cell, scoring_note
 
 CONSOLE_WIDTH = 100

@@ -20,8 +20,8 @@ from markupsafe import Markup
 from PIL import Image
 
 from vtb_app.evaluation.cells import BEST, SECOND, Cell, Table
-from vtb_app.evaluation.metrics import Run
 from vtb_app.evaluation.records import episode_calls, run_image_path
+from vtb_app.evaluation.runs import Run
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("vtb_app.evaluation", "templates"),

@@ -20,14 +20,12 @@ under both readings.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from vtb_app.evaluation.records import episode_calls, judging_complete
+from vtb_app.evaluation.runs import Run
 from vtb_env.toolsets import LOOKUP_TOOLS
 from vtb_rewards.mode import ModeLabelStore, call_counts, counted_tools, label_from_text_only
-
-if TYPE_CHECKING:
-    from vtb_app.evaluation.metrics import Run
 
 LABEL_RULES = ("any", "majority")
 MCC_READINGS = ("any", "vision")
@@ -50,7 +48,7 @@ def used_tools(record: Mapping[str, Any], reading: str = "any") -> bool:
     )
 
 
-def text_only_results(run: "Run", rule: str = "any") -> dict[str, bool]:
+def text_only_results(run: Run, rule: str = "any") -> dict[str, bool]:
     """Task id -> "solved without tools" from a text-only run's samples, by ``rule`` (module doc);
     tasks whose outcome the rule cannot decide yet (episodes failed, never ran, or judged
     incompletely) are left out: rerun them with ``--resume``."""
@@ -83,7 +81,7 @@ def text_only_results(run: "Run", rule: str = "any") -> dict[str, bool]:
     return decided
 
 
-def mode_labels_from_text_only(run: "Run", rule: str = "any") -> dict[str, str]:
+def mode_labels_from_text_only(run: Run, rule: str = "any") -> dict[str, str]:
     """Per-task labels from a text-only run (seed 000): solved without tools -> tool_redundant."""
     return {task_id: label_from_text_only(passed) for task_id, passed in text_only_results(run, rule).items()}
 
@@ -117,7 +115,7 @@ def run_model(config: Mapping[str, Any]) -> str | None:
     return str(agent) if agent else None
 
 
-def pick_labels(runs: Iterable["Run"], store: ModeLabelStore | None = None, rule: str = "any") -> list[dict[str, str]]:
+def pick_labels(runs: Iterable[Run], store: ModeLabelStore | None = None, rule: str = "any") -> list[dict[str, str]]:
     """Mode labels for each run (in order): the store's labels of the run's model when a store is
     given, else those of a text-only (``no_tools``) run of the same model among ``runs`` by ``rule``."""
     runs = list(runs)

@@ -8,9 +8,10 @@ from typing import Sequence
 
 from vtb_app.evaluation.cells import render_text, table_marks
 from vtb_app.evaluation.html import write_html
-from vtb_app.evaluation.metrics import Run, summarize_run
+from vtb_app.evaluation.metrics import summarize_run
 from vtb_app.evaluation.modes import pick_labels
 from vtb_app.evaluation.plots import write_plots
+from vtb_app.evaluation.runs import Run
 from vtb_app.evaluation.tables import all_tables
 from vtb_rewards.mode import ModeLabelStore
 

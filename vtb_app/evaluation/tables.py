@@ -22,13 +22,8 @@ from vtb_app.evaluation.cells import (
     number_cell,
     pct,
 )
-from vtb_app.evaluation.metrics import (
-    DOMAIN_COLUMNS,
-    OTHER_DOMAIN,
-    PROCESS_METRICS,
-    REWARD_COMPONENTS,
-    TURNCASES,
-)
+from vtb_app.evaluation.metrics import PROCESS_METRICS, REWARD_COMPONENTS, TURNCASES
+from vtb_app.evaluation.runs import DOMAIN_COLUMNS, OTHER_DOMAIN
 from vtb_app.evaluation.stats import BOOTSTRAP_RESAMPLES
 from vtb_rewards.process import ERROR_TYPES
 
