@@ -359,7 +359,8 @@ def test_v3_decoys_look_alike_and_name_nothing_the_task_asks():
     vocabulary as key documents do, so over many draws every label turns up on both (a reader who does not
     know the question cannot tell a key page from a decoy page by its words)."""
     from vtb_env.synth.decoys import decoy_scene, vocabulary_kind
-    from vtb_env.synth.scenes import KINDS, make_scene
+    from vtb_env.synth.kinds import KINDS
+    from vtb_env.synth.scenes import make_scene
 
     for name, kind in KINDS.items():
         vocabulary = vocabulary_kind(name)

@@ -12,7 +12,7 @@ import functools
 import re
 
 from vtb_env.synth.decoys import DECOY_LAB_TESTS, DECOY_LABELS
-from vtb_env.synth.scenes import KINDS, TOWNS
+from vtb_env.synth.kinds import KINDS, TOWNS
 
 CLOSE = 0.8  # similarity (difflib ratio, case-blind) a misread needs to its name
 MARGIN = 0.05  # ... and by how much it must beat the next closest name

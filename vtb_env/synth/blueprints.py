@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from vtb_env.synth.decoys import vocabulary_kind
-from vtb_env.synth.scenes import KINDS, Entry, Kind, Scene
+from vtb_env.synth.kinds import KINDS, Kind
+from vtb_env.synth.scenes import Entry, Scene
 from vtb_env.synth.templates import Wording
 
 

@@ -19,7 +19,8 @@ import numpy as np
 
 from vtb_env.synth import templates as prompts
 from vtb_env.synth.blueprints import Ask, Blueprint, Options, final_rubric, n_entries, read_rubric, running_sums
-from vtb_env.synth.scenes import DOMAIN_KINDS, Scene, make_scene, route_towns
+from vtb_env.synth.kinds import DOMAIN_KINDS
+from vtb_env.synth.scenes import Scene, make_scene, route_towns
 
 PYTHON_TOOL = "python_interpreter"
 KM_PER_MILE = 1.609344

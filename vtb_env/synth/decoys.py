@@ -16,7 +16,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from vtb_env.synth.scenes import KINDS, LAB_TESTS, TOWNS, Entry, Kind, Scene, make_scene, positive_lab_value
+from vtb_env.synth.kinds import KINDS, LAB_TESTS, TOWNS, Kind, positive_lab_value
+from vtb_env.synth.scenes import Entry, Scene, make_scene
 
 # The second half of each kind's vocabulary (v3, twins 3.1: key documents draw from both halves, see
 # ``vocabulary_kind``); each kind's two halves hold at least 18 labels, twice the most rows a document has.

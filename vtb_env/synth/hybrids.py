@@ -23,7 +23,8 @@ from vtb_env.synth.blueprints import (
     text,
 )
 from vtb_env.synth.computed import python_task
-from vtb_env.synth.scenes import DOMAIN_KINDS, LAB_TESTS, make_scene, route_towns
+from vtb_env.synth.kinds import DOMAIN_KINDS, LAB_TESTS
+from vtb_env.synth.scenes import make_scene, route_towns
 
 LOOKUP_SHARE = 0.6  # v3: of Generalist and Finance hybrids (v1, v2: 0.5); lookups have no twin (see docs/synth.md)
 PYTHON_SHARE = 0.5  # v3: of the other hybrids, computations done in code (python_interpreter)

@@ -22,7 +22,8 @@ from typing import Callable
 from vtb_env.synth import reference_data as ref
 from vtb_env.synth import templates
 from vtb_env.synth.blueprints import ROW_WORDS, Blueprint
-from vtb_env.synth.scenes import LAB_TESTS, Entry, Scene, route_towns
+from vtb_env.synth.kinds import LAB_TESTS
+from vtb_env.synth.scenes import Entry, Scene, route_towns
 
 
 class PremiseFailure(Exception):

@@ -49,7 +49,8 @@ from vtb_env.answer_values import (
     scan,
 )
 from vtb_env.synth.blueprints import ROW_WORDS, Ask, Blueprint, RubricSpec
-from vtb_env.synth.scenes import DOMAIN_KINDS, KINDS, Scene
+from vtb_env.synth.kinds import DOMAIN_KINDS, KINDS
+from vtb_env.synth.scenes import Scene
 from vtb_env.synth.templates import CLARIFY_DETAIL, VAGUE
 
 _OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
