@@ -1,4 +1,4 @@
-"""Numbers people can publish, round 2 (issue 26), each through the `vtb` CLI: spread over samples,
+"""Numbers people can publish (issue 26), each through the `vtb` CLI: spread over samples,
 bootstrap CI, pass@k / pass^k, n per cell, paper decimals and best / second-best marks in Markdown,
 HTML (headless Chromium) and summary JSON; partial judging made visible; reasoning-model judges;
 D13; mode labels from multi-sample text-only runs; the MCC reading; image operations from the AST."""
