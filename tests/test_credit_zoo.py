@@ -112,3 +112,22 @@ def test_a_call_block_that_never_ran_earns_exactly_what_no_call_earns(tasks):
     assert scores["unexecuted_call (TRL)"] == scores["golden (TRL)"]
     assert scores["unexecuted_call (verl)"] == scores["golden (verl)"]
     assert any(score > 0 for score in scores["golden (verl)"])
+
+
+@pytest.mark.parametrize(
+    ("value", "shown", "output", "revealed"),
+    [
+        ("77.4", "Ferritin", "Ferritin 774", True),  # the reader lost the point: the output still shows the fact
+        ("77.4", "Ferritin 774", "Ferritin 774", False),  # the same reading as shown reveals nothing
+        ("77.4", "Ferritin", "Ferritin 77.4", True),
+        ("7.5", "Urea", "Urea 75", False),  # two digits: "75" is too common a number to stand for 7.5
+        ("77.4", "Ferritin", "Ferritin 1774", False),  # a longer number is no reading of it
+    ],
+)
+def test_a_value_read_without_its_decimal_point_is_judged_alike_in_the_picture_and_the_output(
+    value, shown, output, revealed
+):
+    from vtb_env.reveal import revealed_by
+
+    fact = {"text": value, "names": ["Ferritin"] if "Ferritin" in shown else ["Urea"]}
+    assert revealed_by(fact, shown, output) is revealed

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
@@ -57,14 +58,29 @@ def numbers_in(text: str) -> set[float]:
     return {float(value) for value in values_of(text, NUMBER)}
 
 
+MIN_DOTLESS_DIGITS = 3  # "77.4" read as "774" still shows the fact; "7.5" as "75" is too common a number
+
+
+def _spellings(fact: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The fact as printed, and its value with the decimal point lost (Tesseract often drops a small point:
+    "77.4" reads "774"). The same spellings are looked for in the picture as shown and in the output, so a
+    call that only re-shows the picture still reveals nothing."""
+    text = str(fact["text"])
+    dotless = re.sub(r"(?<=\d)\.(?=\d)", "", text)
+    if dotless == text or sum(c.isdigit() for c in dotless) < MIN_DOTLESS_DIGITS:
+        return [fact]
+    return [fact, {**fact, "text": dotless}]
+
+
 def revealed_by(fact: Mapping[str, Any], shown: str, output: str) -> bool:
     """Does ``output`` (the reader's text of a returned image) show ``fact`` in a way ``shown`` (its text of the
     task's picture) does not? Its value where the picture shows it nowhere, or value and names where the
-    picture lacks some of them."""
-    value_shown = ocr.contains(shown, fact["text"])
-    if not value_shown and ocr.contains(output, fact["text"]):
+    picture lacks some of them (each in any of the fact's ``_spellings``)."""
+    spellings = _spellings(fact)
+    value_shown = any(ocr.contains(shown, f["text"]) for f in spellings)
+    if not value_shown and any(ocr.contains(output, f["text"]) for f in spellings):
         return True
-    return not fact_read(shown, fact) and fact_read(output, fact)
+    return not any(fact_read(shown, f) for f in spellings) and any(fact_read(output, f) for f in spellings)
 
 
 def lookup_values(task: Task, turn: int) -> set[float]:
