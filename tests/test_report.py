@@ -113,6 +113,26 @@ def test_html_report_fits_the_page_and_stays_small(report, chromium, tmp_path):
     assert sides and max(sides) <= 360  # the size the page shows them at
 
 
+@pytest.mark.slow
+def test_html_notes_sit_below_the_scroll_bar_of_their_table(report, chromium, tmp_path):
+    """A table wider than the window scrolls in its box; its notes start below that box, scroll bar included."""
+    measured = tmp_path / "measured.html"
+    probe = """<script>
+    const blocks = [...document.querySelectorAll('.table-block')].filter(b => b.querySelector('p.note'));
+    const gaps = blocks.map(b => b.querySelector('p.note').getBoundingClientRect().top
+                                 - b.querySelector('.wide').getBoundingClientRect().bottom);
+    const wide = [...document.querySelectorAll('.table-block .wide')].filter(w => w.scrollWidth > w.clientWidth);
+    document.body.dataset.gaps = gaps.map(Math.round).join(',');
+    document.body.dataset.scrolling = wide.length;
+    </script>"""
+    measured.write_text((report / "report.html").read_text().replace("</body>", probe + "</body>"))
+    common = [chromium, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", measured.as_uri()]
+    dom = subprocess.run([*common, "--window-size=1400,2000"], capture_output=True, text=True, timeout=90).stdout
+    gaps = [int(gap) for gap in re.search(r'data-gaps="([^"]*)"', dom).group(1).split(",")]
+    assert int(re.search(r'data-scrolling="(\d+)"', dom).group(1)) >= 1  # the overall table scrolls at 1400 px
+    assert len(gaps) >= 5 and min(gaps) >= 0, gaps
+
+
 def test_judge_and_report_stay_inside_their_run_directories(tmp_path):
     """Issue 11 item 14: a records.jsonl with crafted image paths (absolute, `..`, links) makes
     `vtb judge` and `vtb report` neither read nor write anything outside their run directories."""
