@@ -28,7 +28,7 @@ from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
 from vtb_env.loaders import load_tasks
 from vtb_env.ray_cluster import connect, import_ray
-from vtb_env.sandbox.pool import close_shared
+from vtb_env.sandbox.shared import close_shared
 from vtb_rewards.compose import RewardConfig
 
 

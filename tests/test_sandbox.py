@@ -366,15 +366,15 @@ def test_concurrent_calls_from_threads():
 
 
 def test_each_forked_process_gets_its_own_pool():
-    from vtb_env.sandbox import pool
+    from vtb_env.sandbox import shared
 
-    sb = pool.shared_sandbox("image")
+    sb = shared.shared_sandbox("image")
     assert sb.run("print(1)").stdout == "1\n"
     read_end, write_end = os.pipe()
     child = os.fork()
     if child == 0:  # a worker made by fork, like gymnasium's AsyncVectorEnv
         try:
-            mine = pool.shared_sandbox("image")
+            mine = shared.shared_sandbox("image")
             ok = mine is not sb and mine.run("print(2)").stdout == "2\n"
             os.write(write_end, b"ok" if ok else b"no")
         finally:

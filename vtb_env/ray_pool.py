@@ -35,7 +35,7 @@ class EnvHost:
 
     def __init__(self, count: int, env_kwargs: Mapping[str, Any], tasks: Any = None):
         from vtb_env.env import VisualToolBenchEnv
-        from vtb_env.sandbox.pool import PROFILES, shared_sandbox
+        from vtb_env.sandbox.shared import PROFILES, shared_sandbox
 
         for profile in PROFILES:  # one slot per environment held: each runs at most one call at a time
             shared_sandbox(profile, slots=count)

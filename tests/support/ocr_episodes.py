@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from vtb_agents.ocr_baseline import OcrBaselineAgent
-from vtb_app.evaluation.runner import run_episode
+from vtb_app.evaluation.playing import run_episode
 from vtb_env.env import VisualToolBenchEnv
 from vtb_env.tasks import Task
 from vtb_env.tools.base import ToolRegistry

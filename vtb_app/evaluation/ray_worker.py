@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from vtb_app.evaluation.judging import JudgePasses, rejudge_item
+from vtb_app.evaluation.playing import ImageStore
 from vtb_app.evaluation.records import encode_record
-from vtb_app.evaluation.runner import _ImageStore, evaluate_item
+from vtb_app.evaluation.runner import evaluate_item
 from vtb_app.evaluation.specs import JudgeOptions, SpecError
 from vtb_env.config import EnvConfig
 from vtb_env.tasks import Task
@@ -63,7 +64,7 @@ class EpisodeWorker:
         from vtb_agents.ablations import ablate_agent
         from vtb_app.evaluation.judging import episode_reward
         from vtb_app.evaluation.specs import judge_from_spec, make_agent
-        from vtb_env.sandbox.pool import PROFILES, shared_sandbox
+        from vtb_env.sandbox.shared import PROFILES, shared_sandbox
         from vtb_env.tools import default_tools
 
         for profile in PROFILES:  # sized to the node before any tool creates them with the default size
@@ -74,7 +75,7 @@ class EpisodeWorker:
         self.shared_fs = _reads_token(run_path / "images" / NODE_CHECK, node_token)
         self.scratch = None if self.shared_fs else Path(tempfile.mkdtemp(prefix="vtb-ray-episodes-"))
         home = run_path if self.shared_fs else self.scratch
-        self.store = _ImageStore(home) if spec.save_images else None
+        self.store = ImageStore(home) if spec.save_images else None
         cache_path = home / "judge_cache.sqlite" if spec.judge != "exact" else None
         self.judge = judge_from_spec(spec.judge, cache_path=cache_path, options=spec.judge_options)
         self.agent = ablate_agent(make_agent(spec.agent, **spec.agent_options), spec.ablation)

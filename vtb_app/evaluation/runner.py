@@ -6,14 +6,13 @@ and share the agent and the judge. A finished item is judged and appended to
 ``resume=True`` skips the keys that already have a completely judged ``ok`` record, judges
 incompletely judged ones again, and retries the errors. Any failure while playing, judging,
 building or writing one item becomes that item's ``error`` record; it never stops the run.
+One episode's loop through the env is ``playing.play_episode``.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import io
-import os
 import threading
 import time
 import traceback
@@ -24,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from vtb_agents.base import Agent, summarize_calls
 from vtb_app.evaluation.judging import JudgePasses, judge_record, rejudge_item, reward_judged
+from vtb_app.evaluation.playing import ImageStore, PlayedEpisode, play_episode
 from vtb_app.evaluation.progress import Progress
 from vtb_app.evaluation.records import (
     RECORDS_FILE,
@@ -37,13 +37,11 @@ from vtb_app.evaluation.records import (
 )
 from vtb_env.image_names import turn_image_names
 from vtb_env.tasks import ModeLabel, Task
-from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.compose import RewardConfig
 from vtb_rewards.judge.judge import Judge
 from vtb_rewards.mode import needs_lookup, reference_tools
 
 EnvFactory = Callable[[Sequence[Task]], Any]  # tasks -> a VisualToolBenchEnv
-MAX_STEPS_PER_TURN = 64  # a policy that never answers and never hits the cap cannot hang a run
 
 
 def ok_record(played: PlayedEpisode, judged: Mapping[str, Any], mode_label: str | None = None) -> dict[str, Any]:
@@ -90,87 +88,6 @@ def task_summary(task: Task) -> dict[str, Any]:
     }
 
 
-class _ImageStore:
-    """Images the model saw or made, stored once per content hash under ``run_dir/images``."""
-
-    def __init__(self, run_dir: Path):
-        self.dir = run_dir / "images"
-        self.dir.mkdir(parents=True, exist_ok=True)
-
-    def save(self, observation: Mapping[str, Any], hashes: Mapping[str, str], files: dict[str, str]) -> None:
-        for name, image in zip(observation.get("image_names") or (), observation.get("images") or (), strict=False):
-            if name in files:
-                continue
-            digest = hashes.get(name) or hashlib.sha256(name.encode()).hexdigest()
-            relpath = f"images/{digest[:32]}.png"
-            target = self.dir.parent / relpath
-            if not target.exists():
-                buffer = io.BytesIO()
-                image.save(buffer, format="PNG")
-                tmp = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")  # Ray workers write here too
-                tmp.write_bytes(buffer.getvalue())
-                tmp.replace(target)
-            files[name] = relpath
-
-
-def _image_hashes(record: EpisodeRecord) -> dict[str, str]:
-    hashes = {image["name"]: image["sha256"] for image in record.metadata.get("images", [])}
-    for call in record.tool_calls:
-        hashes.update({image["name"]: image["sha256"] for image in call.images})
-    return hashes
-
-
-@dataclass
-class PlayedEpisode:
-    """One finished episode: its record, the stored image files, and what the env returned at the end."""
-
-    record: EpisodeRecord
-    image_files: dict[str, str]  # image name -> file under the run dir
-    truncated: bool
-    reward: float  # the env's composed per-episode reward (vtb_rewards.compose)
-    reward_components: dict[str, float] | None  # info["reward_components"]; None when the reward failed
-    reward_error: str | None
-    reward_details: dict[str, Any] | None = None  # info["reward_details"]: the reward's verdicts and task score
-
-
-def play_episode(
-    env: Any, agent: Agent, task: Task, store: _ImageStore | None = None, seed: int | None = None
-) -> PlayedEpisode:
-    """Run one episode of ``task`` with ``agent`` through ``env`` to its end."""
-    observation, info = env.reset(seed=seed, options={"task_id": task.id})
-    files: dict[str, str] = {}
-    steps = 0
-    while True:
-        if store is not None:
-            store.save(observation, _image_hashes(info["record"]), files)
-        action = agent.act(observation)
-        observation, reward, terminated, truncated, info = env.step(action)
-        steps += 1
-        if terminated or truncated:
-            break
-        if steps >= MAX_STEPS_PER_TURN * len(task.turns):
-            raise RuntimeError(f"episode exceeded {steps} steps without ending")
-    if store is not None:
-        store.save(observation, _image_hashes(info["record"]), files)
-    return PlayedEpisode(
-        info["record"],
-        files,
-        bool(truncated),
-        float(reward),
-        info.get("reward_components"),
-        info.get("reward_error"),
-        info.get("reward_details"),
-    )
-
-
-def run_episode(
-    env: Any, agent: Agent, task: Task, store: _ImageStore | None = None, seed: int | None = None
-) -> tuple[EpisodeRecord, dict[str, str], bool]:
-    """One episode: (the record, image name -> stored file, truncated); ``play_episode`` has the reward too."""
-    played = play_episode(env, agent, task, store, seed)
-    return played.record, played.image_files, played.truncated
-
-
 @dataclass
 class EvalResult:
     run_dir: Path
@@ -199,7 +116,7 @@ def evaluate_item(
     seed: int | None,
     scoring: RewardConfig,
     passes: JudgePasses,
-    store: _ImageStore | None,
+    store: ImageStore | None,
     config_hash: str,
     identity: Mapping[str, Any] | None,
     mode_labels: Mapping[str, ModeLabel],
@@ -370,7 +287,7 @@ def evaluate(
     path = run_dir / RECORDS_FILE
     plan = plan_run(tasks, samples, path, resume)
     by_id = {task.id: task for task in tasks}
-    store = _ImageStore(run_dir) if save_images else None
+    store = ImageStore(run_dir) if save_images else None
     local = threading.local()
     envs: list[Any] = []
     envs_lock = threading.Lock()

@@ -45,9 +45,10 @@ from vtb_app.errors import error_kind
 from vtb_app.evaluation.console import print_comparison
 from vtb_app.evaluation.failures import print_failures, run_failures
 from vtb_app.evaluation.judging import episode_reward, judge_episode, reward_judged
-from vtb_app.evaluation.metrics import task_index
+from vtb_app.evaluation.playing import PlayedEpisode
 from vtb_app.evaluation.records import RECORDS_FILE, RunLog, latest_records, ok_keys, record_key, write_config
-from vtb_app.evaluation.runner import PlayedEpisode, ok_record, task_summary
+from vtb_app.evaluation.runner import ok_record, task_summary
+from vtb_app.evaluation.runs import task_index
 from vtb_env.reward import score_episode
 from vtb_env.tasks import Task
 from vtb_env.trajectory import EpisodeRecord, StepRecord, ToolCallRecord, TurnRecord

@@ -38,6 +38,30 @@ def server_python_path() -> str:
     return os.pathsep.join(dict.fromkeys(entries))
 
 
+def clean_environment() -> dict[str, str]:
+    """The fork server's whole environment: no keys, tokens or user settings reach it.
+
+    ``PYTHONPATH`` is this interpreter's own ``sys.path`` entries (paths, not secrets), so the server
+    imports the same libraries as the process that started it, less the project's source roots."""
+    return {
+        "PATH": "/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": "/nonexistent",
+        "PYTHONPATH": server_python_path(),
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "MPLBACKEND": "Agg",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "NUMEXPR_NUM_THREADS": "1",
+        # glibc reserves 64 MiB of address space per malloc arena, and how many a call's threads create
+        # depends on how they happen to interleave: two arenas make RLIMIT_AS measure what the code allocates
+        "MALLOC_ARENA_MAX": "2",
+    }
+
+
 def _site_dir(path: str) -> str:
     """``path`` when it is an installation directory (site- or dist-packages), which other libraries share."""
     return os.path.realpath(path) if os.path.basename(path) in ("site-packages", "dist-packages") else ""

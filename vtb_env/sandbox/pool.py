@@ -1,14 +1,12 @@
-"""The pool: fork-server slots behind a thread-safe ``Sandbox.run``, one pool per process.
+"""The pool: fork-server slots behind a thread-safe ``Sandbox.run``.
 
-``shared_sandbox(profile)`` returns this process's pool for a profile ("image": PIL, NumPy,
-OpenCV; "interpreter": the same plus pandas, SciPy, SymPy, scikit-learn, tabulate and
-BeautifulSoup), started lazily and closed at exit. A process made by fork (e.g. a gymnasium
-AsyncVectorEnv worker) forgets its parent's pools and starts its own.
+Each slot is one fork server (``boot.py`` starts it, ``server.py`` serves it), spoken to over ``protocol``;
+a slot whose server failed is replaced on its next call. This process's shared pools, one per profile,
+are ``vtb_env.sandbox.shared``.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import queue
@@ -20,33 +18,13 @@ from dataclasses import asdict, dataclass, field
 from typing import BinaryIO, Mapping, Sequence
 
 from vtb_env.sandbox import cleanup, identity, protocol
-from vtb_env.sandbox.boot import BOOT_SCRIPT, project_dirs, server_python_path
+from vtb_env.sandbox.boot import BOOT_SCRIPT, clean_environment, project_dirs
 from vtb_env.sandbox.isolation import OPTIONAL_LAYERS, SHARED_WORK_DIR
 from vtb_env.sandbox.limits import Limits
 from vtb_env.sandbox.normalize import CheckedImage, ImageRequest
 from vtb_env.sandbox.server import CODE_WORK_DIR
 
 IMAGE_MODULES = ("numpy", "PIL.Image", "PIL.ImageEnhance", "PIL.ImageFilter", "PIL.ImageOps", "PIL.ImageDraw", "cv2")
-INTERPRETER_MODULES = IMAGE_MODULES + (
-    "pandas",
-    "scipy",
-    "scipy.stats",
-    "scipy.optimize",
-    "sympy",
-    "sklearn",
-    "tabulate",
-    "bs4",
-    "math",
-    "statistics",
-    "fractions",
-    "decimal",
-    "json",
-    "datetime",
-    "collections",
-    "itertools",
-    "re",
-)
-PROFILES = {"image": IMAGE_MODULES, "interpreter": INTERPRETER_MODULES}
 
 STDERR_TAIL_LINES = 20  # of the server's stderr, quoted when it fails to start or dies
 
@@ -77,30 +55,6 @@ class ExecResult:
     @property
     def setup_failed(self) -> bool:
         return self.exit_code == 125
-
-
-def clean_environment() -> dict[str, str]:
-    """The fork server's whole environment: no keys, tokens or user settings reach it.
-
-    ``PYTHONPATH`` is this interpreter's own ``sys.path`` entries (paths, not secrets), so the server
-    imports the same libraries as the process that started it, less the project's source roots."""
-    return {
-        "PATH": "/usr/bin:/bin",
-        "LANG": "C.UTF-8",
-        "HOME": "/nonexistent",
-        "PYTHONPATH": server_python_path(),
-        "PYTHONNOUSERSITE": "1",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONHASHSEED": "0",
-        "MPLBACKEND": "Agg",
-        "OPENBLAS_NUM_THREADS": "1",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "NUMEXPR_NUM_THREADS": "1",
-        # glibc reserves 64 MiB of address space per malloc arena, and how many a call's threads create
-        # depends on how they happen to interleave: two arenas make RLIMIT_AS measure what the code allocates
-        "MALLOC_ARENA_MAX": "2",
-    }
 
 
 class _Slot:
@@ -377,7 +331,8 @@ class Sandbox:
         for slot in self._slots:
             slot.stop()
 
-    def _forget(self) -> None:
+    def forget(self) -> None:
+        """In a forked child: drop the inherited slots without touching the parent's servers."""
         for slot in self._slots:
             slot.forget()
 
@@ -401,39 +356,3 @@ def default_slot_count() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
-
-
-_shared: dict[str, Sandbox] = {}
-_shared_lock = threading.Lock()
-_shared_pid = os.getpid()
-
-
-def shared_sandbox(profile: str = "image", slots: int | None = None) -> Sandbox:
-    """This process's pool for ``profile`` (created on first use, closed at exit)."""
-    if profile not in PROFILES:
-        raise ValueError(f"unknown sandbox profile {profile!r}; choose from {sorted(PROFILES)}")
-    with _shared_lock:
-        if profile not in _shared:
-            _shared[profile] = Sandbox(slots, preload=PROFILES[profile])
-        return _shared[profile]
-
-
-@atexit.register
-def close_shared() -> None:
-    if os.getpid() != _shared_pid:
-        return
-    for sandbox in list(_shared.values()):
-        sandbox.close()
-    _shared.clear()
-
-
-def _after_fork_in_child() -> None:
-    global _shared_lock, _shared_pid
-    _shared_lock = threading.Lock()
-    _shared_pid = os.getpid()
-    for sandbox in _shared.values():
-        sandbox._forget()
-    _shared.clear()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
