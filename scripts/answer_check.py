@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", type=Path, help="write the result here")
     parser.add_argument("--plot", type=Path, help="write the figure here (matplotlib: the eval extra)")
     parser.add_argument("--eval-only", type=Path, help="only the held-out evaluation of this HF checkpoint")
+    parser.add_argument("--tables", type=Path, nargs="+", help="only print the per-seed tables of these JSON files")
     parser.add_argument("--run", type=Path, help="only summarize this `vtb eval` run (a served model) on --eval-tasks")
     return parser
 
@@ -93,6 +94,31 @@ def plot(result: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def seed_table(result: dict[str, Any], base: dict[str, Any] | None = None) -> str:
+    """A Markdown table per training seed: each stage's held-out greedy figures (sampled mean and spread beside
+    them) and its training CPU seconds; ``base``: the base's figures when this run skipped them."""
+    lines = []
+    base_figures = result["base"]["held_out"]["summary"] if "base" in result else base
+    for seed, stages in result["seeds"].items():
+        lines += [
+            f"seed {seed}:",
+            "",
+            "| stage | train CPU-s | reward | rubric | pass | tasks rubric>0 | sampled rubric (mean ± sd) |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        rows = {"base": {"held_out": {"summary": base_figures}}} if base_figures else {}
+        for name, stage in {**rows, **stages}.items():
+            greedy, sampled = stage["held_out"]["summary"]["greedy"], stage["held_out"]["summary"]["sampled"]
+            cpu = stage.get("train", {}).get("cpu_seconds", 0.0)
+            lines.append(
+                f"| {name} | {cpu:.0f} | {greedy['reward']:.3f} | {greedy['rubric']:.3f} | {greedy['passed']:.3f} | "
+                f"{greedy['tasks_rubric_pos']:.0f}/{greedy['n_tasks']} | "
+                f"{sampled['rubric']:.3f} ± {sampled['rubric_std']:.3f} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
 def _write_json(result: dict[str, Any], path: Path | None) -> None:
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -111,6 +137,11 @@ def _print_summary(summary: dict[str, Any]) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.tables is not None:
+        results = [json.loads(path.read_text()) for path in args.tables]
+        base = next((r["base"]["held_out"]["summary"] for r in results if "base" in r), None)
+        print("\n".join(seed_table(result, base) for result in results))
+        return
     if args.run is not None:
         from vtb_env import loaders
 
