@@ -5,7 +5,7 @@ Before: ``vtb serve --port 99999`` printed two tracebacks; a busy port or a bad 
 extra") with no ``error:`` line; seven argument mistakes exited 70 ("internal error"); ``eval --samples 0``
 exited 0 having done nothing and ``--concurrency 0`` was silently replaced; ``--ray-address
 127.0.0.1:1`` hung for minutes; a missing ``fastapi`` said ``pip install fastapi``; argparse's own
-mistakes printed its usage block (table: docs/evaluation.md).
+mistakes printed its usage block (table: docs/results/evaluation.md).
 """
 
 from __future__ import annotations
