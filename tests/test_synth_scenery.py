@@ -93,7 +93,7 @@ def test_temporal_snapshots_show_the_room_from_a_moved_camera():
 def test_reference_code_output_reads_in_every_face(face):
     """The OCR probe reads the key facts after the reference code on a page printed in ``face``: the first
     tool-required task whose key rows lie, in that face, under a glare or shadow band on the large page
-    (small prints use ``Style.small_face``, covered by the probe figures in docs/synth.md)."""
+    (small prints use ``Style.small_face``, covered by the probe figures in docs/results/synth.md)."""
     from vtb_env.synth.probe import probe_task
 
     task = None
