@@ -13,7 +13,9 @@ in three parts:
 - **Attributions.** A value belongs to the printed name (the world's ``facts``: every row label the pages
   shown so far print) that stands last before it in its sentence, line or table row. The attribution is a
   *true fact* when that name prints the value (on any snapshot shown so far, or in its printed extra: a
-  lab test's reference range).
+  lab test's reference range), or the name that follows it in its sentence does ("28 at Brookfield"). It
+  is *false* when the value is told of a name directly ("Pinecrest has 28", "| Pinecrest | 28 |") that
+  prints another value of its kind, while a third name prints it and the turn's computation does not.
 - **Commitment.** A check is met by what the answer states, not negated, in a statement: working commits
   to nothing, so a transcription of the page (a table, a list, every row in parentheses) answers no question.
 
@@ -24,7 +26,8 @@ What follows for every check (docs/rewards.md, "The claim model"):
   ask is context in working and a second candidate in a statement: a reader who transcribes the page
   without reading the question either commits to nothing or states rivals, and meets nothing.
 - A value in working that is neither in the world nor a true fact (a guess hidden in a table) fails the
-  checks of its kind, as a statement's would.
+  checks of its kind, as a statement's would; so does a false attribution, wherever it stands (one row's
+  value given to another is a misreading, whether the answer or its working says it).
 - A name check reads the name the answer commits to first; a rival name counts for nothing where it is
   working: in a table or list, or with its own printed value in parentheses or in a later sentence than
   the answer (a runner-up: "Jets have the highest score, 82. The runner-up is Dragons at 75.").
@@ -50,6 +53,7 @@ _PARENS = re.compile(r"\([^()\n]*\)")
 # a parenthesis that computes ("(39 km + 7 km + 27 km)") states its values; one that lists them is an aside
 _COMPUTES = re.compile(r"\d\s*(?:[a-z%]+\s*)?(?:[+*/=]|\sx\s)\s*\$?\d", re.I)
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[-'][A-Za-z0-9]+)*")
+BOUND_GAP_WORDS = 4  # "Pinecrest, with a total of 28": a value this close after its name is told of that name
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,8 @@ class Claims:
         self.text, self.values = text, sorted(values, key=lambda v: v.start)
         self.value_starts = [v.start for v in self.values]
         self.printed = {name: _printed(tuple(str(t) for t in texts)) for name, texts in facts.items()}
+        self.all_printed = _printed(tuple(str(t) for texts in facts.values() for t in texts))
+        self.computed = allowed_values(world.get("working") or (), NUMBER)
         self.mentions = _mentions(text, list(facts))
         self.mention_starts = [m.start for m in self.mentions]
         self.mention_at = {m.start: m for m in self.mentions}
@@ -125,12 +131,47 @@ class Claims:
             return None
         return self.mentions[i].name
 
+    def named_after(self, value: Value) -> str | None:
+        """The printed name that follows ``value`` first in its sentence ("28 at Brookfield")."""
+        i = bisect.bisect_left(self.mention_starts, value.end)
+        if i == len(self.mentions) or self.mentions[i].start >= self.sentence_end(value.start):
+            return None
+        return self.mentions[i].name
+
+    def _prints(self, name: str | None, value: Value) -> bool:
+        return name is not None and accounted_for(value, self.printed[name][value.kind])
+
     def true_fact(self, value: Value) -> bool:
-        """Does ``value`` attribute to its name a value that name prints?"""
-        name = self.attributed_to(value)
-        if name is None or value.kind not in (NUMBER, TIME):
+        """Does ``value`` stand beside a name that prints it: the name before it in its sentence, or the one
+        after it ("ahead of 28 at Brookfield")?"""
+        if value.kind not in (NUMBER, TIME):
             return False
-        return accounted_for(value, self.printed[name][value.kind])
+        return self._prints(self.attributed_to(value), value) or self._prints(self.named_after(value), value)
+
+    def _bound_name(self, value: Value) -> str | None:
+        """The name ``value`` is told of directly: its attributed name with at most ``BOUND_GAP_WORDS`` words and
+        no other value between them ("Pinecrest has 28", "| Pinecrest | 28 |"; not the 2 of "Pinecrest is 30 in
+        image 2")."""
+        i = bisect.bisect_right(self.mention_starts, value.start) - 1
+        name = self.attributed_to(value)
+        if name is None or i < 0:
+            return None
+        gap = self.text[self.mentions[i].end : value.start]
+        between = self.values_between(self.mentions[i].end, value.start)
+        return name if not between and len(_WORD.findall(gap)) <= BOUND_GAP_WORDS else None
+
+    def misattributed(self, value: Value) -> bool:
+        """Does ``value`` give one row's printed value to another row? The name it is told of (``_bound_name``)
+        prints values of its kind but not this one, neither name beside it prints it, some other name does, and
+        it is no value of the turn's computation (``working``: "Pinecrest is 30, 2 more" states no row's 2)."""
+        name = self._bound_name(value)
+        if name is None or value.kind not in (NUMBER, TIME) or not self.printed[name][value.kind]:
+            return False
+        return (
+            not self.true_fact(value)
+            and accounted_for(value, self.all_printed[value.kind])
+            and not accounted_for(value, self.computed)
+        )
 
     def carries_own_value(self, mention: Mention) -> bool:
         """Does the name at ``mention`` come with a value it prints (in its sentence): a runner-up with its score?"""

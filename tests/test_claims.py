@@ -57,6 +57,34 @@ def test_what_is_no_true_fact_or_comes_before_the_answer_still_fails(answer):
     assert run_check(MAGNESIUM, answer, LAB) is False
 
 
+# Two rows print the same kind of value; a computed 2 (30 - 28) is no row's though a third row prints 2.
+TALLY = {
+    "numbers": [28.0, 30.0, 2.0, 1.0],
+    "facts": {"Pinecrest": ["30"], "Brookfield": ["28"], "Oakridge": ["2"]},
+    "working": [2.0],
+    "dialogue": [],
+}
+BROOKFIELD = {"type": "number", "value": 28}
+
+
+@pytest.mark.parametrize(
+    ("answer", "met"),
+    [
+        ("Brookfield has 28.", True),
+        ("The most is 28 at Brookfield.", True),  # the name after the value prints it
+        ("Pinecrest (30) leads, ahead of 28 at Brookfield.", True),
+        ("Brookfield has 28; Pinecrest has 30, 2 more.", True),  # a value of the computation, not Oakridge's 2
+        ("Brookfield has 28, as image 1 shows.", True),  # an ordinal far from its name is told of no row
+        ("Pinecrest has 28.", False),  # Brookfield's value given to Pinecrest
+        ("Brookfield has 28. Oakridge: 30.", False),  # Pinecrest's value given to Oakridge, as context
+        ("| Pinecrest | 28 |\n| Brookfield | 28 |\nAnswer: 28", False),  # a misread row in the working
+        ("Pinecrest is not 28; Brookfield is 28.", True),  # negated: no claim
+    ],
+)
+def test_a_value_told_of_the_wrong_row_fails_wherever_it_stands(answer, met):
+    assert run_check(BROOKFIELD, answer, TALLY) is met
+
+
 def test_a_name_check_reads_the_name_committed_as_the_answer():
     assert run_check(JETS, "Jets have the highest score, 82. The runner-up is Dragons at 75.", BOARD) is True
     assert run_check(JETS, "| Dragons | 75 |\n| Jets | 82 |\n\nThe Jets lead.", BOARD) is True
