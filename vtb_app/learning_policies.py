@@ -26,8 +26,9 @@ from vtb_env.tasks import Task
 
 POLICIES = ("text", "text-no-question", "vlm")
 TEXT_VIEWS = {"text": "ocr", "text-no-question": "ocr-pages"}
-# (SFT, GRPO) learning rates. The reading policy's were measured (docs/results/learning_check.md: GRPO at 1e-3 after the warm-up
-# undid part of it, 0.88 -> 0.76 held-out, at 3e-4 it went on to 0.96); the pixel policy keeps its earlier ones.
+# (SFT, GRPO) learning rates. The reading policy's were measured (docs/results/learning_check.md: GRPO at 1e-3
+# after the warm-up undid part of it, 0.88 -> 0.76 held-out, at 3e-4 it went on to 0.96); the pixel policy keeps
+# its earlier ones.
 POLICY_LEARNING_RATES = {"text": (1e-3, 3e-4), "text-no-question": (1e-3, 3e-4), "vlm": (1e-2, 3e-3)}
 
 
