@@ -1,7 +1,9 @@
 """GRPO glue: group-relative advantages, a TRL reward function, a verl ``compute_score`` adapter.
 
 All three score a completion with the same ``EpisodeReward`` the environment uses; the
-completion is read into an ``EpisodeRecord`` by ``vtb_env.completion.record_from_completion``.
+completion is read into an ``EpisodeRecord`` by ``vtb_env.completion.record_from_completion``, and
+its calls are judged as the env judges them (``vtb_env.replay.judge_record``: a lookup from its result,
+vision calls replayed in the env), so the mode credit pays what it pays through the env.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
 from vtb_env.completion import record_from_completion
-from vtb_env.tasks import Task
+from vtb_env.replay import Replayer, judge_record
+from vtb_env.tasks import ImageRef, Task
+from vtb_env.trajectory import EpisodeRecord
 from vtb_rewards.compose import EpisodeReward, default_reward
 
 
@@ -53,12 +57,35 @@ def group_advantages(
     return advantages
 
 
-def _single_turn(task: Task, turn_index: int | None) -> Task:
-    """The task restricted to one turn (the completion answers that turn only)."""
+ROW_IMAGES_KEY = "vtb_images"  # where a verl row keeps its images (vtb_app.integrations.verl_rows.IMAGES_KEY)
+
+
+def _turn(task: Task, turn_index: int | None) -> int:
     index = 0 if turn_index is None else int(turn_index)
     if not 0 <= index < len(task.turns):
         raise ValueError(f"task {task.id} has no turn {index}")
+    return index
+
+
+def _single_turn(task: Task, index: int) -> Task:
+    """The task restricted to one turn (the completion answers that turn only)."""
     return replace(task, turns=(task.turns[index],))
+
+
+def _judges_reveals(reward: EpisodeReward) -> bool:
+    """Does ``reward`` read what calls revealed? Not under ``mode_credit="image_work"`` or ``mode_reading="any"``
+    (then nothing is replayed)."""
+    config = getattr(reward, "config", None)
+    return config is None or (config.mode_reading == "vision" and config.mode_credit == "revealed")
+
+
+def _scored(
+    reward: EpisodeReward, task: Task, index: int, record: EpisodeRecord, replayer: Replayer | None
+) -> tuple[float, dict[str, float]]:
+    """``reward`` of ``record`` (turn ``index`` of ``task``), its calls judged as the env judges them first."""
+    if _judges_reveals(reward):
+        judge_record(task, record, index, replayer)
+    return reward(_single_turn(task, index), record)
 
 
 def make_trl_reward_func(
@@ -67,6 +94,7 @@ def make_trl_reward_func(
     *,
     task_id_key: str = "task_id",
     judge_options: Mapping[str, Any] | None = None,
+    replayer: Replayer | None = None,
 ) -> Callable[..., list[float]]:
     """A TRL ``reward_funcs`` entry: ``f(prompts, completions, **kwargs) -> list[float]``.
 
@@ -75,6 +103,7 @@ def make_trl_reward_func(
     A string completion is the policy's text alone: a tool call in it never ran, so it earns no mode or
     tool-success credit; in a conversational completion a call counts when a ``tool`` message answers it.
     Without ``reward``: the default reward, its judge from ``VTB_JUDGE_*`` with ``judge_options`` over them.
+    Answered vision calls are replayed by ``replayer`` (default: the process's, ``vtb_env.replay``).
     """
     episode_reward = reward or default_reward(judge_options=judge_options)
 
@@ -85,9 +114,9 @@ def make_trl_reward_func(
         turn_indices = kwargs.get("turn_index") or [None] * len(completions)
         scores, components = [], []
         for task_id, completion, turn_index in zip(task_ids, completions, turn_indices, strict=True):
-            task = _single_turn(tasks[task_id], turn_index)
+            task = tasks[task_id]
             record = record_from_completion(task_id, completion, results_in_text=False)
-            value, info = episode_reward(task, record)
+            value, info = _scored(episode_reward, task, _turn(task, turn_index), record, replayer)
             scores.append(None if math.isnan(value) else value)  # TRL skips None rewards (a masked episode)
             components.append(info)
         vtb_reward.last_components = components  # type: ignore[attr-defined]
@@ -110,7 +139,10 @@ def compute_score(
 ) -> dict[str, float]:
     """verl custom reward: ``ground_truth`` is the task (``Task.to_dict()``, as a dict or JSON string).
 
-    ``extra_info`` may give ``turn_index``; other keywords newer verl versions pass are ignored. The
+    ``extra_info`` may give ``turn_index`` and the row's images (``vtb_images``, at its top level or in its
+    ``tools_kwargs``, as ``tool_agent_row`` stores them for a text-only policy): the ground truth names its
+    images only, and replaying a vision call needs them (without them a vision call earns no mode credit on a
+    task with key facts); other keywords newer verl versions pass are ignored. The
     response is read as verl decodes a multi-turn rollout: a call counts only when a tool result follows
     it in the text (``vtb_env.completion``). Returns
     ``{"score": reward, **components}``; the judge comes from the ``VTB_JUDGE_*`` variables (see
@@ -122,6 +154,22 @@ def compute_score(
     if key not in _VERL_REWARDS:
         _VERL_REWARDS[key] = default_reward(judge_options=judge_options)
     data = json.loads(ground_truth) if isinstance(ground_truth, (str, bytes)) else ground_truth
-    task = _single_turn(Task.from_dict(data), (extra_info or {}).get("turn_index"))
-    value, info = _VERL_REWARDS[key](task, record_from_completion(task.id, solution_str))
+    task = _with_row_images(Task.from_dict(data), extra_info or {})
+    index = _turn(task, (extra_info or {}).get("turn_index"))
+    value, info = _scored(_VERL_REWARDS[key], task, index, record_from_completion(task.id, solution_str), None)
     return {"score": value, **info}
+
+
+def _with_row_images(task: Task, extra_info: Mapping[str, Any]) -> Task:
+    """``task`` with the row's images (``ROW_IMAGES_KEY``) in memory, in order from ``image_1.png`` (a row holds
+    those of the turns up to its own); as it is when the row has none."""
+    images = extra_info.get(ROW_IMAGES_KEY) or (extra_info.get("tools_kwargs") or {}).get(ROW_IMAGES_KEY)
+    if not images:
+        return task
+    data = iter(images)
+
+    def held(ref: ImageRef) -> ImageRef:
+        image = next(data, None)
+        return ref if image is None else ImageRef(ref.name, data=bytes(image))
+
+    return replace(task, turns=tuple(replace(turn, images=tuple(map(held, turn.images))) for turn in task.turns))

@@ -13,7 +13,8 @@ with its id, or, in a string, no result block after it) is kept in the record wi
 ``error_kind=NO_RESULT`` and counts as no call (``ToolCallRecord.answered``): it earns no mode and no
 tool-success credit. ``results_in_text=False`` says a string holds the policy's text alone (TRL's
 plain completions): a result written there is the policy's own, so no call of it is answered. A
-vision call's ``image_work`` is read from its result (the JSON the vision tool returns).
+vision call's ``image_work`` is read from its result (the JSON the vision tool returns, before any note lines
+the env adds).
 """
 
 from __future__ import annotations
@@ -81,8 +82,8 @@ def _answer(call: ToolCallRecord, message: Mapping[str, Any]) -> None:
         call.error, call.error_kind = str(message["error"]), "tool_error"
     if call.name != VISION_TOOL:
         return
-    try:
-        body = json.loads(call.output)
+    try:  # the tool's JSON body; the env ends it with note lines ("[transformed_image_1.png: ...]")
+        body, _ = json.JSONDecoder().raw_decode(call.output.lstrip())
     except ValueError:
         return
     if isinstance(body, dict):

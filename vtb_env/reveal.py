@@ -16,8 +16,9 @@ So a blank crop, a whole-picture rotation or grey copy (the reader sees in it wh
 printed size (no image) and a search that finds nothing of the answer reveal nothing. The judgement is made
 here, where the images are, and recorded on the call (``ToolCallRecord.revealed``: the values revealed);
 the reward only reads it (``vtb_rewards.mode.credited_calls``). ``None`` means "not judged": a task without
-key facts (official data), a tool that is neither, or no reader installed; the reward then keeps the
-"did visual work" rule.
+key facts (official data), a tool that is neither, or (a vision call) no reader installed; the reward then keeps
+the "did visual work" rule. A completion scored from its text is judged the same way (``vtb_env.replay``): a
+lookup from the result its text holds (``lookup_revealed``), a vision call by replaying it in the env.
 
 Cost is bounded by construction: only vision calls that did visual work on tasks with key facts are read,
 at most ``MAX_READ_PIXELS`` of their images per call, and every reading is cached by the image's sha256
@@ -94,6 +95,19 @@ def lookup_values(task: Task, turn: int) -> set[float]:
     return used - printed
 
 
+def lookup_revealed(task: Task, turn: int, call: ToolCallRecord) -> list[str] | None:
+    """The values a lookup ``call`` on ``turn`` revealed: the numbers of its result (``call.output``) that the
+    answer uses and no picture prints (``lookup_values``); None when not judged (a task without key facts or
+    without a lookup need, or another tool). Judged from the result's text alone, so the env and a completion's
+    text (``vtb_env.replay``) judge a lookup alike."""
+    if call.name not in LOOKUP_TOOLS or not task.metadata.get("key_facts") or not task.metadata.get("needs_lookup"):
+        return None
+    if not call.ok:
+        return []
+    found = lookup_values(task, turn) & {abs(v) for v in numbers_in(call.output)}
+    return [f"{value:g}" for value in sorted(found)]
+
+
 class RevealJudge:
     """Judges calls for one or more envs (thread-safe): ``judge(task, turn, call, images)`` -> values or None."""
 
@@ -109,16 +123,11 @@ class RevealJudge:
         """The values ``call`` revealed (``images``: what it returned; ``shown``: the task's pictures so far), or
         None when it is not judged (module doc)."""
         facts = task.metadata.get("key_facts")
-        if not facts or self._unavailable:
+        if call.name in LOOKUP_TOOLS:
+            return lookup_revealed(task, turn, call)
+        if not facts or self._unavailable or call.name != VISION_TOOL:
             return None
-        if call.name == VISION_TOOL:
-            return self._vision(facts, turn, call, images, {asset.name: asset for asset in shown})
-        if call.name in LOOKUP_TOOLS and task.metadata.get("needs_lookup"):
-            if not call.ok:
-                return []
-            found = lookup_values(task, turn) & {abs(v) for v in numbers_in(call.output)}
-            return [f"{value:g}" for value in sorted(found)]
-        return None
+        return self._vision(facts, turn, call, images, {asset.name: asset for asset in shown})
 
     def _vision(
         self,

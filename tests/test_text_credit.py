@@ -1,0 +1,215 @@
+"""The mode credit of a completion scored from its text (issue 39, item 4): TRL's reward function and verl's
+``compute_score`` judge its calls as the env judges them (``vtb_env.replay``), so a pointless call earns there
+exactly what no call earns, and the reference trajectory earns the credit.
+
+Each policy is played through the real env first (``scripts/bench_mode_credit.py``'s policies: the golden answer
+after its calls); its completion is then written from the env's record (the calls as ``<tool_call>`` blocks, the
+results the tools returned), as a TRL conversation and as a decoded verl response, and scored on a fresh seed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vtb_env import ocr
+from vtb_env.env import VisualToolBenchEnv
+from vtb_env.replay import Replayer
+from vtb_rewards.compose import EpisodeReward, RewardConfig
+from vtb_rewards.grpo import ROW_IMAGES_KEY, compute_score, make_trl_reward_func
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_mode_credit.py"
+SEED = 5309  # no other test plays it
+
+pytestmark = [
+    pytest.mark.usefixtures("exact_rubric_checks_only"),
+    pytest.mark.skipif(not ocr.is_available(), reason="the credit's reader (tesseract) is not installed"),
+]
+
+
+def _bench():
+    if "bench_mode_credit" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("bench_mode_credit", SCRIPT)
+        sys.modules[spec.name] = module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules["bench_mode_credit"]
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    return _bench().credit_tasks(6, SEED, lookups=1)
+
+
+@pytest.fixture(scope="module")
+def played(tasks):
+    """Each policy's env record per task: ``{policy: {task_id: record}}``."""
+    env = VisualToolBenchEnv(tasks=tasks, reward=EpisodeReward())
+    try:
+        return {
+            name: {task.id: _bench().play(env, name, task) for task in tasks}
+            for name in ("blank_corner", "reference", "never_call", "irrelevant_search")
+        }
+    finally:
+        env.close()
+
+
+def _calls(record, turn: int) -> list[Any]:
+    return [call for step in record.turns[turn].steps for call in step.tool_calls]
+
+
+def _conversation(record, task, turn: int) -> list[dict[str, Any]]:
+    """Turn ``turn`` of ``record`` as TRL's conversational completion: each call, the tool's result, the answer."""
+    tool_call = _bench().hacking.tool_call
+    messages: list[dict[str, Any]] = []
+    for call in _calls(record, turn):
+        messages.append({"role": "assistant", "content": tool_call(call.name, call.arguments)})
+        messages.append({"role": "tool", "content": call.output})
+    return [*messages, {"role": "assistant", "content": task.turns[turn].golden_answer}]
+
+
+def _response(record, task, turn: int) -> str:
+    """The same turn as verl decodes a multi-turn response: call blocks, their result blocks, the answer."""
+    tool_call = _bench().hacking.tool_call
+    parts = [f"{tool_call(c.name, c.arguments)}<tool_response>{c.output}</tool_response>" for c in _calls(record, turn)]
+    return "".join(parts) + task.turns[turn].golden_answer
+
+
+def _row_images(task, turn: int) -> list[bytes]:
+    return [ref.read_bytes() for t in task.turns[: turn + 1] for ref in t.images]
+
+
+def _trl(tasks, played, policy: str, turn: int = 0, reward=None, replayer=None) -> list[dict[str, float]]:
+    """The TRL reward function's components for ``policy``'s completion of ``turn`` of every task."""
+    func = make_trl_reward_func({t.id: t for t in tasks}, reward or EpisodeReward(), replayer=replayer)
+    completions = [_conversation(played[policy][t.id], t, turn) for t in tasks]
+    func(
+        prompts=["p"] * len(tasks),
+        completions=completions,
+        task_id=[t.id for t in tasks],
+        turn_index=[turn] * len(tasks),
+    )
+    return func.last_components
+
+
+def _verl(tasks, played, policy: str, turn: int = 0, images: bool = True) -> list[dict[str, float]]:
+    """verl's ``compute_score`` of ``policy``'s decoded response, the row's images in its ``tools_kwargs``."""
+    scores = []
+    for task in tasks:
+        extra = {"turn_index": turn, "tools_kwargs": {ROW_IMAGES_KEY: _row_images(task, turn)} if images else {}}
+        scores.append(
+            compute_score("visualtoolbench", _response(played[policy][task.id], task, turn), task.to_dict(), extra)
+        )
+    return scores
+
+
+def _vision_required(tasks, played, turn: int = 0) -> list[int]:
+    """Indices of the tool-required image tasks whose reference makes a vision call on ``turn``."""
+    return [
+        i
+        for i, task in enumerate(tasks)
+        if task.mode_label == "tool_required"
+        and not task.metadata.get("needs_lookup")
+        and any(c.name == "python_image_processing" for c in _calls(played["reference"][task.id], turn))
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ["trl", "verl"])
+def test_a_blank_crop_earns_what_no_call_earns_and_the_reference_earns_the_credit(tasks, played, path):
+    score = _trl if path == "trl" else _verl
+    blank, reference, never = (score(tasks, played, name) for name in ("blank_corner", "reference", "never_call"))
+    required = [
+        i
+        for i, task in enumerate(tasks)
+        if task.mode_label == "tool_required" and not task.metadata.get("needs_lookup")
+    ]
+    assert required and all(blank[i]["used_tools"] == 1.0 for i in required)  # the crop ran and did visual work
+    for i in required:
+        assert blank[i]["mode"] == never[i]["mode"] == 0.0
+        assert blank[i]["reward"] == never[i]["reward"]
+    credited = _vision_required(tasks, played)
+    assert credited
+    assert all(reference[i]["mode"] == 1.0 and reference[i]["credited_tools"] == 1.0 for i in credited)
+    assert all(reference[i]["reward"] > never[i]["reward"] for i in credited)
+
+
+@pytest.mark.slow
+def test_the_text_path_judges_each_call_as_the_env_did(tasks, played):
+    """A later turn too: the replay answers the earlier turns with their golden answers, so image names agree."""
+    from vtb_env.completion import record_from_completion
+    from vtb_env.replay import judge_record
+
+    replayer = Replayer()
+    try:
+        for task in tasks:
+            for turn in range(len(task.turns)):
+                env_calls = _calls(played["reference"][task.id], turn)
+                text = record_from_completion(task.id, _conversation(played["reference"][task.id], task, turn))
+                judge_record(task, text, turn, replayer)
+                assert [c.revealed for c in text.tool_calls] == [c.revealed for c in env_calls], (task.id, turn)
+    finally:
+        replayer.close()
+
+
+@pytest.mark.slow
+def test_a_lookup_earns_the_credit_only_when_its_result_holds_a_value_the_answer_uses(tasks, played):
+    lookups = [
+        i for i, task in enumerate(tasks) if task.metadata.get("needs_lookup") and task.mode_label == "tool_required"
+    ]
+    assert lookups
+    for score in (_trl, _verl):
+        reference, irrelevant, never = (
+            score(tasks, played, name) for name in ("reference", "irrelevant_search", "never_call")
+        )
+        for i in lookups:
+            assert reference[i]["mode"] == 1.0 and reference[i]["credited_tools"] == 1.0
+            assert irrelevant[i]["used_tools"] == 1.0 and irrelevant[i]["mode"] == never[i]["mode"] == 0.0
+            assert irrelevant[i]["reward"] == never[i]["reward"]
+
+
+class CountingReplayer(Replayer):
+    """A replayer that counts its replays."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.replays = 0
+
+    def replay(self, *args: Any, **kwargs: Any) -> list[Any]:
+        self.replays += 1
+        return super().replay(*args, **kwargs)
+
+
+@pytest.mark.slow
+def test_the_image_work_rule_keeps_the_old_credit_and_replays_nothing(tasks, played):
+    replayer = CountingReplayer()
+    try:
+        old_rule = EpisodeReward(RewardConfig(mode_credit="image_work"))
+        blank = _trl(tasks, played, "blank_corner", reward=old_rule, replayer=replayer)
+        never = _trl(tasks, played, "never_call", replayer=replayer)
+        assert replayer.replays == 0  # nothing to replay without a vision call, and nothing read under the old rule
+        required = [
+            i
+            for i, task in enumerate(tasks)
+            if task.mode_label == "tool_required" and not task.metadata.get("needs_lookup")
+        ]
+        assert all(blank[i]["mode"] == 1.0 for i in required)  # the gesture is paid under the old rule
+        _trl(tasks, played, "blank_corner", replayer=replayer)
+        assert replayer.replays == sum(1 for t in tasks if _calls(played["blank_corner"][t.id], 0))
+        assert all(never[i]["used_tools"] == 0.0 for i in range(len(tasks)))
+    finally:
+        replayer.close()
+
+
+@pytest.mark.slow
+def test_a_replay_that_cannot_run_costs_the_call_its_credit_and_never_the_reward(tasks, played):
+    """verl's ground truth names its images only: without the row's images the replay cannot show them."""
+    required = _vision_required(tasks, played)
+    without = _verl(tasks, played, "reference", images=False)
+    never = _verl(tasks, played, "never_call")
+    for i in required:
+        assert without[i]["used_tools"] == 1.0 and without[i]["mode"] == 0.0
+        assert without[i]["score"] == never[i]["score"]
