@@ -1,6 +1,6 @@
 """The mode-credit zoo: which tool calls earn the mode reward, beside the right mode and either habit.
 
-    .venv/bin/python scripts/bench_mode_credit.py --n 16 --seed 2911 --lookups 2 [--json out.json]
+    .venv/bin/python scripts/bench_mode_credit.py --n 16 --seed 2911 --lookups 2 [--text] [--json out.json]
 
 Every policy answers with the golden answers through ``VisualToolBenchEnv`` (exact checks, the real sandbox,
 the offline tools) on ``synth:N:SEED`` and on the first ``--lookups`` lookup tasks of that seed's
@@ -16,6 +16,12 @@ the picture's corner), ``rotate_180`` (the whole picture upside down), ``print_s
 only), ``irrelevant_search`` (``web_search("hello")``), ``upscale_all`` (the whole picture enlarged 3x: what
 the reader decides). No-work calls (issue 31): ``noop_vision`` (``pass``), ``failing_vision`` (raises before
 any image); ``unexecuted_call``: a ``<tool_call>`` block that never ran, scored from completion text.
+
+``--text``: every turn of the same episodes is also scored from completion text, as TRL's reward function (a
+conversation: each call, the result the env's tool returned, the golden answer) and verl's ``compute_score`` (the
+decoded response, the row's images in ``extra_info``) read it; before = ``RewardConfig(mode_credit="image_work")``
+(the rule the text path had), after = the calls judged as the env judges them (``vtb_env.replay``), with the TRL
+function's time per completion with and without vision calls to replay.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import importlib.util
 import json
 import os
 import sys
+import time
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -103,32 +110,44 @@ def unjudged(record: Any) -> Any:
     return before
 
 
-def credit_episodes(tasks: list[Any], policies: tuple[str, ...] = POLICIES) -> dict[str, list[dict[str, float]]]:
-    """Every policy on ``tasks``: per episode the mode component and reward after (as judged) and before."""
+def play_all(tasks: list[Any], policies: tuple[str, ...] = POLICIES) -> dict[str, list[Any]]:
+    """Every policy's env record on each of ``tasks``, in order."""
     from vtb_env.env import VisualToolBenchEnv
     from vtb_rewards.compose import EpisodeReward
 
-    reward, env = EpisodeReward(), VisualToolBenchEnv(tasks=tasks)
-    played: dict[str, list[dict[str, float]]] = {}
+    env = VisualToolBenchEnv(tasks=tasks, reward=EpisodeReward())
     try:
-        for name in policies:
-            played[name] = []
-            for task in tasks:
-                record = play(env, name, task)
-                after, before = reward(task, record), reward(task, unjudged(record))
-                played[name].append(
-                    {
-                        "task": task.id,
-                        "label": task.mode_label,
-                        "mode": after[1]["mode"],
-                        "reward": after[0],
-                        "mode_before": before[1]["mode"],
-                        "reward_before": before[0],
-                        "used_tools": after[1]["used_tools"],
-                    }
-                )
+        return {name: [play(env, name, task) for task in tasks] for name in policies}
     finally:
         env.close()
+
+
+def credit_episodes(tasks: list[Any], policies: tuple[str, ...] = POLICIES) -> dict[str, list[dict[str, float]]]:
+    """Every policy on ``tasks``: per episode the mode component and reward after (as judged) and before."""
+    return credit_scores(tasks, play_all(tasks, policies))
+
+
+def credit_scores(tasks: list[Any], records: dict[str, list[Any]]) -> dict[str, list[dict[str, float]]]:
+    """The env records of ``play_all`` scored after (as judged) and before (the judgement erased)."""
+    from vtb_rewards.compose import EpisodeReward
+
+    reward = EpisodeReward()
+    played: dict[str, list[dict[str, float]]] = {}
+    for name, played_records in records.items():
+        played[name] = []
+        for task, record in zip(tasks, played_records, strict=True):
+            after, before = reward(task, record), reward(task, unjudged(record))
+            played[name].append(
+                {
+                    "task": task.id,
+                    "label": task.mode_label,
+                    "mode": after[1]["mode"],
+                    "reward": after[0],
+                    "mode_before": before[1]["mode"],
+                    "reward_before": before[0],
+                    "used_tools": after[1]["used_tools"],
+                }
+            )
     return played
 
 
@@ -153,6 +172,102 @@ def credit_table(played: dict[str, list[dict[str, float]]]) -> str:
         means = [sum(e[key] for e in episodes) / len(episodes) for key in ("mode_before", "mode", "reward_before")]
         reward = sum(e["reward"] for e in episodes) / len(episodes)
         lines.append(f"| {name} | {means[0]:.3f} | {means[1]:.3f} | {means[2]:.3f} | {reward:.3f} |")
+    return "\n".join(lines)
+
+
+# ---- the text path: the same episodes as completions scored by TRL's reward function and verl's compute_score ----
+
+
+def turn_calls(record: Any, turn: int) -> list[Any]:
+    """The calls ``record`` made on ``turn``, in order."""
+    return [call for step in record.turns[turn].steps for call in step.tool_calls]
+
+
+def conversation_of(record: Any, task: Any, turn: int) -> list[dict[str, Any]]:
+    """Turn ``turn`` of an env ``record`` as TRL's conversational completion: each call (a ``<tool_call>`` block),
+    the result the env's tool returned (a ``tool`` message), then the golden answer."""
+    messages: list[dict[str, Any]] = []
+    for call in turn_calls(record, turn):
+        messages.append({"role": "assistant", "content": hacking.tool_call(call.name, call.arguments)})
+        messages.append({"role": "tool", "content": call.output})
+    return [*messages, {"role": "assistant", "content": task.turns[turn].golden_answer}]
+
+
+def response_of(record: Any, task: Any, turn: int) -> str:
+    """The same turn as verl decodes a multi-turn response: call blocks, their ``<tool_response>`` blocks, the
+    answer."""
+    calls = turn_calls(record, turn)
+    blocks = [f"{hacking.tool_call(c.name, c.arguments)}<tool_response>{c.output}</tool_response>" for c in calls]
+    return "".join(blocks) + task.turns[turn].golden_answer
+
+
+def row_extra_info(task: Any, turn: int, images: bool = True) -> dict[str, Any]:
+    """verl's ``extra_info`` of a ``tool_agent`` row for ``turn``: the turn, and the images up to it as a text-only
+    row stores them (``vtb_rewards.grpo.ROW_IMAGES_KEY``), without which a vision call cannot be replayed."""
+    from vtb_rewards.grpo import ROW_IMAGES_KEY
+
+    held = [ref.read_bytes() for earlier in task.turns[: turn + 1] for ref in earlier.images] if images else []
+    return {"turn_index": turn, "tools_kwargs": {ROW_IMAGES_KEY: held}}
+
+
+def text_scores(tasks: list[Any], records: dict[str, list[Any]]) -> dict[str, list[dict[str, float]]]:
+    """Every (task, turn) of every policy's env records scored from completion text: the TRL reward function's
+    mode component before (``mode_credit="image_work"``: the rule the text path had) and after (calls judged
+    as the env judges them), verl ``compute_score``'s after, and the TRL function's seconds per completion."""
+    from vtb_rewards.compose import EpisodeReward, RewardConfig
+    from vtb_rewards.grpo import compute_score, make_trl_reward_func
+
+    by_id = {task.id: task for task in tasks}
+    before = make_trl_reward_func(by_id, EpisodeReward(RewardConfig(mode_credit="image_work")))
+    after = make_trl_reward_func(by_id, EpisodeReward())
+    scored: dict[str, list[dict[str, float]]] = {}
+    for name, played_records in records.items():
+        scored[name] = []
+        for task, record in zip(tasks, played_records, strict=True):
+            for turn in range(len(task.turns)):
+                completion, columns = (
+                    [conversation_of(record, task, turn)],
+                    {"task_id": [task.id], "turn_index": [turn]},
+                )
+                before(prompts=["p"], completions=completion, **columns)
+                start = time.perf_counter()
+                after(prompts=["p"], completions=completion, **columns)
+                seconds = time.perf_counter() - start
+                verl = compute_score(
+                    "visualtoolbench", response_of(record, task, turn), task.to_dict(), row_extra_info(task, turn)
+                )
+                scored[name].append(
+                    {
+                        "task": task.id,
+                        "turn": turn,
+                        "mode_before": before.last_components[0].get("mode", float("nan")),
+                        "mode": after.last_components[0].get("mode", float("nan")),
+                        "mode_verl": verl.get("mode", float("nan")),
+                        "seconds": seconds,
+                        "vision_calls": sum(c.name == VISION for c in turn_calls(record, turn)),
+                    }
+                )
+    return scored
+
+
+def text_table(scored: dict[str, list[dict[str, float]]]) -> str:
+    """Mean mode component per policy through the text path, before and after, and the TRL function's time."""
+    lines = [
+        "| policy | samples | mode before (TRL) | mode after (TRL) | mode after (verl) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, samples in scored.items():
+        means = [sum(s[key] for s in samples) / len(samples) for key in ("mode_before", "mode", "mode_verl")]
+        lines.append(f"| {name} | {len(samples)} | {means[0]:.3f} | {means[1]:.3f} | {means[2]:.3f} |")
+    every = [s for samples in scored.values() for s in samples]
+    lines += ["", "| TRL reward function, per completion | completions | mean s | max s |", "|---|---:|---:|---:|"]
+    for label, group in (
+        ("no vision call (nothing to replay)", [s for s in every if not s["vision_calls"]]),
+        ("vision calls replayed", [s for s in every if s["vision_calls"]]),
+    ):
+        if group:
+            seconds = [s["seconds"] for s in group]
+            lines.append(f"| {label} | {len(group)} | {sum(seconds) / len(seconds):.3f} | {max(seconds):.3f} |")
     return "\n".join(lines)
 
 
@@ -185,17 +300,23 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2911)
     parser.add_argument("--lookups", type=int, default=2, help="lookup tasks added from the seed's hybrid stream")
     parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--text", action="store_true", help="also score every turn from completion text (TRL, verl)")
     parser.add_argument("--json", help="write every episode here")
     args = parser.parse_args()
     for name in [k for k in os.environ if k.startswith("VTB_JUDGE_")]:
         os.environ.pop(name)  # exact checks only: the figures must not depend on a judge endpoint
     tasks = credit_tasks(args.n, args.seed, args.lookups)
-    played = credit_episodes(tasks, tuple(args.policies.split(",")))
+    records = play_all(tasks, tuple(args.policies.split(",")))
+    played = credit_scores(tasks, records)
     print(credit_table(played))
+    text = text_scores(tasks, records) if args.text else {}
+    if text:
+        print("\nThe text path (TRL's reward function, verl's compute_score), every turn of every task:\n")
+        print(text_table(text))
     for name, scores in unexecuted_call_scores(tasks).items():
         print(f"{name}: {sum(scores) / len(scores):.3f}")
     if args.json:
-        Path(args.json).write_text(json.dumps(played, indent=1))
+        Path(args.json).write_text(json.dumps({"env": played, "text": text}, indent=1))
 
 
 if __name__ == "__main__":

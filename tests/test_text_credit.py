@@ -17,10 +17,9 @@ from typing import Any
 import pytest
 
 from vtb_env import ocr
-from vtb_env.env import VisualToolBenchEnv
 from vtb_env.replay import Replayer
 from vtb_rewards.compose import EpisodeReward, RewardConfig
-from vtb_rewards.grpo import ROW_IMAGES_KEY, compute_score, make_trl_reward_func
+from vtb_rewards.grpo import compute_score, make_trl_reward_func
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_mode_credit.py"
 SEED = 5309  # no other test plays it
@@ -47,45 +46,20 @@ def tasks():
 @pytest.fixture(scope="module")
 def played(tasks):
     """Each policy's env record per task: ``{policy: {task_id: record}}``."""
-    env = VisualToolBenchEnv(tasks=tasks, reward=EpisodeReward())
-    try:
-        return {
-            name: {task.id: _bench().play(env, name, task) for task in tasks}
-            for name in ("blank_corner", "reference", "never_call", "irrelevant_search")
-        }
-    finally:
-        env.close()
+    records = _bench().play_all(tasks, ("blank_corner", "reference", "never_call", "irrelevant_search"))
+    return {
+        name: {task.id: record for task, record in zip(tasks, played, strict=True)} for name, played in records.items()
+    }
 
 
 def _calls(record, turn: int) -> list[Any]:
-    return [call for step in record.turns[turn].steps for call in step.tool_calls]
-
-
-def _conversation(record, task, turn: int) -> list[dict[str, Any]]:
-    """Turn ``turn`` of ``record`` as TRL's conversational completion: each call, the tool's result, the answer."""
-    tool_call = _bench().hacking.tool_call
-    messages: list[dict[str, Any]] = []
-    for call in _calls(record, turn):
-        messages.append({"role": "assistant", "content": tool_call(call.name, call.arguments)})
-        messages.append({"role": "tool", "content": call.output})
-    return [*messages, {"role": "assistant", "content": task.turns[turn].golden_answer}]
-
-
-def _response(record, task, turn: int) -> str:
-    """The same turn as verl decodes a multi-turn response: call blocks, their result blocks, the answer."""
-    tool_call = _bench().hacking.tool_call
-    parts = [f"{tool_call(c.name, c.arguments)}<tool_response>{c.output}</tool_response>" for c in _calls(record, turn)]
-    return "".join(parts) + task.turns[turn].golden_answer
-
-
-def _row_images(task, turn: int) -> list[bytes]:
-    return [ref.read_bytes() for t in task.turns[: turn + 1] for ref in t.images]
+    return _bench().turn_calls(record, turn)
 
 
 def _trl(tasks, played, policy: str, turn: int = 0, reward=None, replayer=None) -> list[dict[str, float]]:
     """The TRL reward function's components for ``policy``'s completion of ``turn`` of every task."""
     func = make_trl_reward_func({t.id: t for t in tasks}, reward or EpisodeReward(), replayer=replayer)
-    completions = [_conversation(played[policy][t.id], t, turn) for t in tasks]
+    completions = [_bench().conversation_of(played[policy][t.id], t, turn) for t in tasks]
     func(
         prompts=["p"] * len(tasks),
         completions=completions,
@@ -97,13 +71,16 @@ def _trl(tasks, played, policy: str, turn: int = 0, reward=None, replayer=None) 
 
 def _verl(tasks, played, policy: str, turn: int = 0, images: bool = True) -> list[dict[str, float]]:
     """verl's ``compute_score`` of ``policy``'s decoded response, the row's images in its ``tools_kwargs``."""
-    scores = []
-    for task in tasks:
-        extra = {"turn_index": turn, "tools_kwargs": {ROW_IMAGES_KEY: _row_images(task, turn)} if images else {}}
-        scores.append(
-            compute_score("visualtoolbench", _response(played[policy][task.id], task, turn), task.to_dict(), extra)
+    bench = _bench()
+    return [
+        compute_score(
+            "visualtoolbench",
+            bench.response_of(played[policy][task.id], task, turn),
+            task.to_dict(),
+            bench.row_extra_info(task, turn, images),
         )
-    return scores
+        for task in tasks
+    ]
 
 
 def _vision_required(tasks, played, turn: int = 0) -> list[int]:
@@ -148,7 +125,9 @@ def test_the_text_path_judges_each_call_as_the_env_did(tasks, played):
         for task in tasks:
             for turn in range(len(task.turns)):
                 env_calls = _calls(played["reference"][task.id], turn)
-                text = record_from_completion(task.id, _conversation(played["reference"][task.id], task, turn))
+                text = record_from_completion(
+                    task.id, _bench().conversation_of(played["reference"][task.id], task, turn)
+                )
                 judge_record(task, text, turn, replayer)
                 assert [c.revealed for c in text.tool_calls] == [c.revealed for c in env_calls], (task.id, turn)
     finally:
