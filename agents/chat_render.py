@@ -7,6 +7,8 @@ overrides it for a run (``--image-view``).
 
 from __future__ import annotations
 
+from importlib import resources
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from PIL import Image
@@ -15,6 +17,8 @@ from vtb_agents.generation import is_processor
 from vtb_env.observation import map_image_parts
 from vtb_env.ocr_view import VIEWS, make_view
 
+# Chat templates shipped with the package (agents/templates), by the name ``--chat-template`` takes.
+SHIPPED_TEMPLATES = {"chatml-text": "chatml_text.jinja"}
 IMAGE_VIEWS = ("pixels", *VIEWS)  # pixels: no view (a VLM's images; a text policy sees their names)
 
 
@@ -23,6 +27,25 @@ def policy_view(processing_class: Any) -> Callable[[dict[str, Any]], dict[str, A
     ``vtb_env.ocr_view.VIEWS``, sharing ``ocr_view.default_cache()``), or None."""
     tokenizer = getattr(processing_class, "tokenizer", processing_class)
     return make_view((getattr(tokenizer, "init_kwargs", None) or {}).get("image_view"))
+
+
+def chat_template_text(name_or_path: str | Path) -> str:
+    """The Jinja text of a shipped template (a name in ``SHIPPED_TEMPLATES``) or of a template file."""
+    if name_or_path in SHIPPED_TEMPLATES:
+        return resources.files("vtb_agents").joinpath("templates", SHIPPED_TEMPLATES[str(name_or_path)]).read_text()
+    path = Path(name_or_path)
+    if not path.is_file():
+        shipped = sorted(SHIPPED_TEMPLATES)
+        raise ValueError(f"chat template {str(name_or_path)!r}: no such file, and not one of {shipped}")
+    return path.read_text(encoding="utf-8")
+
+
+def set_chat_template(processing_class: Any, name_or_path: str | Path) -> None:
+    """Render the policy's dialogues with another template (``chat_template_text``), for its tokenizer and, for a
+    VLM, its processor; ``save_pretrained`` keeps it with the checkpoint."""
+    template = chat_template_text(name_or_path)
+    for holder in {id(x): x for x in (processing_class, getattr(processing_class, "tokenizer", None)) if x}.values():
+        holder.chat_template = template
 
 
 def set_image_view(processing_class: Any, image_view: str) -> None:

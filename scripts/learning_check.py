@@ -32,6 +32,9 @@ children, e.g. the sandbox workers).
 
 from __future__ import annotations
 
+import vtb_app.openmp  # noqa: F401  (OMP_WAIT_POLICY=PASSIVE before torch loads)
+
+# isort: split
 import argparse
 import json
 from pathlib import Path

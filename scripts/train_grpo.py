@@ -8,6 +8,9 @@ A thin entry point: the trainer pieces live in ``vtb_app.integrations.trl`` (``t
 
 from __future__ import annotations
 
+import vtb_app.openmp  # noqa: F401  (OMP_WAIT_POLICY=PASSIVE before torch loads)
+
+# isort: split
 from vtb_app.integrations.trl import main
 
 if __name__ == "__main__":

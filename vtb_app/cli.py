@@ -8,6 +8,9 @@ subcommand) or ``VTB_DEBUG=1`` shows the traceback instead.
 
 from __future__ import annotations
 
+import vtb_app.openmp  # noqa: F401  (OMP_WAIT_POLICY=PASSIVE before torch loads)
+
+# isort: split
 import argparse
 import importlib
 import os

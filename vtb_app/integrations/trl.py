@@ -37,14 +37,20 @@ from vtb_agents.rollout import (
     Episode,
     HFGenerator,
     VLLMGenerator,
-    is_processor,
     run_episodes,
     summarize_rollouts,
     vision_inputs,
 )
-from vtb_app.integrations.trl_args import LABEL_PROBES_HELP, VTBTrainArguments, parse_args
+from vtb_app.integrations.trl_args import (
+    LABEL_PROBES_HELP,
+    VTBTrainArguments,
+    parse_args,
+    run_env_config,
+    run_tasks,
+    run_tools,
+)
 from vtb_app.integrations.trl_environment import VTBEnvironment, VTBEnvironmentFactory, vtb_env_reward
-from vtb_env import loaders
+from vtb_app.integrations.trl_model import load_policy, ocr_cache_file, prepare_trainable, save_policy, trainable_parts
 from vtb_env.batch import EnvPool
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
@@ -76,13 +82,6 @@ def label_probes(args: argparse.Namespace) -> ModeProbes:
         return ModeProbes(int(getattr(args, "label_probes", 0) or 0), args.num_generations)
     except ValueError as exc:
         raise SystemExit(f"--label-probes: {exc}") from None
-
-
-def _tasks_or_exit(spec: str) -> list[Task]:
-    tasks = loaders.load_tasks(spec)
-    if not tasks:
-        raise SystemExit(f"no tasks in {spec!r}")
-    return tasks
 
 
 def task_dataset(tasks: Sequence[Task]) -> Any:
@@ -176,6 +175,7 @@ class EnvRollout:
                         max_new_tokens=self.args.max_new_tokens,
                         temperature=self.args.temperature,
                         top_p=self.args.top_p,
+                        kv_reuse=getattr(self.args, "kv_reuse", False),
                     )
                 )
         self._relabel(episodes)
@@ -305,70 +305,43 @@ def train(
     tools: ToolRegistry | None = None,
     rollout_class: type = EnvRollout,
 ):
-    """Build everything and run ``trainer.train()``; returns the trainer (tests read its state and model)."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
+    """Build everything and run ``trainer.train()``; returns the trainer (tests read its state and model).
 
+    The checkpoint is loaded by ``trl_model.load_policy`` (``--chat-template``, ``--image-view``, bf16 weights
+    only with ``--bf16 true`` without ``--bf16-autocast``); ``--lora-rank`` / ``--train-layers`` pick what trains;
+    the output directory gets a plain checkpoint (LoRA merged)."""
     check_trl_version()
     label_probes(args)  # a bad count exits before anything loads
+    parts = trainable_parts(args)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL
-    tasks = list(tasks) if tasks is not None else _tasks_or_exit(args.tasks)
-    if tools is None:
-        try:
-            from vtb_env.tools import default_tools
-        except ImportError as exc:
-            raise SystemExit(
-                f"the environment's default tools are unavailable ({exc}); pass tools= to train()"
-            ) from exc
-        tools = default_tools()
-    try:
-        tools = tools.select(args.tools)
-    except ValueError as exc:
-        raise SystemExit(f"--tools: {exc}") from exc
-    system_prompt = None if args.system_prompt == "none" else args.system_prompt
-    config = EnvConfig.preset(
-        "default",
-        max_tool_calls=args.max_tool_calls,
-        cap_scope=args.cap_scope,
-        image_parts="name",
-        system_prompt=system_prompt,
-        reward_options={"process_credit": args.process_credit, "mode_credit": args.mode_credit},
-        answer_format=args.answer_format,
+    tasks = run_tasks(args, tasks)
+    tools = run_tools(args, tools)
+    config = run_env_config(args)
+    policy = load_policy(
+        args.model,
+        chat_template=getattr(args, "chat_template", None),
+        image_view=getattr(args, "image_view", None),
+        bf16_weights=args.bf16 and not getattr(args, "bf16_autocast", False),
     )
-
-    model_config = AutoConfig.from_pretrained(args.model)
-    if model_config.model_type == "mllama":
-        raise SystemExit(
-            "Mllama (Llama 3.2 Vision) attends to images through cross-attention, "
-            "not image tokens in the sequence: not supported"
+    with ocr_cache_file(getattr(args, "ocr_cache", None)):
+        rollout = rollout_class(tasks, tools, config, policy.processing_class, args)
+        trainer = episode_images_trainer_class()(
+            model=prepare_trainable(policy.model, parts),
+            reward_funcs=[make_reward_func(args.grpo.num_generations)],
+            args=args.grpo,
+            train_dataset=task_dataset(tasks),
+            processing_class=policy.processing_class,
+            rollout_func=rollout,
+            peft_config=parts.peft_config(),
         )
-    is_vlm = getattr(model_config, "vision_config", None) is not None
-    processing_class = (
-        AutoProcessor.from_pretrained(args.model) if is_vlm else AutoTokenizer.from_pretrained(args.model)
-    )
-    if is_vlm and not is_processor(processing_class):
-        raise SystemExit(f"{args.model} is a vision-language model but AutoProcessor gave no image processor")
-    tokenizer = getattr(processing_class, "tokenizer", processing_class)
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model_class = AutoModelForImageTextToText if is_vlm else AutoModelForCausalLM
-    model = model_class.from_pretrained(args.model, dtype="bfloat16" if args.bf16 else "float32")
-
-    grpo = args.grpo
-    rollout = rollout_class(tasks, tools, config, processing_class, args)
-    trainer = episode_images_trainer_class()(
-        model=model,
-        reward_funcs=[make_reward_func(grpo.num_generations)],
-        args=grpo,
-        train_dataset=task_dataset(tasks),
-        processing_class=processing_class,
-        rollout_func=rollout,
-    )
-    try:
-        trainer.train()
-    finally:
-        rollout.close()
-    trainer.save_model(args.output_dir)
+        try:
+            trainer.train()
+        finally:
+            rollout.close()
+    if parts.lora_rank:
+        save_policy(trainer.model, policy.processing_class, args.output_dir)
+    else:
+        trainer.save_model(args.output_dir)
     return trainer
 
 
