@@ -46,11 +46,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--num-generations", type=int, default=8)
     parser.add_argument("--tasks-per-step", type=int, default=2)
     parser.add_argument("--label-probes", type=int, default=0, help="text-only probes per group (online labels)")
-    parser.add_argument("--skip-base", action="store_true", help="do not evaluate the base (another run does)")
+    parser.add_argument(
+        "--stages",
+        type=lambda text: text.split(","),
+        default=list(STAGES),
+        help="comma-separated stages to run (base,sft,grpo,control); several runs can share a seed's stages",
+    )
+    parser.add_argument(
+        "--sft-model", type=Path, help="the SFT checkpoint GRPO and the control start from, without sft"
+    )
     parser.add_argument("--json", type=Path, help="write the result here")
     parser.add_argument("--plot", type=Path, help="write the figure here (matplotlib: the eval extra)")
     parser.add_argument("--eval-only", type=Path, help="only the held-out evaluation of this HF checkpoint")
-    parser.add_argument("--tables", type=Path, nargs="+", help="only print the per-seed tables of these JSON files")
+    parser.add_argument(
+        "--tables", type=Path, nargs="+", help="only print (and --plot) the per-seed tables of these JSON files"
+    )
     parser.add_argument("--run", type=Path, help="only summarize this `vtb eval` run (a served model) on --eval-tasks")
     return parser
 
@@ -94,11 +104,22 @@ def plot(result: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def seed_table(result: dict[str, Any], base: dict[str, Any] | None = None) -> str:
+def merge_results(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One result from runs that shared the work (``--stages``): the first base found, each seed's stages joined."""
+    merged: dict[str, Any] = {"settings": results[0]["settings"], "seeds": {}}
+    for result in results:
+        if "base" in result and "base" not in merged:
+            merged["base"] = result["base"]
+        for seed, stages in result["seeds"].items():
+            merged["seeds"].setdefault(seed, {}).update(stages)
+    return merged
+
+
+def seed_table(result: dict[str, Any]) -> str:
     """A Markdown table per training seed: each stage's held-out greedy figures (sampled mean and spread beside
-    them) and its training CPU seconds; ``base``: the base's figures when this run skipped them."""
+    them) and its training CPU seconds."""
     lines = []
-    base_figures = result["base"]["held_out"]["summary"] if "base" in result else base
+    base_figures = result["base"]["held_out"]["summary"] if "base" in result else None
     for seed, stages in result["seeds"].items():
         lines += [
             f"seed {seed}:",
@@ -138,9 +159,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.tables is not None:
-        results = [json.loads(path.read_text()) for path in args.tables]
-        base = next((r["base"]["held_out"]["summary"] for r in results if "base" in r), None)
-        print("\n".join(seed_table(result, base) for result in results))
+        merged = merge_results([json.loads(path.read_text()) for path in args.tables])
+        print(seed_table(merged))
+        if args.plot is not None:
+            plot(merged, args.plot)
         return
     if args.run is not None:
         from vtb_env import loaders
@@ -156,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
         if args.model is None or args.chat_template is None:
             parser.error("the check needs --model and --chat-template")
-        result = answer_check.run(args)
+        result = answer_check.run(args, lambda partial: _write_json(partial, args.json))
         if args.plot is not None:
             plot(result, args.plot)
     _write_json(result, args.json)

@@ -15,7 +15,7 @@ import random
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from vtb_app.answer_eval import AnswerRow, evaluate_policy, rows_as_dicts, summarize
 from vtb_app.integrations.trl import EnvRollout
@@ -153,37 +153,57 @@ def grpo_stage(policy: Path, output_dir: Path, seed: int, args: argparse.Namespa
     return {"log": log, "seconds": time.perf_counter() - start, "cpu_seconds": cpu_seconds() - cpu_start}
 
 
-def run_seed(seed: int, base: Path, eval_tasks: Sequence[Task], data: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """SFT, GRPO and the control for one training seed, each evaluated held-out."""
+def run_seed(
+    seed: int,
+    base: Path,
+    eval_tasks: Sequence[Task],
+    data: Path | None,
+    args: argparse.Namespace,
+    stages: dict[str, Any],
+    saved: Callable[[], None],
+) -> None:
+    """The stages of ``args.stages`` for one training seed (SFT, GRPO, the control), each evaluated held-out.
+    GRPO and the control start from this run's SFT model, or from ``args.sft_model`` when SFT is not a stage here
+    (several processes can then share one seed's stages). Each finished stage goes into ``stages``, then
+    ``saved()`` is called."""
+    out = args.out / f"seed{seed}"
+    sft_path = args.sft_model
+    if "sft" in args.stages:
+        stages["sft"] = sft_stage(base, data, out / "sft", seed, args)
+        sft_path = Path(stages["sft"]["path"])
+        stages["sft"]["held_out"] = held_out(sft_path, eval_tasks, args)
+        _print_stage(seed, "sft", stages["sft"])
+        saved()
+    for name, rollout in (("grpo", EnvRollout), ("control", ShuffledRewardRollout)):
+        if name in args.stages:
+            if sft_path is None:
+                raise SystemExit(f"stage {name} starts from an SFT model: add the stage sft or give --sft-model")
+            stages[name] = {"train": grpo_stage(sft_path, out / name, seed, args, rollout)}
+            stages[name]["held_out"] = held_out(out / name, eval_tasks, args)
+            _print_stage(seed, name, stages[name])
+            saved()
+
+
+def sft_stage(base: Path, data: Path, output_dir: Path, seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    """``args.sft_steps`` of TRL's SFTTrainer from ``base`` on ``data``: where it saved, its loss log, CPU seconds."""
     from vtb_app.integrations.trl_sft import sft_cold_start
 
-    out = args.out / f"seed{seed}"
     start, cpu_start = time.perf_counter(), cpu_seconds()
     cold = sft_cold_start(
         base,
         data,
-        out / "sft",
+        output_dir,
         max_steps=args.sft_steps,
         learning_rate=args.sft_learning_rate,
         batch_size=args.sft_batch_size,
         seed=seed,
     )
-    stages: dict[str, Any] = {
-        "sft": {
-            "train": {
-                "log": [e for e in cold.log_history if "loss" in e],
-                "seconds": time.perf_counter() - start,
-                "cpu_seconds": cpu_seconds() - cpu_start,
-            }
-        }
+    train = {
+        "log": [entry for entry in cold.log_history if "loss" in entry],
+        "seconds": time.perf_counter() - start,
+        "cpu_seconds": cpu_seconds() - cpu_start,
     }
-    stages["sft"]["held_out"] = held_out(cold.path, eval_tasks, args)
-    _print_stage(seed, "sft", stages["sft"])
-    for name, rollout in (("grpo", EnvRollout), ("control", ShuffledRewardRollout)):
-        stages[name] = {"train": grpo_stage(cold.path, out / name, seed, args, rollout)}
-        stages[name]["held_out"] = held_out(out / name, eval_tasks, args)
-        _print_stage(seed, name, stages[name])
-    return stages
+    return {"path": str(cold.path), "train": train}
 
 
 def _print_stage(seed: Any, name: str, stage: dict[str, Any]) -> None:
@@ -197,8 +217,9 @@ def _print_stage(seed: Any, name: str, stage: dict[str, Any]) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    """The whole check; returns what ``scripts/answer_check.py`` writes as JSON."""
+def run(args: argparse.Namespace, save: Callable[[dict[str, Any]], None] = lambda result: None) -> dict[str, Any]:
+    """The whole check; returns what ``scripts/answer_check.py`` writes as JSON, and gives it to ``save`` after
+    every stage (a long run keeps what it finished)."""
     from vtb_env import loaders
 
     args.train_tasks = loaders.load_tasks(args.tasks)
@@ -206,13 +227,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if {t.id for t in args.train_tasks} & {t.id for t in eval_tasks}:
         raise SystemExit("--eval-tasks share tasks with --tasks: held-out tasks must never be trained on")
     base = prepare_base(args.model, args.chat_template, args.out / "base")
-    data, rows = sft_data(args.train_tasks, args.out / "data")
-    result: dict[str, Any] = {"settings": _settings(args), "sft_rows": rows, "seeds": {}}
-    if not args.skip_base:  # the base is the same for every seed: one process of several runs it
+    result: dict[str, Any] = {"settings": _settings(args), "seeds": {}}
+    data = None
+    if "sft" in args.stages:
+        data, result["sft_rows"] = sft_data(args.train_tasks, args.out / "data")
+    if "base" in args.stages:  # the same for every seed: one run of several evaluates it
         result["base"] = {"held_out": held_out(base, eval_tasks, args)}
         _print_stage("-", "base", result["base"])
+        save(result)
     for seed in args.seeds:
-        result["seeds"][str(seed)] = run_seed(seed, base, eval_tasks, data, args)
+        stages = result["seeds"].setdefault(str(seed), {})
+        run_seed(seed, base, eval_tasks, data, args, stages, lambda: save(result))
     return result
 
 
