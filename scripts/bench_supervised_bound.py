@@ -25,7 +25,8 @@ from typing import Sequence
 
 from vtb_agents.mode_supervision import Decision, decision_mcc, first_decisions, fit_mode_labels, keep_label_jitter
 from vtb_agents.two_action_vlm import build_two_action_vlm
-from vtb_app.learning_check import env_config, load_learning_tasks
+from vtb_app.learning_eval import env_config
+from vtb_app.learning_tasks import load_learning_tasks
 from vtb_env.synth.stream import DEFAULT_GENERATOR
 from vtb_env.synth.twins import GENERATORS
 

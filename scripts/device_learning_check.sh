@@ -25,7 +25,7 @@ cache=/tmp/ocr_cache.json
 python3 - "$cache" <<'PY'
 import argparse, sys, time
 import torch, transformers, trl
-from vtb_app.learning_check import load_learning_tasks
+from vtb_app.learning_tasks import load_learning_tasks
 from vtb_app.learning_policies import cached_reader, load_ocr_cache, prepare_reading
 from vtb_env.synth.stream import DEFAULT_GENERATOR
 print("torch", torch.__version__, "cuda", torch.cuda.is_available(), "transformers", transformers.__version__,

@@ -171,7 +171,8 @@ def test_supervised_bound_tools_train_on_first_decisions_with_label_keeping_jitt
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
     from vtb_agents.mode_supervision import decision_mcc, first_decisions, fit_mode_labels, keep_label_jitter
-    from vtb_app.learning_check import env_config, load_learning_tasks
+    from vtb_app.learning_eval import env_config
+    from vtb_app.learning_tasks import load_learning_tasks
     from vtb_env.tools.base import ToolRegistry
 
     image = Image.new("RGB", (200, 100), (120, 130, 140))

@@ -188,7 +188,7 @@ def test_reader_labels_are_v3s_default_and_refused_for_the_designed_generators(c
     with pytest.raises(SystemExit):
         script.parse_args(["--generator", "v2", "--labels", "reader"])
     assert "only v3's labels are defined by a reader" in capsys.readouterr().err
-    from vtb_app.learning_check import load_learning_tasks, selection
+    from vtb_app.learning_tasks import load_learning_tasks, selection
 
     with pytest.raises(SystemExit, match="reader labels confirm synth:N:SEED pairs only"):
         load_learning_tasks("demo", "v3", reader=lambda image: "")
@@ -203,8 +203,8 @@ def test_a_saved_policy_is_scored_on_other_held_out_tasks_the_reader_confirms(tm
     own readings (the policy's view, through the OCR cache) confirm."""
     import json
 
-    from vtb_app.learning_check import load_learning_tasks
     from vtb_app.learning_policies import cached_reader
+    from vtb_app.learning_tasks import load_learning_tasks
     from vtb_env import ocr
 
     if not ocr.is_available():
