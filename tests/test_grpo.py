@@ -19,8 +19,7 @@ import torch
 
 pytest.importorskip("trl")
 
-from tests.support.grpo import one_step_grpo_config  # noqa: E402
-from tests.support.tiny_models import TOOL_CALL_OPEN, build_scripted_model  # noqa: E402
+from tests.support.grpo import ANSWER, coin_flip_policy, one_step_grpo_config  # noqa: E402
 from vtb_agents.rollout import ChatRenderer, HFGenerator, run_episodes, summarize_rollouts  # noqa: E402
 from vtb_app.integrations import trl as vtb_trl  # noqa: E402
 from vtb_env.batch import EnvPool  # noqa: E402
@@ -30,35 +29,10 @@ from vtb_env.synth import generate  # noqa: E402
 from vtb_env.tools.base import ToolRegistry  # noqa: E402
 from vtb_env.tools.python_tools import PythonImageProcessing  # noqa: E402
 
-CROP = "from PIL import Image\nImage.open('image_1.png').crop((0, 0, 64, 64)).save('transformed_image_0.png')"
-ANSWER = "The answer is 42."
-
-
-def _coin_flip_policy(path: Path, family: str) -> Path:
-    """The scripted model with the call/answer choice at the start of a reply made a coin flip."""
-    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer
-
-    path = build_scripted_model(
-        path, family, tool_call={"name": "python_image_processing", "arguments": {"code": CROP}}, final_answer=ANSWER
-    )
-    model = (AutoModelForCausalLM if family == "llama" else AutoModelForImageTextToText).from_pretrained(path)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    prompt_end = tokenizer.encode("<|start_header_id|>assistant<|end_header_id|>\n\n", add_special_tokens=False)[-1]
-    call_open, answer = (
-        tokenizer.convert_tokens_to_ids(TOOL_CALL_OPEN),
-        tokenizer.encode(ANSWER, add_special_tokens=False)[0],
-    )
-    with torch.no_grad():
-        head = model.get_output_embeddings().weight
-        head[call_open] = 0.0  # no dependence on the conversation...
-        head[call_open, prompt_end] = head[answer, prompt_end]  # ...and the same logit as the answer
-    model.save_pretrained(path)
-    return path
-
 
 @pytest.fixture(scope="module")
 def policy_path(tmp_path_factory) -> Path:
-    return _coin_flip_policy(tmp_path_factory.mktemp("policy"), "llama")
+    return coin_flip_policy(tmp_path_factory.mktemp("policy"), "llama")
 
 
 @pytest.fixture(scope="module")
@@ -227,7 +201,7 @@ def test_grpo_trains_a_vlm_on_every_image_of_the_episode(tmp_path_factory, tasks
     """Idefics3 policy: the loss forward passes get the prompt images and the images the tool returned."""
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
-    policy = _coin_flip_policy(tmp_path_factory.mktemp("vlm"), "idefics3")
+    policy = coin_flip_policy(tmp_path_factory.mktemp("vlm"), "idefics3")
     processor = AutoProcessor.from_pretrained(policy)
     image_token = processor.tokenizer.convert_tokens_to_ids(processor.image_token)
     steps_episodes: list = []  # per rollout: its episodes

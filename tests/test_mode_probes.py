@@ -21,7 +21,8 @@ from vtb_rewards.compose import EpisodeReward
 
 pytest.importorskip("trl")
 
-from tests.test_grpo import _coin_flip_policy, _train_args  # noqa: E402
+from tests.support.grpo import coin_flip_policy  # noqa: E402
+from tests.test_grpo import _train_args  # noqa: E402
 from vtb_app.integrations import trl as vtb_trl  # noqa: E402
 from vtb_env.tools.base import ToolRegistry  # noqa: E402
 from vtb_env.tools.python_tools import PythonImageProcessing  # noqa: E402
@@ -89,7 +90,7 @@ def test_the_static_label_stays_the_default_and_the_fallback():
 
 @pytest.fixture(scope="module")
 def policy_path(tmp_path_factory):
-    return _coin_flip_policy(tmp_path_factory.mktemp("policy"), "llama")
+    return coin_flip_policy(tmp_path_factory.mktemp("policy"), "llama")
 
 
 @pytest.mark.slow

@@ -25,12 +25,8 @@ pytest.importorskip("uvicorn")
 from openenv import GenericEnvClient  # noqa: E402
 
 from tests.support.env_server import Server  # noqa: E402
-from tests.support.grpo import one_step_grpo_config  # noqa: E402
-from tests.test_grpo import (  # noqa: E402
-    PLUMBING_REWARD,
-    TEST_MODEL_RESPONSE_TEMPLATE,
-    _coin_flip_policy,
-)
+from tests.support.grpo import coin_flip_policy, one_step_grpo_config  # noqa: E402
+from tests.test_grpo import PLUMBING_REWARD, TEST_MODEL_RESPONSE_TEMPLATE  # noqa: E402
 from vtb_app.integrations import trl as vtb_trl  # noqa: E402
 from vtb_app.openenv_server import make_app  # noqa: E402
 from vtb_app.serve_limits import ServeLimits  # noqa: E402
@@ -105,7 +101,7 @@ def test_grpo_step_through_vtb_serve_over_openenv(tmp_path_factory, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
-    policy = _coin_flip_policy(tmp_path_factory.mktemp("policy"), "llama")
+    policy = coin_flip_policy(tmp_path_factory.mktemp("policy"), "llama")
     tasks = [t for t in generate(40, seed=0) if len(t.turns) == 1][:2]
     config = EnvConfig.preset(
         "default", system_prompt=None, max_tool_calls=2, cap_scope="turn", reward_options=PLUMBING_REWARD

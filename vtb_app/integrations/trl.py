@@ -50,7 +50,14 @@ from vtb_app.integrations.trl_args import (
     run_tools,
 )
 from vtb_app.integrations.trl_environment import VTBEnvironment, VTBEnvironmentFactory, vtb_env_reward
-from vtb_app.integrations.trl_model import load_policy, ocr_cache_file, prepare_trainable, save_policy, trainable_parts
+from vtb_app.integrations.trl_model import (
+    autocast_bf16,
+    load_policy,
+    ocr_cache_file,
+    prepare_trainable,
+    save_policy,
+    trainable_parts,
+)
 from vtb_env.batch import EnvPool
 from vtb_env.config import EnvConfig
 from vtb_env.env import VisualToolBenchEnv
@@ -323,6 +330,8 @@ def train(
         image_view=getattr(args, "image_view", None),
         bf16_weights=args.bf16 and not getattr(args, "bf16_autocast", False),
     )
+    if getattr(args, "bf16_autocast", False):
+        autocast_bf16(policy.model)
     with ocr_cache_file(getattr(args, "ocr_cache", None)):
         rollout = rollout_class(tasks, tools, config, policy.processing_class, args)
         trainer = episode_images_trainer_class()(

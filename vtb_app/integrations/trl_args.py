@@ -138,8 +138,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-new-tokens", "--max_new_tokens", dest="max_completion_length", type=int, help="alias")
     env, grpo = parser.parse_args_and_config(None if argv is None else list(argv))
     grpo.per_device_train_batch_size = env.tasks_per_step * grpo.num_generations
-    if env.bf16_autocast:
-        grpo.bf16 = True  # accelerate's bf16 mixed precision: autocast over the fp32 weights load_policy keeps
     values = {field.name: getattr(grpo, field.name) for field in dataclasses.fields(GRPOConfig)}
     return argparse.Namespace(**values, **vars(env), grpo=grpo, max_new_tokens=grpo.max_completion_length)
 

@@ -8,9 +8,10 @@ Shared by GRPO (``vtb_app.integrations.trl.train``) and SFT (``vtb_app.integrati
 - ``TrainableParts`` / ``prepare_trainable``: all parameters, LoRA adapters through ``peft``
   (``--lora-rank``; TRL's trainers take the ``peft_config``), or the top K transformer blocks with the final
   norm and the output head (``--train-layers K``).
-- ``--bf16-autocast``: fp32 master weights with the forward under ``torch.autocast(bfloat16)`` (TRL's
-  ``bf16=True`` over fp32 weights: accelerate's mixed precision), where ``--bf16 true`` alone loads bf16
-  weights, whose small AdamW updates round away.
+- ``bf16_autocast`` (``--bf16-autocast``): fp32 master weights with every forward (training passes and
+  sampling) under ``torch.autocast(bfloat16)`` and the logits returned in fp32, where ``--bf16 true`` loads bf16
+  weights, whose small AdamW updates round away. (TRL's ``bf16=True`` over fp32 weights does not autocast on
+  CPU: accelerate's mixed precision leaves a CPU model's forward as it is.)
 - ``save_policy``: the trained model as a plain checkpoint (LoRA merged), loadable with ``--model``.
 - ``ocr_cache_file``: the OCR reads of a run kept in a file (``--ocr-cache``), so the next run reads no
   picture twice.
@@ -158,6 +159,35 @@ def prepare_trainable(model: Any, parts: TrainableParts) -> Any:
     if parts.train_layers >= 0:
         freeze_below_top_layers(model, parts.train_layers)
     return model
+
+
+def autocast_bf16(model: Any) -> Any:
+    """``model`` with its forward, and its backbone's (``model.base_model``, which TRL's fused log-prob head calls
+    directly), run under ``torch.autocast(<device>, bfloat16)``, their logits and last hidden states returned in
+    fp32; the weights stay as they are (fp32 master weights for the optimizer)."""
+    for module in {id(m): m for m in (model, getattr(model, "base_model", model))}.values():
+        _autocast_forward(module)
+    return model
+
+
+def _autocast_forward(module: Any) -> None:
+    import functools
+
+    import torch
+
+    forward = module.forward
+
+    @functools.wraps(forward)
+    def autocast_forward(*args: Any, **kwargs: Any) -> Any:
+        with torch.autocast(next(module.parameters()).device.type, dtype=torch.bfloat16):
+            output = forward(*args, **kwargs)
+        for name in ("logits", "last_hidden_state"):
+            value = getattr(output, name, None)
+            if value is not None and value.dtype != torch.float32:
+                setattr(output, name, value.float())
+        return output
+
+    module.forward = autocast_forward  # an instance attribute: nn.Module.__call__ and generate call it
 
 
 def save_policy(model: Any, processing_class: Any, output_dir: str | Path) -> Path:
