@@ -28,7 +28,12 @@ STAGES = ("base", "sft", "grpo", "control")
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, help="a plain HF causal-LM checkpoint (scripts/convert_smollm2.py)")
-    parser.add_argument("--chat-template", type=Path, help="Jinja chat template rendering list content and OCR parts")
+    parser.add_argument(
+        "--chat-template",
+        default="chatml-text",
+        help="a shipped template name or a Jinja file rendering list content and OCR parts (default: %(default)s)",
+    )
+    parser.add_argument("--ocr-cache", type=Path, help="OCR reads kept in this file between runs")
     parser.add_argument("--out", type=Path, default=Path("runs/answer_check"), help="checkpoints and data")
     parser.add_argument("--tasks", default="synth:64:8800", help="training tasks")
     parser.add_argument("--eval-tasks", default="synth:48:8801", help="held-out tasks (a seed never trained on)")
@@ -170,18 +175,27 @@ def main(argv: Sequence[str] | None = None) -> None:
         rows = answer_eval.rows_from_run(args.run, loaders.load_tasks(args.eval_tasks))
         result = {"summary": answer_eval.summarize(rows), "rows": answer_eval.rows_as_dicts(rows)}
         _print_summary(result["summary"])
-    elif args.eval_only is not None:
+    else:
+        if args.eval_only is None and args.model is None:
+            parser.error("the check needs --model")
+        from vtb_app.integrations.trl_model import ocr_cache_file
+
+        with ocr_cache_file(args.ocr_cache):
+            result = _evaluate_or_check(args)
+    _write_json(result, args.json)
+
+
+def _evaluate_or_check(args: argparse.Namespace) -> dict[str, Any]:
+    if args.eval_only is not None:
         from vtb_env import loaders
 
         result = answer_check.held_out(args.eval_only, loaders.load_tasks(args.eval_tasks), args)
         _print_summary(result["summary"])
-    else:
-        if args.model is None or args.chat_template is None:
-            parser.error("the check needs --model and --chat-template")
-        result = answer_check.run(args, lambda partial: _write_json(partial, args.json))
-        if args.plot is not None:
-            plot(result, args.plot)
-    _write_json(result, args.json)
+        return result
+    result = answer_check.run(args, lambda partial: _write_json(partial, args.json))
+    if args.plot is not None:
+        plot(result, args.plot)
+    return result
 
 
 if __name__ == "__main__":

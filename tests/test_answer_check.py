@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import statistics
-from pathlib import Path
 
 import pytest
 
-import vtb_agents
 from tests.support.chat_server import ChatServer
 from tests.support.cli import eval_args, run_cli
 from vtb_app.answer_eval import AnswerRow, rows_from_run, summarize
@@ -83,9 +81,8 @@ def test_answer_check_runs_every_stage_on_a_tiny_chatml_model_and_writes_json_an
     train, held_out = "synth:4:8800", "synth:2:8801"
     model = build_chatml_model(tmp_path / "model")
     out = tmp_path / "out"
-    template = Path(vtb_agents.__file__).parent / "templates" / "chatml_text.jinja"
     argv = [
-        *("--model", model, "--chat-template", template),
+        *("--model", model, "--chat-template", "chatml-text"),
         *("--out", out, "--tasks", train, "--eval-tasks", held_out, "--seeds", "0"),
         *("--eval-samples", "2", "--max-new-tokens", "4", "--sft-steps", "2", "--sft-batch-size", "2"),
         *("--grpo-steps", "1", "--num-generations", "2", "--tasks-per-step", "1"),

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -48,39 +47,15 @@ def env_config() -> EnvConfig:
     return EnvConfig.preset("default", tool_set="none", image_parts="name", system_prompt=SYSTEM_PROMPT)
 
 
-def prepare_base(model: Path, chat_template: Path, out: Path) -> Path:
-    """A copy of ``model`` whose tokenizer carries ``chat_template`` and ``image_view="ocr"`` (saved with it, so
-    SFT, GRPO and evaluation all read the same text)."""
-    from transformers import AutoTokenizer
-
-    out.mkdir(parents=True, exist_ok=True)
-    for path in model.iterdir():
-        if path.is_file() and not path.name.startswith(("tokenizer", "chat_template", "special_tokens")):
-            shutil.copy2(path, out / path.name)
-    tokenizer = AutoTokenizer.from_pretrained(model, image_view=IMAGE_VIEW)
-    tokenizer.chat_template = chat_template.read_text()
-    tokenizer.save_pretrained(out)
-    return out
-
-
-def load_policy(path: Path) -> tuple[Any, Any]:
-    """Model and tokenizer of a text checkpoint, left padding, pad token set."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return AutoModelForCausalLM.from_pretrained(path, dtype="float32"), tokenizer
-
-
 def held_out(path: Path, tasks: Sequence[Task], args: argparse.Namespace) -> dict[str, Any]:
     """``evaluate_policy`` of the checkpoint at ``path``: its rows, summary, wall and CPU seconds."""
     start, cpu_start = time.perf_counter(), cpu_seconds()
-    model, tokenizer = load_policy(path)
+    from vtb_app.integrations.trl_model import load_policy
+
+    policy = load_policy(path, chat_template=args.chat_template, image_view=IMAGE_VIEW)
     rows = evaluate_policy(
-        model,
-        tokenizer,
+        policy.model,
+        policy.processing_class,
         tasks,
         lambda: VisualToolBenchEnv(tasks=list(tasks), tools=ToolRegistry([]), config=env_config()),
         samples=args.eval_samples,
@@ -128,7 +103,7 @@ def grpo_args(policy: Path, output_dir: Path, seed: int, args: argparse.Namespac
         "--temperature": args.temperature,
         "--max-new-tokens": args.max_new_tokens,
         "--max-episode-tokens": args.max_episode_tokens,
-        "--system-prompt": SYSTEM_PROMPT,
+        "--tools": "none",
         "--seed": seed,
         "--beta": 0.0,
         "--lr-scheduler-type": "constant",
@@ -185,7 +160,9 @@ def run_seed(
 
 
 def sft_stage(base: Path, data: Path, output_dir: Path, seed: int, args: argparse.Namespace) -> dict[str, Any]:
-    """``args.sft_steps`` of TRL's SFTTrainer from ``base`` on ``data``: where it saved, its loss log, CPU seconds."""
+    """``args.sft_steps`` of TRL's SFTTrainer from ``base`` on ``data`` (``args.chat_template`` and the OCR view
+    attached, and saved with the model, so GRPO and evaluation read the same text): where it saved, its loss
+    log, CPU seconds."""
     from vtb_app.integrations.trl_sft import sft_cold_start
 
     start, cpu_start = time.perf_counter(), cpu_seconds()
@@ -197,6 +174,8 @@ def sft_stage(base: Path, data: Path, output_dir: Path, seed: int, args: argpars
         learning_rate=args.sft_learning_rate,
         batch_size=args.sft_batch_size,
         seed=seed,
+        chat_template=args.chat_template,
+        image_view=IMAGE_VIEW,
     )
     train = {
         "log": [entry for entry in cold.log_history if "loss" in entry],
@@ -226,7 +205,7 @@ def run(args: argparse.Namespace, save: Callable[[dict[str, Any]], None] = lambd
     eval_tasks = loaders.load_tasks(args.eval_tasks)
     if {t.id for t in args.train_tasks} & {t.id for t in eval_tasks}:
         raise SystemExit("--eval-tasks share tasks with --tasks: held-out tasks must never be trained on")
-    base = prepare_base(args.model, args.chat_template, args.out / "base")
+    base = args.model
     result: dict[str, Any] = {"settings": _settings(args), "seeds": {}}
     data = None
     if "sft" in args.stages:

@@ -22,7 +22,6 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from vtb_env.tasks import Task
 
-GREEDY_TEMPERATURE = 1e-4  # HFGenerator samples; at this temperature it is the argmax
 METRICS = ("reward", "rubric", "passed")
 
 
@@ -152,14 +151,20 @@ def evaluate_policy(
     by_id = {task.id: task for task in tasks}
     renderer = ChatRenderer(processing_class)
     rows: list[AnswerRow] = []
-    for mode, copies, heat in (("greedy", 1, GREEDY_TEMPERATURE), ("sampled", samples, temperature)):
+    for mode, copies in (("greedy", 1), ("sampled", samples)):
         if copies == 0:
             continue
         torch.manual_seed(seed)
         task_ids = [task.id for _ in range(copies) for task in tasks]
         pool = EnvPool([make_env() for _ in task_ids])
         try:
-            generate = HFGenerator(model, processing_class, max_new_tokens=max_new_tokens, temperature=heat)
+            generate = HFGenerator(
+                model,
+                processing_class,
+                max_new_tokens=max_new_tokens,
+                temperature=temperature,
+                greedy=mode == "greedy",
+            )
             episodes = run_episodes(
                 pool, task_ids, generate, renderer, max_completion_tokens=max_episode_tokens, seed=seed
             )
