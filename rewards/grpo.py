@@ -68,8 +68,11 @@ def _turn(task: Task, turn_index: int | None) -> int:
 
 
 def _single_turn(task: Task, index: int) -> Task:
-    """The task restricted to one turn (the completion answers that turn only)."""
-    return replace(task, turns=(task.turns[index],))
+    """The task restricted to one turn (the completion answers that turn only). The turn keeps the images its
+    prompt shows, those of the turns before it too: a later turn of an image task is still one (the vision
+    decision: ``vtb_rewards.mode.counted_tools``), so a search there is no use of tools unless the task needs one."""
+    shown = tuple(image for turn in task.turns[: index + 1] for image in turn.images)
+    return replace(task, turns=(replace(task.turns[index], images=shown),))
 
 
 def _judges_reveals(reward: EpisodeReward) -> bool:

@@ -21,7 +21,9 @@ any image); ``unexecuted_call``: a ``<tool_call>`` block that never ran, scored 
 conversation: each call, the result the env's tool returned, the golden answer) and verl's ``compute_score`` (the
 decoded response, the row's images in ``extra_info``) read it; before = ``RewardConfig(mode_credit="image_work")``
 (the rule the text path had), after = the calls judged as the env judges them (``vtb_env.replay``), with the TRL
-function's time per completion with and without vision calls to replay.
+function's time per completion with and without vision calls to replay: cold (the reader's cache emptied first,
+so the task's picture and the outputs are read again) and warm (every image read already: the replay's sandbox
+run alone).
 """
 
 from __future__ import annotations
@@ -214,6 +216,7 @@ def text_scores(tasks: list[Any], records: dict[str, list[Any]]) -> dict[str, li
     """Every (task, turn) of every policy's env records scored from completion text: the TRL reward function's
     mode component before (``mode_credit="image_work"``: the rule the text path had) and after (calls judged
     as the env judges them), verl ``compute_score``'s after, and the TRL function's seconds per completion."""
+    from vtb_env.reveal import shared_judge
     from vtb_rewards.compose import EpisodeReward, RewardConfig
     from vtb_rewards.grpo import compute_score, make_trl_reward_func
 
@@ -230,9 +233,13 @@ def text_scores(tasks: list[Any], records: dict[str, list[Any]]) -> dict[str, li
                     {"task_id": [task.id], "turn_index": [turn]},
                 )
                 before(prompts=["p"], completions=completion, **columns)
-                start = time.perf_counter()
-                after(prompts=["p"], completions=completion, **columns)
-                seconds = time.perf_counter() - start
+                seconds = []
+                for cache in ("cold", "warm"):  # no image read yet, then every image read already
+                    if cache == "cold":
+                        shared_judge().forget()
+                    start = time.perf_counter()
+                    after(prompts=["p"], completions=completion, **columns)
+                    seconds.append(time.perf_counter() - start)
                 verl = compute_score(
                     "visualtoolbench", response_of(record, task, turn), task.to_dict(), row_extra_info(task, turn)
                 )
@@ -243,8 +250,9 @@ def text_scores(tasks: list[Any], records: dict[str, list[Any]]) -> dict[str, li
                         "mode_before": before.last_components[0].get("mode", float("nan")),
                         "mode": after.last_components[0].get("mode", float("nan")),
                         "mode_verl": verl.get("mode", float("nan")),
-                        "seconds": seconds,
-                        "vision_calls": sum(c.name == VISION for c in turn_calls(record, turn)),
+                        "seconds_cold": seconds[0],
+                        "seconds_warm": seconds[1],
+                        "replayed": any(c.name == VISION and c.did_image_work for c in turn_calls(record, turn)),
                     }
                 )
     return scored
@@ -260,14 +268,21 @@ def text_table(scored: dict[str, list[dict[str, float]]]) -> str:
         means = [sum(s[key] for s in samples) / len(samples) for key in ("mode_before", "mode", "mode_verl")]
         lines.append(f"| {name} | {len(samples)} | {means[0]:.3f} | {means[1]:.3f} | {means[2]:.3f} |")
     every = [s for samples in scored.values() for s in samples]
-    lines += ["", "| TRL reward function, per completion | completions | mean s | max s |", "|---|---:|---:|---:|"]
+    lines += [
+        "",
+        "| TRL reward function, per completion | completions | cold mean s | cold max s | warm mean s | warm max s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for label, group in (
-        ("no vision call (nothing to replay)", [s for s in every if not s["vision_calls"]]),
-        ("vision calls replayed", [s for s in every if s["vision_calls"]]),
+        ("nothing to replay (no vision call that did visual work)", [s for s in every if not s["replayed"]]),
+        ("vision calls replayed", [s for s in every if s["replayed"]]),
     ):
         if group:
-            seconds = [s["seconds"] for s in group]
-            lines.append(f"| {label} | {len(group)} | {sum(seconds) / len(seconds):.3f} | {max(seconds):.3f} |")
+            cold, warm = ([s[key] for s in group] for key in ("seconds_cold", "seconds_warm"))
+            lines.append(
+                f"| {label} | {len(group)} | {sum(cold) / len(cold):.3f} | {max(cold):.3f} "
+                f"| {sum(warm) / len(warm):.3f} | {max(warm):.3f} |"
+            )
     return "\n".join(lines)
 
 

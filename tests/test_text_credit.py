@@ -192,3 +192,15 @@ def test_a_replay_that_cannot_run_costs_the_call_its_credit_and_never_the_reward
     for i in required:
         assert without[i]["used_tools"] == 1.0 and without[i]["mode"] == 0.0
         assert without[i]["score"] == never[i]["score"]
+
+
+@pytest.mark.slow
+def test_a_later_turn_of_an_image_task_is_still_one(tasks, played):
+    """The turn keeps the images its prompt shows (the earlier turns'): a search there is no use of tools."""
+    later = [
+        (task, turn) for task in tasks if not task.metadata.get("needs_lookup") for turn in range(1, len(task.turns))
+    ]
+    assert later
+    for task, turn in later:
+        irrelevant, never = (_trl([task], played, name, turn)[0] for name in ("irrelevant_search", "never_call"))
+        assert irrelevant["used_tools"] == 0.0 and irrelevant["reward"] == never["reward"], (task.id, turn)

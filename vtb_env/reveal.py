@@ -155,6 +155,11 @@ class RevealJudge:
             )
         )
 
+    def forget(self) -> None:
+        """Drop every cached reading (a benchmark's cold start: ``scripts/bench_mode_credit.py --text``)."""
+        with self._lock:
+            self._readings.clear()
+
     def read(self, asset: ImageAsset) -> str:
         """The reader's text of one image, cached by its sha256."""
         with self._lock:
