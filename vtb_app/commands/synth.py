@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
-from vtb_env.tasks import TASK_CATEGORIES
+from vtb_env.tasks import TASK_CATEGORIES, Task
+from vtb_env.tools.base import ToolRegistry
+
+SFT_VIEWS = ("pixels", "ocr", "ocr-pages")
+NO_TOOLS = "none"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,6 +55,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="also write OUT/sft.parquet: each task's reference trajectory run in the env, then the golden answer "
         "(TRL's conversational format; docs/training.md)",
     )
+    parser.add_argument(
+        "--view",
+        choices=SFT_VIEWS,
+        default="pixels",
+        help="--sft for a text policy: ocr shows each picture as the words OCR reads in it (ocr-pages: the words "
+        "alone, no question); pixels (default): image placeholders and an images column",
+    )
+    parser.add_argument(
+        "--tools",
+        default=None,
+        help="--sft: the tools offered, comma-separated (default: all); none: no tools, every conversation answers "
+        "directly (the reference calls left out, the no-tools system prompt); a task whose reference calls a tool "
+        "not offered is skipped",
+    )
+    parser.add_argument(
+        "--ocr-cache", type=Path, help="--sft --view ocr: a JSON file of OCR reads, loaded if it exists, written back"
+    )
     parser.set_defaults(func=run)
 
 
@@ -85,19 +107,43 @@ def run(args: argparse.Namespace) -> int:
     path = save_tasks(tasks, out)
     print(f"wrote {len(tasks)} tasks to {path}")
     if args.sft:
-        _export_sft(tasks, Path(out))
+        _export_sft(tasks, Path(out), args.view, args.tools, args.ocr_cache)
     return 0
 
 
-def _export_sft(tasks: list, out: Path) -> None:
-    from vtb_env.sft import export_sft
+def _export_sft(tasks: list[Task], out: Path, view: str, tools: str | None, ocr_cache: Path | None) -> None:
+    from vtb_app.integrations.trl_model import ocr_cache_file
+    from vtb_env.ocr_view import make_view
+    from vtb_env.sft import export_sft, sft_env_config
     from vtb_env.tools import default_tools
 
-    tools = default_tools()
+    registry = default_tools()
     try:
-        path, rows, skipped = export_sft(tasks, out, tools)
+        offered = _offered(registry, tools)
+        config = sft_env_config(tool_set="none", system_prompt="no_tools") if tools == NO_TOOLS else sft_env_config()
+        with ocr_cache_file(ocr_cache if view != "pixels" else None):  # the view reads through the shared cache
+            path, rows, skipped = export_sft(
+                without_reference_calls(tasks) if tools == NO_TOOLS else tasks,
+                out,
+                offered,
+                config,
+                make_view(view) if view != "pixels" else None,
+            )
     finally:
-        tools.close()
+        registry.close()
     print(f"wrote {rows} SFT conversations to {path}")
     for task_id, why in skipped:
         print(f"skipped {task_id}: {why}")
+
+
+def _offered(registry: ToolRegistry, tools: str | None) -> ToolRegistry:
+    """The registry limited to ``--tools`` (all of it for none: the env's tool set withdraws them)."""
+    try:
+        return registry if tools in (None, NO_TOOLS) else registry.select(tools)
+    except ValueError as exc:
+        raise SystemExit(f"vtb synth --tools: {exc}") from None
+
+
+def without_reference_calls(tasks: list[Task]) -> list[Task]:
+    """The tasks with their reference tool calls left out: each turn's reference conversation answers directly."""
+    return [replace(t, turns=tuple(replace(turn, tool_trajectory_raw="") for turn in t.turns)) for t in tasks]

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vtb_app.integrations.trl_model import TrainableParts, autocast_bf16, load_policy, prepare_trainable, save_policy
+
 
 @dataclass
 class ColdStart:
@@ -33,37 +35,37 @@ def sft_cold_start(
     learning_rate: float = 1e-3,
     batch_size: int = 8,
     seed: int = 0,
+    chat_template: str | None = None,
+    image_view: str | None = None,
+    parts: TrainableParts = TrainableParts(),
+    bf16_autocast: bool = False,
 ) -> ColdStart:
     """``max_steps`` steps of TRL's ``SFTTrainer`` on the parquet ``data``; the model and processor saved to
     ``output_dir`` (its generation config too: a constrained policy keeps its ``suppress_tokens``).
 
     A vision-language checkpoint (its config has a ``vision_config``) loads with ``AutoModelForImageTextToText``
     and ``AutoProcessor``, any other with ``AutoModelForCausalLM`` and ``AutoTokenizer`` (text rows, e.g. exported
-    through an OCR view)."""
+    through an OCR view). As in GRPO (``vtb_app.integrations.trl_model``): ``chat_template`` (a file or
+    ``chatml-text``) and ``image_view`` are attached and saved, ``parts`` picks LoRA or the top layers, and
+    ``bf16_autocast`` runs the forward in bfloat16 over fp32 weights; a LoRA model is saved merged."""
     import time
 
     import torch
     from datasets import load_dataset
-    from transformers import (
-        AutoConfig,
-        AutoModelForCausalLM,
-        AutoModelForImageTextToText,
-        AutoProcessor,
-        AutoTokenizer,
-    )
     from trl import SFTConfig, SFTTrainer
 
     from vtb_app.integrations.trl_args import checkpointing
 
     start = time.perf_counter()
-    is_vlm = getattr(AutoConfig.from_pretrained(model_path), "vision_config", None) is not None
-    model = (AutoModelForImageTextToText if is_vlm else AutoModelForCausalLM).from_pretrained(model_path)
-    processor = (AutoProcessor if is_vlm else AutoTokenizer).from_pretrained(model_path)
+    policy = load_policy(model_path, chat_template=chat_template, image_view=image_view)
+    if bf16_autocast:
+        autocast_bf16(policy.model)
     dataset = load_dataset("parquet", data_files=str(data), split="train")
     trainer = SFTTrainer(
-        model=model,
-        processing_class=processor,
+        model=prepare_trainable(policy.model, parts),
+        processing_class=policy.processing_class,
         train_dataset=dataset,
+        peft_config=parts.peft_config(),
         args=SFTConfig(
             output_dir=str(output_dir),
             max_steps=max_steps,
@@ -83,7 +85,5 @@ def sft_cold_start(
         ),
     )
     trainer.train()
-    path = Path(output_dir)
-    trainer.save_model(str(path))
-    processor.save_pretrained(path)
+    path = save_policy(trainer.model, policy.processing_class, output_dir)
     return ColdStart(path, list(trainer.state.log_history), time.perf_counter() - start)
