@@ -30,8 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", type=Path, help="a plain HF causal-LM checkpoint (scripts/convert_smollm2.py)")
     parser.add_argument(
         "--chat-template",
-        default="chatml-text",
-        help="a shipped template name or a Jinja file rendering list content and OCR parts (default: %(default)s)",
+        help="a shipped template name (chatml-text) or a Jinja file to attach; default: the checkpoint's own",
+    )
+    parser.add_argument(
+        "--image-view", choices=("pixels", "ocr", "ocr-pages"), help="what the policy is shown of the pictures"
     )
     parser.add_argument("--ocr-cache", type=Path, help="OCR reads kept in this file between runs")
     parser.add_argument("--out", type=Path, default=Path("runs/answer_check"), help="checkpoints and data")

@@ -82,7 +82,7 @@ def test_answer_check_runs_every_stage_on_a_tiny_chatml_model_and_writes_json_an
     model = build_chatml_model(tmp_path / "model")
     out = tmp_path / "out"
     argv = [
-        *("--model", model, "--chat-template", "chatml-text"),
+        *("--model", model, "--chat-template", "chatml-text", "--image-view", "ocr"),
         *("--out", out, "--tasks", train, "--eval-tasks", held_out, "--seeds", "0"),
         *("--eval-samples", "2", "--max-new-tokens", "4", "--sft-steps", "2", "--sft-batch-size", "2"),
         *("--grpo-steps", "1", "--num-generations", "2", "--tasks-per-step", "1"),

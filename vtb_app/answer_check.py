@@ -4,8 +4,9 @@ For each training seed: the base checkpoint, an SFT warm-up on the training task
 (``vtb_env.sft`` through the OCR view, ``vtb_app.integrations.trl_sft``), GRPO from the SFT model through
 ``vtb_app.integrations.trl.train``, and the same GRPO with the rewards shuffled across each batch (the control: same
 updates, same reward scale, no link between an episode and its reward). Every stage is evaluated on held-out tasks
-of a synth seed never trained on (``vtb_app.answer_eval``). The policy reads the question and the words Tesseract
-reads in the pictures (``image_view="ocr"``), with no tools, so what it can learn is to answer.
+of a synth seed never trained on (``vtb_app.answer_eval``). No tools are offered, so what the policy can learn is to
+answer; a text LM reads the question and the words Tesseract reads in the pictures (``--image-view ocr``, attached
+with ``--chat-template`` to the SFT checkpoint, so GRPO and every evaluation read the same text).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from vtb_env.tasks import Task
 from vtb_env.tools.base import ToolRegistry
 
 SYSTEM_PROMPT = "no_tools"
-IMAGE_VIEW = "ocr"
 
 
 class ShuffledRewardRollout(EnvRollout):
@@ -52,7 +52,7 @@ def held_out(path: Path, tasks: Sequence[Task], args: argparse.Namespace) -> dic
     start, cpu_start = time.perf_counter(), cpu_seconds()
     from vtb_app.integrations.trl_model import load_policy
 
-    policy = load_policy(path, chat_template=args.chat_template, image_view=IMAGE_VIEW)
+    policy = load_policy(path, chat_template=args.chat_template, image_view=args.image_view)
     rows = evaluate_policy(
         policy.model,
         policy.processing_class,
@@ -76,13 +76,15 @@ def _timed(rows: list[AnswerRow], start: float, cpu_start: float) -> dict[str, A
     }
 
 
-def sft_data(tasks: Sequence[Task], out: Path) -> tuple[Path, int]:
+def sft_data(tasks: Sequence[Task], out: Path, image_view: str | None) -> tuple[Path, int]:
     """The training tasks' reference conversations as the policy reads them (OCR view, no tools): tasks whose
     reference calls a tool cannot replay without one and are left out."""
-    from vtb_env.ocr_view import OcrView
+    from vtb_env.ocr_view import VIEWS, make_view
     from vtb_env.sft import export_sft
 
-    path, rows, _ = export_sft(tasks, out, ToolRegistry([]), env_config(), OcrView())
+    path, rows, _ = export_sft(
+        tasks, out, ToolRegistry([]), env_config(), make_view(image_view if image_view in VIEWS else None)
+    )
     if rows == 0:
         raise SystemExit("no training task replays without tools: no SFT data")
     return path, rows
@@ -175,7 +177,7 @@ def sft_stage(base: Path, data: Path, output_dir: Path, seed: int, args: argpars
         batch_size=args.sft_batch_size,
         seed=seed,
         chat_template=args.chat_template,
-        image_view=IMAGE_VIEW,
+        image_view=args.image_view,
     )
     train = {
         "log": [entry for entry in cold.log_history if "loss" in entry],
@@ -209,7 +211,7 @@ def run(args: argparse.Namespace, save: Callable[[dict[str, Any]], None] = lambd
     result: dict[str, Any] = {"settings": _settings(args), "seeds": {}}
     data = None
     if "sft" in args.stages:
-        data, result["sft_rows"] = sft_data(args.train_tasks, args.out / "data")
+        data, result["sft_rows"] = sft_data(args.train_tasks, args.out / "data", args.image_view)
     if "base" in args.stages:  # the same for every seed: one run of several evaluates it
         result["base"] = {"held_out": held_out(base, eval_tasks, args)}
         _print_stage("-", "base", result["base"])
