@@ -177,6 +177,7 @@ def test_bad_real_model_flags_exit_with_the_reason(chatml_path, tasks, tmp_path)
         (["--tools", "teleport"], "--tools: unknown tools"),
         (["--lora-rank", "4", "--train-layers", "1"], "pick one"),
         (["--train-layers", "9"], "has 2 transformer blocks"),
+        (["--kv-reuse", "--use-vllm"], "--kv-reuse is for a text policy"),
     ]:
         with pytest.raises(SystemExit, match=reason):
             vtb_trl.train(_grpo_args(chatml_path, tmp_path / "run", *extra), tasks=tasks, tools=ToolRegistry([]))

@@ -23,6 +23,10 @@
    no tool passed (``vtb_agents.mode_probes``); the task's static label is the default (``k = 0``) and the
    fallback. TRL logs ``vtb/mode/online_label_disagreement`` (online vs static), ``vtb/mode/online_redundant``
    and ``vtb/mode/probe_pass_rate``.
+
+   Real checkpoints (``vtb_app.integrations.trl_model``): ``--chat-template`` (a file, or the shipped
+   ``chatml-text`` for ChatML text models), ``--image-view ocr`` and ``--ocr-cache``, ``--tools none``,
+   ``--task-filter``, ``--lora-rank`` or ``--train-layers``, ``--bf16-autocast`` and ``--kv-reuse``.
 """
 
 from __future__ import annotations
@@ -330,6 +334,8 @@ def train(
         image_view=getattr(args, "image_view", None),
         bf16_weights=args.bf16 and not getattr(args, "bf16_autocast", False),
     )
+    if getattr(args, "kv_reuse", False) and (args.use_vllm or policy.is_vlm):
+        raise SystemExit("--kv-reuse is for a text policy that generates with transformers (not a VLM, not vLLM)")
     if getattr(args, "bf16_autocast", False):
         autocast_bf16(policy.model)
     with ocr_cache_file(getattr(args, "ocr_cache", None)):
