@@ -40,8 +40,8 @@ UNREPLAYABLE_KINDS = ("parse_error", "invalid_call")  # no tool ran such a call:
 
 
 class Replayer:
-    """Replays vision calls in one env at a time (one sandbox-backed vision tool; thread-safe, one replay at a
-    time). ``close()`` releases the tools it built."""
+    """Replays vision calls in one env at a time (the vision tool alone, on the process's sandbox; thread-safe, one
+    replay at a time). ``close()`` releases the env and the tools it built."""
 
     def __init__(self, tools: ToolRegistry | None = None, config: EnvConfig | None = None) -> None:
         self._tools, self._owns_tools = tools, tools is None
@@ -65,7 +65,7 @@ class Replayer:
 
     def _env_for(self, task: Task) -> Any:
         """An env on ``task`` alone (the last one while the task is the same: a GRPO group shares its task)."""
-        from vtb_env.env import VisualToolBenchEnv
+        from vtb_env.env import VisualToolBenchEnv  # the env and its tools load only once a replay is needed
         from vtb_env.tools.factory import default_tools
 
         if self._env is not None and self._env.tasks == (task,):
