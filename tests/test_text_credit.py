@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from vtb_app.integrations.verl_rows import tool_agent_row
 from vtb_env import ocr
 from vtb_env.replay import Replayer
 from vtb_rewards.compose import EpisodeReward, RewardConfig
@@ -69,18 +70,29 @@ def _trl(tasks, played, policy: str, turn: int = 0, reward=None, replayer=None) 
     return func.last_components
 
 
-def _verl(tasks, played, policy: str, turn: int = 0, images: bool = True) -> list[dict[str, float]]:
-    """verl's ``compute_score`` of ``policy``'s decoded response, the row's images in its ``tools_kwargs``."""
+def _verl(
+    tasks, played, policy: str, turn: int = 0, images: bool = True, shown: bool = False
+) -> list[dict[str, float]]:
+    """verl's ``compute_score`` of ``policy``'s decoded response, with the ``extra_info`` of the real
+    ``tool_agent`` row (``shown``: a VLM's row, its images in verl's images column) or the bench's (``images``
+    False: a row that holds none)."""
     bench = _bench()
+
+    def extra_info(task):
+        if not images:
+            return bench.row_extra_info(task, turn, images=False)
+        return tool_agent_row(task, ["python_image_processing"], turn_index=turn, show_images=shown)["extra_info"]
+
     return [
         compute_score(
-            "visualtoolbench",
-            bench.response_of(played[policy][task.id], task, turn),
-            task.to_dict(),
-            bench.row_extra_info(task, turn, images),
+            "visualtoolbench", bench.response_of(played[policy][task.id], task, turn), task.to_dict(), extra_info(task)
         )
         for task in tasks
     ]
+
+
+def _verl_shown(tasks, played, policy: str, turn: int = 0) -> list[dict[str, float]]:
+    return _verl(tasks, played, policy, turn, shown=True)
 
 
 def _vision_required(tasks, played, turn: int = 0) -> list[int]:
@@ -95,9 +107,9 @@ def _vision_required(tasks, played, turn: int = 0) -> list[int]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", ["trl", "verl"])
+@pytest.mark.parametrize("path", ["trl", "verl", "verl_shown"])
 def test_a_blank_crop_earns_what_no_call_earns_and_the_reference_earns_the_credit(tasks, played, path):
-    score = _trl if path == "trl" else _verl
+    score = {"trl": _trl, "verl": _verl, "verl_shown": _verl_shown}[path]
     blank, reference, never = (score(tasks, played, name) for name in ("blank_corner", "reference", "never_call"))
     required = [
         i

@@ -19,12 +19,13 @@ from typing import Any, Sequence
 
 from vtb_env.image_names import turn_image_names
 from vtb_env.tasks import ImageRef, Task
+from vtb_rewards.grpo import ROW_IMAGES_KEY
 
 DATA_SOURCE = "visualtoolbench"
 AGENT_NAME = "vtb_agent"
 DEFAULT_FACTORY = "vtb_env.tools:default_tools"
 DEFAULT_REWARD_FACTORY = "vtb_rewards:default_reward"  # the env's default reward (judge from VTB_JUDGE_*)
-TASK_KEY, IMAGES_KEY = "vtb_task", "vtb_images"  # extra_info keys of agent rows; IMAGES_KEY also in tools_kwargs
+TASK_KEY, IMAGES_KEY = "vtb_task", ROW_IMAGES_KEY  # extra_info keys of agent rows; IMAGES_KEY also in tools_kwargs
 
 
 def task_images(task: Task, turns: int | None = None) -> list[bytes]:
@@ -78,7 +79,9 @@ def tool_agent_row(
     ``show_images``: the images go in verl's ``images`` column with ``<image>`` markers (a VLM
     policy sees them; the tools read the same bytes from the prompt). ``False`` for a text-only
     policy: the prompt names the images and the tools get their bytes from
-    ``tools_kwargs["vtb_images"]``. Either way each image is stored once.
+    ``tools_kwargs["vtb_images"]``. A task with key facts (a synthetic one) also keeps its images in
+    ``extra_info["vtb_images"]`` when shown: ``compute_score`` replays the response's vision calls on them to
+    judge what they revealed (``vtb_env.replay``); otherwise each image is stored once.
     """
     if not 0 <= turn_index < len(task.turns):
         raise ValueError(f"task {task.id!r} has {len(task.turns)} turns; turn_index {turn_index} is out of range")
@@ -106,6 +109,8 @@ def tool_agent_row(
     }
     if show_images:
         row["images"] = [{"bytes": data} for data in images]
+        if task.metadata.get("key_facts"):
+            row["extra_info"][IMAGES_KEY] = images
     else:
         tools_kwargs[IMAGES_KEY] = images
     return row
