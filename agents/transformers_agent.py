@@ -6,6 +6,11 @@ Vision-language models (LLaVA, Idefics3, Mllama, Llama 4, Qwen2-VL, ...) load th
 with the observation's messages and the tool schemas, so the model sees tools exactly as in RL
 training; the action is the raw generated text and the env's parsers read calls from it.
 ``act_batch`` pads left and generates for several episodes at once.
+
+A text checkpoint whose tokenizer config names an observation view (``image_view``: ``ocr`` or
+``ocr-pages``, as ``--image-view`` saves it with a trained checkpoint) reads the pictures through it and
+is prompted exactly as ``vtb_agents.rollout`` prompts it in training (``ChatRenderer``: content parts, the
+pages' words marked ``ocr``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any, Mapping, Sequence
 from PIL import Image
 
 from vtb_agents.base import Action, BaseAgent, CallRecord, Observation
+from vtb_agents.chat_render import ChatRenderer, policy_view
 from vtb_agents.messages import ObservationError
 from vtb_env.observation import map_image_parts
 
@@ -75,6 +81,8 @@ class TransformersAgent(BaseAgent):
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self._stop_ids = _stop_token_ids(self.model, self.tokenizer)
+        # a text policy trained through a view is evaluated through it, rendered as in training
+        self.renderer = ChatRenderer(self.processor) if not self.is_vision and policy_view(self.processor) else None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -101,8 +109,10 @@ class TransformersAgent(BaseAgent):
 
     def render(self, observation: Observation) -> tuple[str, list[Image.Image]]:
         """The chat-template prompt for one observation and the images it refers to, in order."""
-        messages, images = to_template_messages(observation, keep_images=self.is_vision)
         tools = list(observation.get("tools") or []) if self.offer_tools else []
+        if self.renderer is not None:
+            return self.renderer.text(self.renderer.shown(observation)["messages"], tools, True), []
+        messages, images = to_template_messages(observation, keep_images=self.is_vision)
         prompt = self.processor.apply_chat_template(
             messages, tools=tools or None, add_generation_prompt=True, tokenize=False
         )

@@ -195,3 +195,26 @@ def test_the_ocr_cache_flag_loads_a_file_and_writes_back_what_the_run_read(tmp_p
         default_cache().read(known), default_cache().read(new)  # what a run's OCR view reads
         assert default_cache().misses == 1  # the file's picture is not read again
     assert len(json.loads(path.read_text())["words"]) == 2
+
+
+def test_a_checkpoint_saved_with_a_view_is_evaluated_through_it(
+    chatml_path, tasks, tmp_path, fresh_ocr_cache, monkeypatch
+):
+    """``vtb eval hf:PATH`` (TransformersAgent) prompts a checkpoint saved by a run with --chat-template and
+    --image-view as the run's rollouts did."""
+    import vtb_env.ocr_view
+    from tests.support.chatml_model import FixedWordsEngine
+    from vtb_agents.transformers_agent import TransformersAgent
+    from vtb_app.integrations.trl_model import load_policy, save_policy
+
+    monkeypatch.setattr(vtb_env.ocr_view, "default_engine", FixedWordsEngine)
+    policy = load_policy(chatml_path, chat_template="chatml-text", image_view="ocr")
+    saved = save_policy(policy.model, policy.processing_class, tmp_path / "trained")
+    env = VisualToolBenchEnv(tasks=tasks, tools=ToolRegistry([Calculator()]), config=EnvConfig.preset("default"))
+    observation, _ = env.reset(options={"task_id": tasks[0].id})
+
+    prompt, images = TransformersAgent(saved, max_new_tokens=2).render(observation)
+    renderer = ChatRenderer(policy.processing_class)
+    shown = renderer.shown(observation)
+    assert images == [] and prompt == renderer.text(shown["messages"], observation["tools"], add_generation_prompt=True)
+    assert f"<ocr>{' '.join(OCR_WORDS)}</ocr>" in prompt and '"name": "calculator"' in prompt
