@@ -112,9 +112,6 @@ def grpo_args(policy: Path, output_dir: Path, seed: int, args: argparse.Namespac
     }
     parsed = parse_args([str(part) for flag, value in flags.items() for part in (flag, value)])
     parsed.label_probes = args.label_probes
-    for name in ("gradient_checkpointing", "activation_checkpointing"):  # 135M fits; recomputing costs CPU time
-        if hasattr(parsed.grpo, name):
-            setattr(parsed.grpo, name, False)
     return parsed
 
 
