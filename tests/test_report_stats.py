@@ -14,7 +14,7 @@ from PIL import Image
 
 from tests.support.chat_server import ChatServer
 from tests.support.cli import eval_args
-from tests.test_eval_publish import task_of, verdict, vtb, write_tasks
+from tests.support.eval_tasks import task_of, verdict, vtb, write_tasks
 from tests.test_report import FLAGS
 from vtb_app.evaluation.records import episode_calls, latest_records
 from vtb_app.evaluation.runner import sample_seed
