@@ -1,7 +1,7 @@
 """Mode labels measured online for the policy being trained (issue 31, item 5): text-only probes per GRPO group.
 
 Through TRL's real GRPOTrainer (``vtb_app.integrations.trl.train``, the path of ``scripts/train_grpo.py``) with
-the scripted coin-flip policy of ``tests/test_grpo.py``: it answers "The answer is 42." or crops the image. On a
+the scripted coin-flip policy of ``tests/support/grpo.py``: it answers "The answer is 42." or crops the image. On a
 task asking for 42 a text-only probe passes, so the group is Tool-Redundant whatever the generator said; on one
 asking for 7 nothing passes, so it is Tool-Required.
 """
