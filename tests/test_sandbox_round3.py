@@ -1,7 +1,7 @@
 """The sandbox against the attacks of issue 22 (items 1 and 5), on real processes.
 
 Memory a call could hold outside ``RLIMIT_AS`` (memfd), system calls the tools never need, and
-the PID namespace. Like ``test_sandbox_attacks.py`` the module runs once more as ``nobody``
+the PID namespace. Like ``test_sandbox_attacks_*.py`` the module runs once more as ``nobody``
 (``test_round3_as_unprivileged_user``), where the host refuses the namespace: that path must
 report it missing and still deny the calls.
 """

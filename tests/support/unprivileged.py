@@ -34,8 +34,10 @@ def can_run() -> bool:
     return ROOT and SETPRIV is not None and not UNPRIVILEGED_RUN
 
 
-def run_module_as_nobody(test_file: str, min_passed: int) -> None:
-    """Run ``test_file`` (without its ``*unprivileged_user`` test) as nobody; assert it passed."""
+def run_module_as_nobody(test_file: str | list[str], min_passed: int) -> None:
+    """Run ``test_file`` (one path or several, in one pytest run; without their ``*unprivileged_user`` test) as
+    nobody; assert at least ``min_passed`` tests passed and none failed."""
+    test_files = [test_file] if isinstance(test_file, str) else test_file
     env = {
         "PATH": "/usr/bin:/bin",
         "PYTHONPATH": REPO,
@@ -44,7 +46,8 @@ def run_module_as_nobody(test_file: str, min_passed: int) -> None:
         MARKER: "1",
         "LANG": "C.UTF-8",
     }
-    code = _LAUNCHER.replace("TEST_FILE", repr(os.path.abspath(test_file))).replace("SETPRIV", repr(SETPRIV))
+    paths = ", ".join(repr(os.path.abspath(path)) for path in test_files)
+    code = _LAUNCHER.replace("TEST_FILE", paths).replace("SETPRIV", repr(SETPRIV))
     run = subprocess.run([sys.executable, "-c", code], cwd="/tmp", env=env, capture_output=True, text=True, timeout=300)
     tail = (run.stdout + run.stderr)[-3000:]
     assert run.returncode == 0, tail
