@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -18,7 +17,7 @@ pytest.importorskip("trl")
 
 from tests.support import grpo_rollouts  # noqa: E402
 from tests.support.grpo import coin_flip_policy, one_step_grpo_config  # noqa: E402
-from tests.support.grpo_rollouts import PLUMBING_REWARD, plumbing_config  # noqa: E402
+from tests.support.grpo_rollouts import TEST_MODEL_RESPONSE_TEMPLATE, plumbing_config, train_args  # noqa: E402
 from vtb_app.integrations import trl as vtb_trl  # noqa: E402
 from vtb_env.synth import generate  # noqa: E402
 
@@ -26,44 +25,12 @@ from vtb_env.synth import generate  # noqa: E402
 policy_path, tasks, tools = grpo_rollouts.policy_path, grpo_rollouts.tasks, grpo_rollouts.tools
 
 
-def _train_args(policy: Path, output_dir: Path, steps: int, *extra: str):
-    return vtb_trl.parse_args(
-        [
-            "--model",
-            str(policy),
-            "--output-dir",
-            str(output_dir),
-            "--num-generations",
-            "4",
-            "--tasks-per-step",
-            "2",
-            "--max-steps",
-            str(steps),
-            "--learning-rate",
-            "0.05",
-            "--max-new-tokens",
-            "8",
-            "--max-tool-calls",
-            "2",
-            "--system-prompt",
-            "none",
-            "--loss-type",
-            "grpo",
-            "--seed",
-            "1",
-            "--process-credit",
-            PLUMBING_REWARD["process_credit"],
-            *extra,
-        ]
-    )
-
-
 @pytest.mark.slow
 def test_grpo_trains_on_env_rewards(policy_path, tasks, tools, tmp_path):
     from transformers import AutoModelForCausalLM
 
     steps = 3
-    args = _train_args(policy_path, tmp_path / "run", steps, "--tools", "python_image_processing", "--log-completions")
+    args = train_args(policy_path, tmp_path / "run", steps, "--tools", "python_image_processing", "--log-completions")
     before = {n: p.detach().clone() for n, p in AutoModelForCausalLM.from_pretrained(policy_path).named_parameters()}
     start = time.perf_counter()
     trainer = vtb_trl.train(args, tasks=tasks, tools=tools)
@@ -128,7 +95,7 @@ def test_grpo_trains_a_vlm_on_every_image_of_the_episode(tmp_path_factory, tasks
     before = {n: p.detach().clone() for n, p in AutoModelForImageTextToText.from_pretrained(policy).named_parameters()}
     start = time.perf_counter()
     trainer = vtb_trl.train(
-        _train_args(policy, tmp_path / "run", steps), tasks=tasks, tools=tools, rollout_class=RecordingRollout
+        train_args(policy, tmp_path / "run", steps), tasks=tasks, tools=tools, rollout_class=RecordingRollout
     )
     elapsed = time.perf_counter() - start
 
@@ -163,24 +130,6 @@ def test_grpo_trains_a_vlm_on_every_image_of_the_episode(tmp_path_factory, tasks
         f"\nVLM GRPO: {steps} steps x 8 episodes in {elapsed:.1f} s = {steps / elapsed:.3f} steps/s on CPU; "
         f"{sum(loss_images)} images in the loss passes"
     )
-
-
-# TRL parses tool calls with the tokenizer's response template; the test model's Llama-3-style template writes
-# hermes calls.
-TEST_MODEL_RESPONSE_TEMPLATE = {
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|start_header_id|>assistant<|end_header_id|>\n\n",
-    "fields": {
-        "tool_calls": {
-            "open": "<tool_call>",
-            "close_pattern": r"</tool_call>\s*",
-            "repeats": True,
-            "content": "json",
-            "transform": {"type": "function", "function": "{content}"},
-        },
-        "content": {"close_pattern": r"<\|eot_id\|>\s*", "content": "text"},
-    },
-}
 
 
 @pytest.mark.slow

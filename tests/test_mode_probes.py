@@ -22,7 +22,7 @@ from vtb_rewards.compose import EpisodeReward
 pytest.importorskip("trl")
 
 from tests.support.grpo import coin_flip_policy  # noqa: E402
-from tests.test_grpo import _train_args  # noqa: E402
+from tests.support.grpo_rollouts import train_args  # noqa: E402
 from vtb_app.integrations import trl as vtb_trl  # noqa: E402
 from vtb_env.tools.base import ToolRegistry  # noqa: E402
 from vtb_env.tools.python_tools import PythonImageProcessing  # noqa: E402
@@ -107,7 +107,7 @@ def test_grpo_with_text_only_probes_labels_each_group_for_the_policy(policy_path
             batches.append(out["vtb_episode"])
             return out
 
-    args = _train_args(policy_path, tmp_path / "run", 2, "--tools", "python_image_processing")
+    args = train_args(policy_path, tmp_path / "run", 2, "--tools", "python_image_processing")
     args.label_probes = 2
     tools = ToolRegistry([PythonImageProcessing()])
     try:

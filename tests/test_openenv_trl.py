@@ -26,7 +26,7 @@ from openenv import GenericEnvClient  # noqa: E402
 
 from tests.support.env_server import Server  # noqa: E402
 from tests.support.grpo import coin_flip_policy, one_step_grpo_config  # noqa: E402
-from tests.test_grpo import PLUMBING_REWARD, TEST_MODEL_RESPONSE_TEMPLATE  # noqa: E402
+from tests.support.grpo_rollouts import PLUMBING_REWARD, TEST_MODEL_RESPONSE_TEMPLATE  # noqa: E402
 from vtb_app.integrations import trl as vtb_trl  # noqa: E402
 from vtb_app.openenv_server import make_app  # noqa: E402
 from vtb_app.serve_limits import ServeLimits  # noqa: E402

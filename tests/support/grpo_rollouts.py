@@ -63,3 +63,56 @@ def width_recording(sampler):
         return sampler(prompts, images)
 
     return generate, widths
+
+
+def train_args(policy: Path, output_dir: Path, steps: int, *extra: str):
+    """``train_grpo.py``'s arguments for the scripted policies: groups of 4, 2 tasks per step, plumbing reward."""
+    from vtb_app.integrations import trl as vtb_trl  # needs TRL: imported by the tests that skip without it
+
+    return vtb_trl.parse_args(
+        [
+            "--model",
+            str(policy),
+            "--output-dir",
+            str(output_dir),
+            "--num-generations",
+            "4",
+            "--tasks-per-step",
+            "2",
+            "--max-steps",
+            str(steps),
+            "--learning-rate",
+            "0.05",
+            "--max-new-tokens",
+            "8",
+            "--max-tool-calls",
+            "2",
+            "--system-prompt",
+            "none",
+            "--loss-type",
+            "grpo",
+            "--seed",
+            "1",
+            "--process-credit",
+            PLUMBING_REWARD["process_credit"],
+            *extra,
+        ]
+    )
+
+
+# TRL parses tool calls with the tokenizer's response template; the test model's Llama-3-style template writes
+# hermes calls.
+TEST_MODEL_RESPONSE_TEMPLATE = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|start_header_id|>assistant<|end_header_id|>\n\n",
+    "fields": {
+        "tool_calls": {
+            "open": "<tool_call>",
+            "close_pattern": r"</tool_call>\s*",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close_pattern": r"<\|eot_id\|>\s*", "content": "text"},
+    },
+}
