@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The learning check on a GPU machine: the reading policy at 5 training seeds and its two controls, side by side
-# on the machine's cores, each through the real TRL loop (docs/training.md, "On a GPU machine"). Needs
+# on the machine's cores, each through the real TRL loop (docs/training/learning_check.md, "On a GPU machine"). Needs
 # .gpu_carry/ from scripts/device_carry.sh; writes runs/device/ (or $OUT): the runs' JSON, logs, summary.json.
 #   bash scripts/device_learning_check.sh [SEEDS [JOBS [THREADS [TIMEOUT_S]]]]     (defaults: 0-4 7 2 420)
 set -euo pipefail
