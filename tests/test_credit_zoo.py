@@ -10,24 +10,16 @@ task; the right mode beats always-call and never-call.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
+from tests.support.scripts import load_script
 from vtb_env import ocr
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_mode_credit.py"
 SEED = 4127  # no other test plays it
 
 
 def _bench():
-    if "bench_mode_credit" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("bench_mode_credit", SCRIPT)
-        sys.modules[spec.name] = module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return sys.modules["bench_mode_credit"]
+    return load_script("bench_mode_credit")
 
 
 pytestmark = [

@@ -9,20 +9,17 @@ results the tools returned), as a TRL conversation and as a decoded verl respons
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.scripts import load_script
 from vtb_app.integrations.verl_rows import tool_agent_row
 from vtb_env import ocr
 from vtb_env.replay import Replayer
 from vtb_rewards.compose import EpisodeReward, RewardConfig
 from vtb_rewards.grpo import compute_score, make_trl_reward_func
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_mode_credit.py"
 SEED = 5309  # no other test plays it
 
 pytestmark = [
@@ -32,11 +29,7 @@ pytestmark = [
 
 
 def _bench():
-    if "bench_mode_credit" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("bench_mode_credit", SCRIPT)
-        sys.modules[spec.name] = module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return sys.modules["bench_mode_credit"]
+    return load_script("bench_mode_credit")
 
 
 @pytest.fixture(scope="module")
