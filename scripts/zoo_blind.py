@@ -91,6 +91,22 @@ def page_table_guess(observation: dict[str, Any]) -> str:
     return f"{table}\n\nAnswer: {first.value:g}" if first else CONSTANT
 
 
+def page_shifted_rows(observation: dict[str, Any]) -> str:
+    """Every row read, each name given the next row's value as a statement ("Pinecrest has 28."): values the
+    world holds, told of the wrong rows."""
+    from vtb_env.answer_values import NUMBER, fold, scan
+    from vtb_env.ocr_view import default_cache
+
+    rows = []
+    for words in (w for image in observation["images"] for w in _ocr_lines(default_cache().read(image))):
+        values = [v for v in scan(fold(" ".join(words))) if v.kind == NUMBER]
+        name = " ".join(w for w in words if w[:1].isupper() and not scan(w))
+        if values and name:
+            rows.append((name, values[0].value))
+    shifted = [f"{name} has {value:g}." for (name, _), (_, value) in zip(rows, rows[1:] + rows[:1], strict=True)]
+    return " ".join(shifted) if len(rows) > 1 else CONSTANT
+
+
 def _ocr_lines(words: list[str], per_line: int = 4) -> list[list[str]]:
     """Tesseract's words in runs of ``per_line`` (the cache keeps words, not lines): a row's name and value."""
     return [words[i : i + per_line] for i in range(0, len(words), per_line)]
@@ -113,6 +129,7 @@ READER_SPRAYS = {  # they read the pictures (Tesseract), never the question
     "page_names": page_names,
     "page_sum": page_sum,
     "page_table_guess": page_table_guess,
+    "page_shifted_rows": page_shifted_rows,
 }
 
 

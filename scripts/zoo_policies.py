@@ -31,7 +31,8 @@ Reader sprays (they read the pictures with Tesseract and never the question; pla
 its numbers with decimals: no stray integer), ``page_dates`` (only its dates and times), ``page_names``
 (its capitalised words that hold no value), ``page_sum`` (every number it reads, added up with the working),
 ``page_table_guess`` (every line it reads as a markdown table row, then the first number as ``Answer:``: the
-page as working, a guess as the answer). They live in ``scripts/zoo_blind.py``.
+page as working, a guess as the answer), ``page_shifted_rows`` (every row read, each name stated with the next
+row's value: world values told of the wrong rows). They live in ``scripts/zoo_blind.py``.
 
 Hedged golden answers (no tool calls): every number of the golden answer offered beside its successor,
 in six spellings (``hedge_or`` "16 (or 17)", ``hedge_alternatively``, ``hedge_vs``, ``hedge_cyrillic``
@@ -98,6 +99,7 @@ BLIND = (
     "page_names",
     "page_sum",
     "page_table_guess",
+    "page_shifted_rows",
 )
 HEDGES = ("hedge_or", "hedge_alternatively", "hedge_vs", "hedge_cyrillic", "hedge_slash", "hedge_two_sentences")
 HONEST_STYLES = (
