@@ -8,6 +8,8 @@
 
    Defined in ``vtb_app.integrations.trl_environment`` (re-exported here). TRL parses calls with
    the tokenizer's response template, so only formats TRL knows for that template are read.
+   ``train_environment_factory(parse_args([...]))`` builds it from the same flags as ``train`` (those only the
+   rollout path has exit with the reason).
 
 2. **Multi-turn tasks** (``rollout_func``; TRL's loop cannot add a task's later user turns with
    their images): ``train(parse_args([...]))`` or ``scripts/train_grpo.py``. ``EnvRollout`` plays
@@ -53,7 +55,12 @@ from vtb_app.integrations.trl_args import (
     run_tasks,
     run_tools,
 )
-from vtb_app.integrations.trl_environment import VTBEnvironment, VTBEnvironmentFactory, vtb_env_reward
+from vtb_app.integrations.trl_environment import (
+    VTBEnvironment,
+    VTBEnvironmentFactory,
+    train_environment_factory,
+    vtb_env_reward,
+)
 from vtb_app.integrations.trl_model import (
     autocast_bf16,
     load_policy,
@@ -378,5 +385,6 @@ __all__ = [
     "parse_args",
     "task_dataset",
     "train",
+    "train_environment_factory",
     "vtb_env_reward",
 ]

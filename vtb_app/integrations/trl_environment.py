@@ -10,7 +10,11 @@ arguments it parsed; the env runs the call (sandboxed, capped, images named
 ``transformed_image_<i>.png``) and the method returns the tool message (text, plus the images as
 content blocks for a VLM). ``vtb_env_reward`` gives each env the final answer (TRL's
 ``get_reward()`` takes no argument and never sees it) and returns the env's reward.
-Re-exported by ``vtb_app.integrations.trl``.
+``train_environment_factory(args)`` runs that loop from the flags ``vtb_app.integrations.trl_args.parse_args``
+reads: the real-checkpoint flags apply as on the ``rollout_func`` path, except those only that path has
+(``--kv-reuse``, ``--label-probes``), which exit with the reason. A text policy with an observation view
+(``--image-view ocr``) is shown each picture's words, in the rows' prompts and in tool results
+(``view=``). Re-exported by ``vtb_app.integrations.trl``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from vtb_env.image_names import turn_image_names
 from vtb_env.prompts import resolve_system_prompt
 from vtb_env.tasks import Task
 from vtb_env.tools.base import ToolContext, ToolRegistry
+from vtb_env.toolsets import ablate
+
+View = Callable[[dict[str, Any]], dict[str, Any]]
 
 _JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
 
@@ -61,8 +68,8 @@ def _tool_method(schema: dict[str, Any]) -> Callable[..., Any]:
 class VTBEnvironment:
     """One rollout's environment for TRL's ``environment_factory`` (tool methods are added per registry)."""
 
-    def __init__(self, env: VisualToolBenchEnv, show_images: bool):
-        self.env, self.show_images = env, show_images
+    def __init__(self, env: VisualToolBenchEnv, show_images: bool, view: View | None = None):
+        self.env, self.show_images, self.view = env, show_images, view
         self.reward: float | None = None
         self.info: dict[str, Any] = {}
         self._done = False
@@ -91,6 +98,8 @@ class VTBEnvironment:
             self._finish(reward, info)
         messages, images = self._seen
         self._seen = (len(observation["messages"]), len(observation["images"]))
+        if self.view is not None:  # the tool's pictures as the view reads them (text parts a template can mark)
+            return [part for m in self.view(observation)["messages"][messages + 1 :] for part in _text_parts(m)]
         text = "\n".join(_text(m) for m in observation["messages"][messages + 1 :])  # after the env's copy of the call
         images = observation["images"][images:]
         if not self.show_images or not images:
@@ -125,7 +134,10 @@ class VTBEnvironmentFactory:
     """``environment_factory`` for ``GRPOTrainer``: one ``VTBEnvironment`` per call, tools shared (one sandbox).
 
     ``tasks`` must be single-turn (TRL's loop has one user turn); ``show_images`` returns tool
-    images as content blocks (VLM policies; TRL refuses images for a text policy).
+    images as content blocks (VLM policies; TRL refuses images for a text policy); ``view`` (a text policy's
+    observation view, e.g. ``vtb_env.ocr_view.OcrView``) is applied to the rows' prompts and to tool results,
+    which then come as text parts (an OCR page keeps its ``ocr`` name for the chat template). The tools offered
+    are those ``config.tool_set`` keeps (``none``: no tool method, TRL generates without its tool loop).
     """
 
     def __init__(
@@ -135,7 +147,10 @@ class VTBEnvironmentFactory:
         config: EnvConfig | None = None,
         *,
         show_images: bool = False,
+        view: View | None = None,
     ):
+        if view is not None and show_images:
+            raise ValueError("an observation view is for a text policy; show_images is for a VLM: pick one")
         multi = [t.id for t in tasks if len(t.turns) > 1]
         if multi:
             raise ValueError(
@@ -146,16 +161,16 @@ class VTBEnvironmentFactory:
             from vtb_env.tools import default_tools
 
             tools = default_tools()
-        self.tasks, self.tools, self.show_images = list(tasks), tools, show_images
+        self.tasks, self.tools, self.show_images, self.view = list(tasks), tools, show_images, view
         self.config = config or EnvConfig.preset("default", image_parts="name")
-        schemas = tools.schemas(ToolContext(task_id=""))
+        schemas = ablate(tools, self.config.tool_set).schemas(ToolContext(task_id=""))
         self.environment_class = type(
             "VisualToolBenchTools", (VTBEnvironment,), {s["function"]["name"]: _tool_method(s) for s in schemas}
         )
 
     def __call__(self) -> VTBEnvironment:
         return self.environment_class(
-            VisualToolBenchEnv(tasks=self.tasks, tools=self.tools, config=self.config), self.show_images
+            VisualToolBenchEnv(tasks=self.tasks, tools=self.tools, config=self.config), self.show_images, self.view
         )
 
     def dataset(self) -> Any:
@@ -163,6 +178,8 @@ class VTBEnvironmentFactory:
         ``task_id``."""
         from datasets import Dataset
 
+        if self.view is not None:
+            return Dataset.from_list(self._viewed_rows())
         system = resolve_system_prompt(self.config.system_prompt)
         rows = []
         for task in self.tasks:
@@ -187,6 +204,20 @@ class VTBEnvironmentFactory:
             rows.append(row)
         return Dataset.from_list(rows)
 
+    def _viewed_rows(self) -> list[dict[str, Any]]:
+        """Rows whose prompt is the env's first observation through ``view``, every content as text parts."""
+        env = VisualToolBenchEnv(tasks=self.tasks, tools=self.tools, config=self.config)
+        try:
+            rows = []
+            for task in self.tasks:
+                observation, _ = env.reset(options={"task_id": task.id})
+                messages = self.view(observation)["messages"]
+                prompt = [{"role": m["role"], "content": _text_parts(m)} for m in messages]
+                rows.append({"prompt": prompt, "task_id": task.id})
+            return rows
+        finally:
+            env.close()
+
 
 def vtb_env_reward(
     completions: list, environments: list[VTBEnvironment], log_metric: Callable | None = None, **_: Any
@@ -203,6 +234,19 @@ def vtb_env_reward(
     return rewards
 
 
+def _text_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A message's content as text parts: an OCR page keeps its ``ocr`` name, an unread image becomes its name."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content, "ocr": None}]
+    return [
+        {"type": "text", "text": part.get("text", ""), "ocr": part.get("ocr")}
+        if part.get("type") == "text"
+        else {"type": "text", "text": f"[{part.get('name', 'image')}]", "ocr": None}
+        for part in content or []
+    ]
+
+
 def _final_text(completion: Any) -> str:
     if isinstance(completion, str):
         return completion
@@ -210,4 +254,122 @@ def _final_text(completion: Any) -> str:
     return _text(last)
 
 
-__all__ = ["VTBEnvironment", "VTBEnvironmentFactory", "vtb_env_reward"]
+# TRL parses the policy's calls with the tokenizer's response template; the shipped chatml-text template writes
+# hermes calls in ChatML turns (Qwen3's layout, which TRL knows only by Qwen's own template text).
+CHATML_TEXT_RESPONSE_TEMPLATE = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "tool_calls": {
+            "open": "<tool_call>",
+            "close_pattern": r"</tool_call>\s*",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close_pattern": r"<\|im_end\|>\s*", "content": "text"},
+    },
+}
+
+
+def refuse_rollout_only_flags(args: Any) -> None:
+    """Exit with the reason on a flag only the ``rollout_func`` path implements."""
+    if getattr(args, "kv_reuse", False):
+        raise SystemExit(
+            "--kv-reuse keeps the KV cache of the project's own generator (rollout_func path); TRL's tool loop "
+            "(environment_factory) generates with TRL's: drop --kv-reuse"
+        )
+    if int(getattr(args, "label_probes", 0) or 0):
+        raise SystemExit("--label-probes rescores groups in the rollout_func path; environment_factory has no probes")
+
+
+def set_response_template(processing_class: Any) -> None:
+    """Give a tokenizer rendering with the shipped ``chatml-text`` template the response template TRL parses calls
+    with (a template set already is kept)."""
+    from vtb_agents.chat_render import chat_template_text
+
+    tokenizer = getattr(processing_class, "tokenizer", processing_class)
+    if getattr(tokenizer, "response_template", None) is None and tokenizer.chat_template == chat_template_text(
+        "chatml-text"
+    ):
+        tokenizer.response_template = CHATML_TEXT_RESPONSE_TEMPLATE
+
+
+def train_environment_factory(
+    args: Any,
+    *,
+    tasks: Sequence[Task] | None = None,
+    tools: ToolRegistry | None = None,
+    callbacks: Sequence[Any] = (),
+) -> Any:
+    """GRPO through TRL's own tool loop from parsed flags (``trl_args.parse_args``); returns the trainer after
+    ``train()``. Tasks, tools and env as ``run_tasks`` / ``run_tools`` / ``run_env_config`` make them, the
+    checkpoint as ``trl_model.load_policy`` loads it (template, view, ``--ocr-cache``), ``--lora-rank`` /
+    ``--train-layers`` / ``--bf16-autocast`` as on the ``rollout_func`` path; the output is a plain checkpoint.
+    ``callbacks``: ``transformers.TrainerCallback`` objects for the trainer."""
+    import os
+
+    from trl import GRPOTrainer
+
+    from vtb_agents.chat_render import policy_view
+    from vtb_app.integrations.trl_args import run_env_config, run_tasks, run_tools
+    from vtb_app.integrations.trl_model import (
+        autocast_bf16,
+        load_policy,
+        ocr_cache_file,
+        prepare_trainable,
+        save_policy,
+        trainable_parts,
+    )
+
+    refuse_rollout_only_flags(args)
+    parts = trainable_parts(args)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is marked experimental in TRL
+    tasks, tools, config = run_tasks(args, tasks), run_tools(args, tools), run_env_config(args)
+    policy = load_policy(
+        args.model,
+        chat_template=getattr(args, "chat_template", None),
+        image_view=getattr(args, "image_view", None),
+        bf16_weights=args.bf16 and not getattr(args, "bf16_autocast", False),
+    )
+    if getattr(args, "bf16_autocast", False):
+        autocast_bf16(policy.model)
+    set_response_template(policy.processing_class)
+    with ocr_cache_file(getattr(args, "ocr_cache", None)):
+        try:
+            factory = VTBEnvironmentFactory(
+                tasks,
+                tools,
+                config,
+                show_images=policy.is_vlm,
+                view=None if policy.is_vlm else policy_view(policy.processing_class),
+            )
+        except ValueError as exc:
+            raise SystemExit(f"{exc} (or keep single-turn tasks: --task-filter turns=1)") from None
+        trainer = GRPOTrainer(
+            model=prepare_trainable(policy.model, parts),
+            reward_funcs=[vtb_env_reward],
+            args=args.grpo,
+            train_dataset=factory.dataset(),
+            processing_class=policy.processing_class,
+            environment_factory=factory,
+            peft_config=parts.peft_config(),
+            callbacks=list(callbacks) or None,
+        )
+        trainer.train()
+    if parts.lora_rank:
+        save_policy(trainer.model, policy.processing_class, args.output_dir)
+    else:
+        trainer.save_model(args.output_dir)
+    return trainer
+
+
+__all__ = [
+    "CHATML_TEXT_RESPONSE_TEMPLATE",
+    "VTBEnvironment",
+    "VTBEnvironmentFactory",
+    "refuse_rollout_only_flags",
+    "set_response_template",
+    "train_environment_factory",
+    "vtb_env_reward",
+]
