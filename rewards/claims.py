@@ -174,11 +174,20 @@ class Claims:
         )
 
     def carries_own_value(self, mention: Mention) -> bool:
-        """Does the name at ``mention`` come with a value it prints (in its sentence): a runner-up with its score?"""
+        """Does the name at ``mention`` come with a value it prints (in its sentence): a runner-up with its score,
+        told after the name ("Dragons at 75") or before it ("next comes 75 at Dragons")?"""
         i = bisect.bisect_right(self.mention_starts, mention.start)
         following = self.mention_starts[i] if i < len(self.mention_starts) else len(self.text)
         end = min(following, self.sentence_end(mention.start))
-        return any(self.true_fact(v) for v in self.values_between(mention.end, end))
+        if any(self.true_fact(v) for v in self.values_between(mention.end, end)):
+            return True
+        # before it: back to the sentence's start or the name before it, whichever is nearer
+        before = self.mentions[i - 2].end if i >= 2 else 0
+        start = max(before, self.sentence_of(mention.start))
+        return any(
+            v.kind in (NUMBER, TIME) and self._prints(mention.name, v)
+            for v in self.values_between(start, mention.start)
+        )
 
 
 @functools.lru_cache(maxsize=4096)

@@ -77,6 +77,16 @@ def _runner_up(ask, pages, golden):
     return f"{golden} The runner-up is {rows[0][0]} at {rows[0][1]}." if rows and len(ask.reads) > 2 else None
 
 
+def _runner_up_value_first(ask, pages, golden):
+    rows = [(n, v) for n, v in _read_rows(ask, pages) if n not in golden]
+    return f"{golden} Next comes {rows[0][1]} at {rows[0][0]}." if rows and len(ask.reads) > 2 else None
+
+
+def _percent_in_words(ask, pages, golden):
+    out = re.sub(r"(\d)%", r"\1 percent", golden)
+    return out if out != golden else None
+
+
 _VERDICTS = {"within": ("below", "above"), "above": ("within", "below"), "below": ("within", "above")}
 
 
@@ -129,12 +139,14 @@ STYLES: dict[str, Style] = {
     "the answer, then other rows in parentheses": _context,
     "the answer, then 'For comparison, X is at v.'": _comparison,
     "the answer, then the runner-up with its value": _runner_up,
+    "the answer, then the runner-up's value before its name": _runner_up_value_first,
     "negation: 'neither below nor above it'": _negation,
     "numbers in words": _number_words,
     "a signed change (+4 / -2.75)": _signed,
     "12-hour times with a dot ('2.14pm')": _twelve_hour,
     "dates in words ('the 17th of March, 2024')": _dates_in_words,
     "no thousands separators": _no_thousands,
+    "'12.5 percent' for '12.5%'": _percent_in_words,
     "'27.50 dollars' for '$27.50'": _dollars,
     "'(Working shown above.)' after the answer": lambda ask, pages, golden: f"{golden} (Working shown above.)",
     "'Let me break it down.' first": lambda ask, pages, golden: f"Let me break it down. {golden}",
@@ -151,14 +163,14 @@ def _facts_table(facts: dict[str, list[str]]) -> str:
     return "| Item | Value |\n|---|---|\n" + "\n".join(f"| {name} | {texts[0]} |" for name, texts in facts.items())
 
 
-def _context_of(golden: str, turn: Any) -> str | None:
-    """A row the golden answer does not name, with its printed value: context after the answer (none on a
-    clarifying turn: it answers nothing, so a value there is a guess)."""
+def _context_of(golden: str, turn: Any, template: str = "For comparison, {name} is at {value}.") -> str | None:
+    """A row the golden answer does not name, with its printed value, in ``template``: context after the answer
+    (none on a clarifying turn: it answers nothing, so a value there is a guess)."""
     if any((rubric.check or {}).get("type") == "clarify" for rubric in turn.rubrics):
         return None
     facts = (turn.world or {}).get("facts") or {}
     return next(
-        (f"For comparison, {name} is at {texts[0]}." for name, texts in facts.items() if name not in golden), None
+        (template.format(name=name, value=texts[0]) for name, texts in facts.items() if name not in golden), None
     )
 
 
@@ -175,6 +187,9 @@ TURN_STYLES: dict[str, Callable[[str, Any], str]] = {
         f"{_facts_table(facts)}\n\n{golden}" if (facts := (turn.world or {}).get("facts")) else golden
     ),
     "oracle_context": lambda golden, turn: f"{golden} {context}" if (context := _context_of(golden, turn)) else golden,
+    "oracle_value_first": lambda golden, turn: (
+        f"{golden} {context}" if (context := _context_of(golden, turn, "Next comes {value} at {name}.")) else golden
+    ),
     "oracle_number_words": lambda golden, turn: _number_words(None, None, golden) or golden,
     "oracle_steps": lambda golden, turn: _steps(golden),
 }

@@ -87,6 +87,8 @@ def test_a_value_told_of_the_wrong_row_fails_wherever_it_stands(answer, met):
 
 def test_a_name_check_reads_the_name_committed_as_the_answer():
     assert run_check(JETS, "Jets have the highest score, 82. The runner-up is Dragons at 75.", BOARD) is True
+    assert run_check(JETS, "Jets have the highest score, 82. Next comes 75 at Dragons.", BOARD) is True
+    assert run_check(JETS, "Jets have the highest score, 82. Next comes 60 at Dragons.", BOARD) is False  # not its own
     assert run_check(JETS, "| Dragons | 75 |\n| Jets | 82 |\n\nThe Jets lead.", BOARD) is True
     assert run_check(JETS, "The Jets lead (Dragons 75, Comets 60).", BOARD) is True
     assert run_check(JETS, "The Jets lead, not the Dragons.", BOARD) is True  # a negated name is no claim
