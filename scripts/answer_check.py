@@ -53,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--num-generations", type=int, default=8)
     parser.add_argument("--tasks-per-step", type=int, default=2)
     parser.add_argument("--label-probes", type=int, default=0, help="text-only probes per group (online labels)")
+    parser.add_argument("--grpo-lora-rank", type=int, default=0, help="GRPO trains LoRA adapters of this rank (0: off)")
+    parser.add_argument(
+        "--grpo-train-layers", type=int, default=-1, help="GRPO trains only the top K decoder layers (-1: all)"
+    )
     parser.add_argument(
         "--stages",
         type=lambda text: text.split(","),

@@ -109,6 +109,8 @@ def grpo_args(policy: Path, output_dir: Path, seed: int, args: argparse.Namespac
         "--seed": seed,
         "--beta": 0.0,
         "--lr-scheduler-type": "constant",
+        "--lora-rank": args.grpo_lora_rank,
+        "--train-layers": args.grpo_train_layers,
     }
     parsed = parse_args([str(part) for flag, value in flags.items() for part in (flag, value)])
     parsed.label_probes = args.label_probes
