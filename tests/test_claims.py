@@ -122,6 +122,11 @@ def test_numbers_in_words_signed_changes_and_twelve_hour_times():
     for spelling in ("2.14pm", "2:14 p.m.", "14:14"):
         assert run_check(depart, f"The departure time at Depot is {spelling}.", {"times": [854]}) is True
     assert run_check({"type": "text", "any_of": ["14:00"]}, "It leaves at 2 pm.", {"times": [840]}) is True
+    total = {"type": "number", "value": 12345.5, "abs_tol": 0.005}
+    for spelling in ("$12,345.50", "$12345.50", "12,345.50 dollars"):
+        assert run_check(total, f"The total is {spelling}.", {"numbers": [12345.5]}) is True, spelling
+    share = {"type": "number", "value": 12.5, "abs_tol": 0.05}
+    assert run_check(share, "It rose by 12.5 percent.", {"numbers": [12.5]}) is True
 
 
 def test_the_slot_holds_a_verdict_with_its_value_and_refuses_two_different_boxes():
