@@ -179,3 +179,15 @@ def test_a_tool_result_reaches_a_text_policy_through_the_view_as_text_parts():
     assert '"saved": ["transformed_image_0.png"]' in result[0]["text"]
     with pytest.raises(ValueError, match="pick one"):
         vtb_trl.VTBEnvironmentFactory([make_task()], ToolRegistry([]), view=factory.view, show_images=True)
+
+
+def test_the_command_line_picks_the_loop(chatml_path, tmp_path, monkeypatch):
+    """``--loop environment_factory`` reaches TRL's tool loop from ``scripts/train_grpo.py``'s ``main`` (its
+    refusal of a rollout-only flag shows which path ran); the default loop is the project's rollout."""
+    called = []
+    monkeypatch.setattr(vtb_trl, "train", lambda args: called.append(args.loop))
+    argv = ["--model", str(chatml_path), "--output-dir", str(tmp_path / "run"), "--tasks", "synth:2:5"]
+    vtb_trl.main([*argv, "--kv-reuse", "true"])
+    assert called == ["rollout"]
+    with pytest.raises(SystemExit, match="TRL's tool loop"):
+        vtb_trl.main([*argv, "--kv-reuse", "true", "--loop", "environment_factory"])

@@ -368,7 +368,8 @@ def train(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    train(parse_args(argv))
+    args = parse_args(argv)
+    (train_environment_factory if args.loop == "environment_factory" else train)(args)
 
 
 __all__ = [

@@ -123,6 +123,13 @@ class VTBTrainArguments:
     kv_reuse: bool = dataclasses.field(
         default=False, metadata={"help": "keep each episode's KV cache between its rounds (text policies, no vLLM)"}
     )
+    loop: Literal["rollout", "environment_factory"] = dataclasses.field(
+        default="rollout",
+        metadata={
+            "help": "who plays the episode: the project's rollout_func (multi-turn, every flag) or TRL's own "
+            "tool loop through environment_factory (single-turn tasks)"
+        },
+    )
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
