@@ -54,7 +54,7 @@ class ReadAnswer:
         self.text = _digits(_unquote(fold(answer), [fold(p) for p in world.get("dialogue", ())]))
         self.slot = world.get("slot")  # answer_format="slot": how many values of each kind the slot may hold
         self.lower = self.text.lower()
-        self.values = scan(self.text)
+        self.values = [v for v in scan(self.text) if not is_reference(self.text, v, world.get("pictures"))]
         self.world = world
         self.claims = Claims(self.text, self.values, world)
         self.whole = whole or self
@@ -135,6 +135,32 @@ class ReadAnswer:
                 and self.states_at(v.start)
             ]
         return self._signed[family]
+
+
+_PICTURE_BEFORE = re.compile(
+    r"\b(?:image|picture|photo|photograph|page|snapshot|screenshot|figure|pic)s?\s*(?:#|no\.?|number)?\s*$", re.I
+)
+_COUNT_AFTER = re.compile(r"\s+(?:[a-z]+\s+)?([a-z]+)", re.I)  # "6 rows", "6 printed rows"
+_ROW_NOUNS = ("row", "entry", "item", "line", "record")
+
+
+def is_reference(text: str, value: Value, pictures: Mapping[str, Any] | None) -> bool:
+    """Is ``value`` a reference to the pictures, not a value: a picture's ordinal ("image 2", "page #1") or a
+    shown picture's row count before a noun that counts rows ("6 rows", "7 printed items"; the world's
+    ``pictures``)? A reference is no claim: it neither answers nor rivals, and a hedge cannot offer it as a
+    candidate ("0.0 (or 1.0) mm" offers 1.0, not image 1)."""
+    if not pictures or value.kind != NUMBER or value.decimals or not float(value.value).is_integer():
+        return False
+    n = int(float(value.value))
+    if 1 <= n <= int(pictures.get("count", 0)) and _PICTURE_BEFORE.search(text[max(0, value.start - 40) : value.start]):
+        return True
+    counted = _COUNT_AFTER.match(text, value.end)
+    if not counted or n not in pictures.get("row_counts", ()):
+        return False
+    noun = counted.group(1).lower()
+    return any(
+        noun in (row, row + "s", row + "es", row[:-1] + "ies") for row in (*_ROW_NOUNS, *pictures.get("row_nouns", ()))
+    )
 
 
 def _digits(text: str) -> str:

@@ -37,7 +37,8 @@ row's value: world values told of the wrong rows). They live in ``scripts/zoo_bl
 Hedged golden answers (no tool calls): every number of the golden answer offered beside its successor,
 in six spellings (``hedge_or`` "16 (or 17)", ``hedge_alternatively``, ``hedge_vs``, ``hedge_cyrillic``
 "16 оr 17", ``hedge_slash`` "16 ∕ 17", ``hedge_two_sentences``: the answer, then the answer again with
-every number one higher).
+every number one higher), and ``hedge_ordinal`` "16 (or 1)": every number offered beside 1, the ordinal of
+every task's first picture (a reference, "image 1", never a candidate value).
 
 Honest styles (the oracle's calls, then its golden answer written differently): ``oracle_preface``,
 ``oracle_closing``, ``oracle_restated`` (the question quoted first), ``oracle_lower`` (lower-cased),
@@ -101,7 +102,15 @@ BLIND = (
     "page_table_guess",
     "page_shifted_rows",
 )
-HEDGES = ("hedge_or", "hedge_alternatively", "hedge_vs", "hedge_cyrillic", "hedge_slash", "hedge_two_sentences")
+HEDGES = (
+    "hedge_or",
+    "hedge_alternatively",
+    "hedge_vs",
+    "hedge_cyrillic",
+    "hedge_slash",
+    "hedge_two_sentences",
+    "hedge_ordinal",
+)
 HONEST_STYLES = (
     "oracle_preface",
     "oracle_closing",
@@ -118,6 +127,7 @@ _HEDGE_SPELLINGS = {
     "hedge_vs": "{x} vs {y}",
     "hedge_cyrillic": "{x} \u043er {y}",
     "hedge_slash": "{x} \u2215 {y}",
+    "hedge_ordinal": "{x} (or 1)",  # 1 is every task's first picture: a reference, never a candidate
 }
 _CLOCK = re.compile(r"\b(\d{2}):(\d{2})\b")
 

@@ -156,3 +156,28 @@ def test_every_honest_style_passes_what_the_golden_answer_passes_on_a_fresh_seed
         assert row["passed"] >= row["golden"] - 0.02 * row["changed"], (name, row)
         assert row["passed_slot"] >= row["golden_slot"] - 0.02 * row["changed"], (name, row)
         assert row["golden_slot"] == row["golden"] == row["changed"], (name, row)  # verdict-only turns included
+
+
+TICKET_WORLD = {
+    "numbers": [0.0],
+    "facts": {"To": ["Zurich"], "Coach": ["10"]},
+    "pictures": {"count": 2, "row_counts": [6], "row_nouns": ["dish"]},
+    "dialogue": [],
+}
+
+
+@pytest.mark.parametrize(
+    ("answer", "met"),
+    [
+        ("Precipitation was 0.0 mm.", True),
+        ("Precipitation was 0.0 mm, as image 1 shows.", True),  # an ordinal of a shown picture: a reference
+        ("Picture #2 is the archive: 0.0 mm.", True),
+        ("The menu lists 6 dishes; precipitation was 0.0 mm.", True),  # a shown picture's row count
+        ("Precipitation was 0.0 mm (or 1.0 mm).", False),  # 1.0 is no picture: a second candidate
+        ("Precipitation was 0 mm (or 1).", False),
+        ("Precipitation was 0.0 mm or 6 mm.", False),  # a row count only counts rows
+        ("Precipitation was 0.0 mm, as image 3 shows.", False),  # no third picture
+    ],
+)
+def test_a_pictures_ordinal_or_row_count_is_a_reference_never_a_candidate(answer, met):
+    assert run_check({"type": "number", "value": 0.0, "abs_tol": 0.05}, answer, TICKET_WORLD) is met

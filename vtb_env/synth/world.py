@@ -21,6 +21,8 @@ The world is stored on the task (``Turn.world``), a plain JSON object:
 - ``dialogue``: the user's prompts so far; an answer that quotes them states nothing by quoting;
 - ``facts``: what the pages shown so far print, name by name (``printed_facts``): a value attributed to its
   own name is a true fact, working that is never a rival (the claim model, ``vtb_rewards.claims``).
+- ``pictures``: how many pictures are shown so far, their row counts and row nouns (``pictures``): "image 2"
+  and "6 rows" are references to them, not values (``vtb_rewards.reading``).
 
 A value the pages give away is bound to the answer (``bind_giveaways``): when a transcription (of a page
 shown so far, of all of them, or of one row the turn does not read) would meet a check without reading the
@@ -137,13 +139,11 @@ def intermediate_values(ask: Ask) -> list[float]:
 
 
 def _beside_facts(blueprint: Blueprint, asks: list[Ask], into: _Values) -> None:
-    """What an honest answer says about the pages and the facts read so far: each picture's ordinal ("image
-    2") and row count, a read row's printed extra (a lab test's reference range, "(60-170)") and, for a row
-    read in two or more snapshots, each change as a difference and as a percentage ("a 7.5% rise")."""
-    states = [state for ask in asks for state in ask.new_states]
-    for ordinal, state in enumerate(states, start=1):
-        into.add_number(ordinal)
-        into.add_number(len(blueprint.states[state].entries))
+    """What an honest answer says about the facts read so far: a read row's printed extra (a lab test's
+    reference range, "(60-170)") and, for a row read in two or more snapshots, each change as a difference and
+    as a percentage ("a 7.5% rise"). A picture's ordinal and row count are no values of the world: they are
+    references (``pictures``), read only as "image 2" or "6 rows", so a hedge cannot offer them as a
+    candidate ("0.0 (or 1.0) mm")."""
     by_label: dict[str, list[float]] = {}
     for state, label in sorted({read for ask in asks for read in ask.reads}):
         entry = blueprint.states[state].entry(label)
@@ -221,6 +221,17 @@ def printed_facts(scenes: Iterable[Scene]) -> dict[str, list[str]]:
     return facts
 
 
+def pictures(shown: list[Scene]) -> dict[str, Any]:
+    """What an answer may say about the pictures shown so far as references, not values: how many there are
+    ("image 2"), each one's row count and the nouns that count rows ("6 dishes", "the page lists 6 rows")."""
+    nouns = {ROW_WORDS[scene.kind.name][0] for scene in shown if scene.kind.name in ROW_WORDS}
+    return {
+        "count": len(shown),
+        "row_counts": sorted({len(scene.entries) for scene in shown}),
+        "row_nouns": sorted(nouns),
+    }
+
+
 def turn_worlds(blueprint: Blueprint) -> list[dict[str, Any]]:
     """The closed world of every turn of ``blueprint`` (cumulative: a later turn may restate earlier ones)."""
     values, worlds, dialogue, shown = _Values(), [], [], []
@@ -241,6 +252,7 @@ def turn_worlds(blueprint: Blueprint) -> list[dict[str, Any]]:
             "dialogue": list(dialogue),
             "rival_names": rival_names(blueprint, list(blueprint.asks[: len(dialogue)])),
             "facts": printed_facts(shown),
+            "pictures": pictures(shown),
         }
         if any(r.check.get("type") == "clarify" for r in ask.rubrics):
             world["clarify_rivals"] = clarify_rivals(blueprint.states[0].kind.name)
