@@ -101,3 +101,19 @@ def test_answer_check_runs_every_stage_on_a_tiny_chatml_model_and_writes_json_an
     sampled = seed["grpo"]["held_out"]["summary"]["sampled"]
     assert sampled["n_samples"] == 2 and len(seed["grpo"]["held_out"]["rows"]) == 2 * (1 + 2)
     assert result["sft_rows"] >= 1
+
+
+def test_the_grpo_stages_take_lora_or_top_layers_from_the_command_line(tmp_path):
+    from scripts import answer_check
+    from vtb_app.answer_check import grpo_args
+    from vtb_app.integrations.trl_model import trainable_parts
+
+    parse = answer_check.build_parser().parse_args
+    lora = grpo_args(tmp_path, tmp_path / "out", 0, parse(["--grpo-lora-rank", "16"]))
+    top = grpo_args(tmp_path, tmp_path / "out", 0, parse(["--grpo-train-layers", "4"]))
+    default = grpo_args(tmp_path, tmp_path / "out", 0, parse([]))
+    assert (trainable_parts(lora).lora_rank, trainable_parts(lora).train_layers) == (16, -1)
+    assert (trainable_parts(top).lora_rank, trainable_parts(top).train_layers) == (0, 4)
+    assert (trainable_parts(default).lora_rank, trainable_parts(default).train_layers) == (0, -1)
+    with pytest.raises(SystemExit, match="pick one"):
+        trainable_parts(grpo_args(tmp_path, tmp_path, 0, parse(["--grpo-lora-rank", "2", "--grpo-train-layers", "1"])))
