@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.grpo import coin_flip_policy
+from vtb_app.integrations.trl_environment import hermes_response_template
 from vtb_env import synth
 from vtb_env.config import EnvConfig
 from vtb_env.tools.base import ToolRegistry
@@ -102,17 +103,6 @@ def train_args(policy: Path, output_dir: Path, steps: int, *extra: str):
 
 # TRL parses tool calls with the tokenizer's response template; the test model's Llama-3-style template writes
 # hermes calls.
-TEST_MODEL_RESPONSE_TEMPLATE = {
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|start_header_id|>assistant<|end_header_id|>\n\n",
-    "fields": {
-        "tool_calls": {
-            "open": "<tool_call>",
-            "close_pattern": r"</tool_call>\s*",
-            "repeats": True,
-            "content": "json",
-            "transform": {"type": "function", "function": "{content}"},
-        },
-        "content": {"close_pattern": r"<\|eot_id\|>\s*", "content": "text"},
-    },
-}
+TEST_MODEL_RESPONSE_TEMPLATE = hermes_response_template(
+    "<|start_header_id|>assistant<|end_header_id|>\n\n", r"<\|eot_id\|>\s*"
+)

@@ -62,11 +62,10 @@ from vtb_app.integrations.trl_environment import (
     vtb_env_reward,
 )
 from vtb_app.integrations.trl_model import (
-    autocast_bf16,
-    load_policy,
+    load_run_policy,
     ocr_cache_file,
     prepare_trainable,
-    save_policy,
+    save_trained,
     trainable_parts,
 )
 from vtb_env.batch import EnvPool
@@ -335,16 +334,9 @@ def train(
     tasks = run_tasks(args, tasks)
     tools = run_tools(args, tools)
     config = run_env_config(args)
-    policy = load_policy(
-        args.model,
-        chat_template=getattr(args, "chat_template", None),
-        image_view=getattr(args, "image_view", None),
-        bf16_weights=args.bf16 and not getattr(args, "bf16_autocast", False),
-    )
+    policy = load_run_policy(args)
     if getattr(args, "kv_reuse", False) and (args.use_vllm or policy.is_vlm):
         raise SystemExit("--kv-reuse is for a text policy that generates with transformers (not a VLM, not vLLM)")
-    if getattr(args, "bf16_autocast", False):
-        autocast_bf16(policy.model)
     with ocr_cache_file(getattr(args, "ocr_cache", None)):
         rollout = rollout_class(tasks, tools, config, policy.processing_class, args)
         trainer = episode_images_trainer_class()(
@@ -360,10 +352,7 @@ def train(
             trainer.train()
         finally:
             rollout.close()
-    if parts.lora_rank:
-        save_policy(trainer.model, policy.processing_class, args.output_dir)
-    else:
-        trainer.save_model(args.output_dir)
+    save_trained(trainer, policy.processing_class, parts, args.output_dir)
     return trainer
 
 

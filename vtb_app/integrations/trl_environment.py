@@ -254,22 +254,28 @@ def _final_text(completion: Any) -> str:
     return _text(last)
 
 
-# TRL parses the policy's calls with the tokenizer's response template; the shipped chatml-text template writes
-# hermes calls in ChatML turns (Qwen3's layout, which TRL knows only by Qwen's own template text).
-CHATML_TEXT_RESPONSE_TEMPLATE = {
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|im_start|>assistant\n",
-    "fields": {
-        "tool_calls": {
-            "open": "<tool_call>",
-            "close_pattern": r"</tool_call>\s*",
-            "repeats": True,
-            "content": "json",
-            "transform": {"type": "function", "function": "{content}"},
+def hermes_response_template(start_anchor: str, end_pattern: str) -> dict[str, Any]:
+    """A TRL response template for hermes calls (``<tool_call>{json}</tool_call>``) in an assistant turn that
+    opens with ``start_anchor`` and ends with ``end_pattern`` (a regex): what TRL parses the policy's calls with."""
+    return {
+        "defaults": {"role": "assistant"},
+        "start_anchor": start_anchor,
+        "fields": {
+            "tool_calls": {
+                "open": "<tool_call>",
+                "close_pattern": r"</tool_call>\s*",
+                "repeats": True,
+                "content": "json",
+                "transform": {"type": "function", "function": "{content}"},
+            },
+            "content": {"close_pattern": end_pattern, "content": "text"},
         },
-        "content": {"close_pattern": r"<\|im_end\|>\s*", "content": "text"},
-    },
-}
+    }
+
+
+# the shipped chatml-text template writes hermes calls in ChatML turns (Qwen3's layout, which TRL knows only by
+# Qwen's own template text)
+CHATML_TEXT_RESPONSE_TEMPLATE = hermes_response_template("<|im_start|>assistant\n", r"<\|im_end\|>\s*")
 
 
 def refuse_rollout_only_flags(args: Any) -> None:
@@ -314,11 +320,10 @@ def train_environment_factory(
     from vtb_agents.chat_render import policy_view
     from vtb_app.integrations.trl_args import run_env_config, run_tasks, run_tools
     from vtb_app.integrations.trl_model import (
-        autocast_bf16,
-        load_policy,
+        load_run_policy,
         ocr_cache_file,
         prepare_trainable,
-        save_policy,
+        save_trained,
         trainable_parts,
     )
 
@@ -326,14 +331,7 @@ def train_environment_factory(
     parts = trainable_parts(args)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is marked experimental in TRL
     tasks, tools, config = run_tasks(args, tasks), run_tools(args, tools), run_env_config(args)
-    policy = load_policy(
-        args.model,
-        chat_template=getattr(args, "chat_template", None),
-        image_view=getattr(args, "image_view", None),
-        bf16_weights=args.bf16 and not getattr(args, "bf16_autocast", False),
-    )
-    if getattr(args, "bf16_autocast", False):
-        autocast_bf16(policy.model)
+    policy = load_run_policy(args)
     set_response_template(policy.processing_class)
     with ocr_cache_file(getattr(args, "ocr_cache", None)):
         try:
@@ -357,15 +355,13 @@ def train_environment_factory(
             callbacks=list(callbacks) or None,
         )
         trainer.train()
-    if parts.lora_rank:
-        save_policy(trainer.model, policy.processing_class, args.output_dir)
-    else:
-        trainer.save_model(args.output_dir)
+    save_trained(trainer, policy.processing_class, parts, args.output_dir)
     return trainer
 
 
 __all__ = [
     "CHATML_TEXT_RESPONSE_TEMPLATE",
+    "hermes_response_template",
     "VTBEnvironment",
     "VTBEnvironmentFactory",
     "refuse_rollout_only_flags",

@@ -190,6 +190,29 @@ def _autocast_forward(module: Any) -> None:
     module.forward = autocast_forward  # an instance attribute: nn.Module.__call__ and generate call it
 
 
+def load_run_policy(args: Any) -> Any:
+    """The run's checkpoint (``load_policy``) as its flags say: ``--chat-template``, ``--image-view``, bf16 weights
+    with ``--bf16 true`` alone, fp32 weights under bf16 autocast with ``--bf16-autocast``."""
+    autocast = getattr(args, "bf16_autocast", False)
+    policy = load_policy(
+        args.model,
+        chat_template=getattr(args, "chat_template", None),
+        image_view=getattr(args, "image_view", None),
+        bf16_weights=args.bf16 and not autocast,
+    )
+    if autocast:
+        autocast_bf16(policy.model)
+    return policy
+
+
+def save_trained(trainer: Any, processing_class: Any, parts: TrainableParts, output_dir: str | Path) -> None:
+    """A run's output as a plain checkpoint: LoRA adapters merged (``save_policy``), else the trainer's own save."""
+    if parts.lora_rank:
+        save_policy(trainer.model, processing_class, output_dir)
+    else:
+        trainer.save_model(output_dir)
+
+
 def save_policy(model: Any, processing_class: Any, output_dir: str | Path) -> Path:
     """Save a plain checkpoint (LoRA adapters merged into the weights) with its tokenizer or processor."""
     path = Path(output_dir)
