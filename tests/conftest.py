@@ -29,3 +29,11 @@ def exact_rubric_checks_only(monkeypatch):
     pytest.mark.usefixtures("exact_rubric_checks_only")``) scores with exact checks only, whatever the shell says."""
     for name in [n for n in os.environ if n.startswith("VTB_JUDGE")]:
         monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="session")
+def chatml_path(tmp_path_factory):
+    """A tiny ChatML Llama checkpoint (``tests.support.chatml_model``), built once for the session."""
+    from tests.support.chatml_model import build_chatml_model
+
+    return build_chatml_model(tmp_path_factory.mktemp("chatml"))

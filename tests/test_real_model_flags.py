@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("trl")
 
-from tests.support.chatml_model import OCR_WORDS, build_chatml_model, write_ocr_cache  # noqa: E402
+from tests.support.chatml_model import OCR_WORDS, write_ocr_cache  # noqa: E402
 from vtb_agents.chat_render import SHIPPED_TEMPLATES, chat_template_text, set_chat_template  # noqa: E402
 from vtb_agents.rollout import ChatRenderer  # noqa: E402
 from vtb_app.integrations import trl as vtb_trl  # noqa: E402
@@ -25,11 +25,6 @@ from vtb_env.ocr_view import OcrCache, OcrView, default_cache  # noqa: E402
 from vtb_env.synth import generate  # noqa: E402
 from vtb_env.tools.base import ToolRegistry  # noqa: E402
 from vtb_env.tools.calculator import Calculator  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def chatml_path(tmp_path_factory) -> Path:
-    return build_chatml_model(tmp_path_factory.mktemp("chatml"))
 
 
 @pytest.fixture(scope="module")

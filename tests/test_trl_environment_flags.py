@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("trl")
 
-from tests.support.chatml_model import OCR_WORDS, build_chatml_model, write_ocr_cache  # noqa: E402
+from tests.support.chatml_model import OCR_WORDS, write_ocr_cache  # noqa: E402
 from vtb_agents.chat_render import chat_template_text  # noqa: E402
 from vtb_app.integrations import trl as vtb_trl  # noqa: E402
 from vtb_app.integrations.task_filter import filter_tasks  # noqa: E402
@@ -23,11 +23,6 @@ from vtb_env.tools.base import ToolRegistry  # noqa: E402
 from vtb_env.tools.calculator import Calculator  # noqa: E402
 
 PAGE = f"<ocr>{' '.join(OCR_WORDS)}</ocr>"
-
-
-@pytest.fixture(scope="module")
-def chatml_path(tmp_path_factory) -> Path:
-    return build_chatml_model(tmp_path_factory.mktemp("chatml"))
 
 
 @pytest.fixture(scope="module")
