@@ -142,6 +142,7 @@ def test_flags_only_the_rollout_path_has_exit_with_the_reason(chatml_path, tasks
     for extra, reason in [
         (["--kv-reuse"], "--kv-reuse keeps the KV cache of the project's own generator"),
         (["--label-probes", "1"], "--label-probes rescores groups in the rollout_func path"),
+        (["--max-episode-tokens", "512"], "caps the whole completion with --max-new-tokens"),
         (["--task-filter", "turns=3"], "single-turn tasks only.*--task-filter turns=1"),
         (["--lora-rank", "2", "--train-layers", "1"], "pick one"),
         (["--image-view", "x-ray"], "unknown image view 'x-ray'"),

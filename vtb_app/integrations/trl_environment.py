@@ -287,6 +287,20 @@ def refuse_rollout_only_flags(args: Any) -> None:
         )
     if int(getattr(args, "label_probes", 0) or 0):
         raise SystemExit("--label-probes rescores groups in the rollout_func path; environment_factory has no probes")
+    budget = getattr(args, "max_episode_tokens", None)
+    if budget is not None and budget != _default_episode_tokens():
+        raise SystemExit(
+            "--max-episode-tokens bounds the rollout_func path's episodes; TRL's tool loop (environment_factory) caps "
+            "the whole completion with --max-new-tokens (max_completion_length): drop --max-episode-tokens"
+        )
+
+
+def _default_episode_tokens() -> int:
+    import dataclasses
+
+    from vtb_app.integrations.trl_args import VTBTrainArguments
+
+    return next(f.default for f in dataclasses.fields(VTBTrainArguments) if f.name == "max_episode_tokens")
 
 
 def set_response_template(processing_class: Any) -> None:
