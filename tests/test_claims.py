@@ -181,3 +181,8 @@ TICKET_WORLD = {
 )
 def test_a_pictures_ordinal_or_row_count_is_a_reference_never_a_candidate(answer, met):
     assert run_check({"type": "number", "value": 0.0, "abs_tol": 0.05}, answer, TICKET_WORLD) is met
+
+
+def test_a_row_count_the_question_asks_for_is_a_value():
+    world = {**TICKET_WORLD, "numbers": [6.0, -6.0]}
+    assert run_check({"type": "number", "value": 6.0, "abs_tol": 0.05}, "The route has 6 dishes.", world) is True
