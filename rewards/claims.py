@@ -49,6 +49,7 @@ _LINE = re.compile(r"[^\n]*")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,2}[.)])\s+")
 _ANSWER_MARK = re.compile(r"(?i)(?:^[\s*_#>-]*(?:final\s+)?answer\s*[*_]*\s*:)|\\boxed\{")
 _SENTENCE_END = re.compile(r"[.!?;](?=\s|$)|\n")
+_LIST_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")  # a list may run on with ";" ("Dragons: 75; Comets: 60")
 _PARENS = re.compile(r"\([^()\n]*\)")
 # a parenthesis that computes ("(39 km + 7 km + 27 km)") states its values; one that lists them is an aside
 _COMPUTES = re.compile(r"\d\s*(?:[a-z%]+\s*)?(?:[+*/=]|\sx\s)\s*\$?\d", re.I)
@@ -93,12 +94,49 @@ class Claims:
         self.mention_starts = [m.start for m in self.mentions]
         self.mention_at = {m.start: m for m in self.mentions}
         self.sentence_ends = [m.end() for m in _SENTENCE_END.finditer(text)]
-        self.working = _Spans(_working_spans(text, self.mentions, self.mention_starts))
         self.asides = _Spans(
             m.span()
             for m in _PARENS.finditer(text)
             if not (_ANSWER_MARK.search(m.group()) or _COMPUTES.search(m.group()))
         )
+        self.working = _Spans([*_working_spans(text, self.mentions, self.mention_starts), *self._prose_lists()])
+
+    def _prose_lists(self) -> list[tuple[int, int]]:
+        """Sentences that only list rows with their own printed values ("Comparing: Dragons (75), Comets (60) and
+        Jets (82).", "Dragons: 75; Comets: 60; Jets: 82."): two or more printed names, each told with a value it
+        prints, every value a true fact. A list written as prose is working, as a bulleted one is; names in
+        parentheses do not count ("The Jets lead with 82 (Dragons 75)" is one row's statement with an aside)."""
+        spans, start = [], 0
+        for end in [m.end() for m in _LIST_SENTENCE_END.finditer(self.text)] + [len(self.text)]:
+            i, j = bisect.bisect_left(self.mention_starts, start), bisect.bisect_left(self.mention_starts, end)
+            values = self.values_between(start, end)
+            if (
+                sum(m.start not in self.asides for m in self.mentions[i:j]) >= 2
+                and values
+                and not _ANSWER_MARK.search(self.text[start:end])
+                and all(self.true_fact(v) for v in values)
+                and all(self.carries_own_value(m) for m in self.mentions[i:j])
+                and self._only_items(self.mentions[i].start, end)
+            ):
+                spans.append((start, end))
+            start = end
+        return spans
+
+    def _only_items(self, start: int, end: int) -> bool:
+        """Does ``[start, end)`` hold only names and values, a unit word after a value, "and" and punctuation (a
+        list, not a statement: "Pinecrest (30) leads, ahead of 28 at Brookfield" compares)?"""
+        marks = sorted(
+            [(m.start, m.end, "name") for m in self.mentions if start <= m.start < end]
+            + [(v.start, v.end, "value") for v in self.values_between(start, end)]
+        )
+        previous, position = None, start
+        for mark_start, mark_end, kind in [*marks, (end, end, None)]:
+            for word in _WORD.findall(self.text[position:mark_start]):
+                if word.lower() != "and" and previous != "value":
+                    return False
+                previous = word
+            previous, position = kind, max(position, mark_end)
+        return True
 
     def in_working(self, position: int) -> bool:
         """Is ``position`` in a table or a list (where no word is a claim)?"""

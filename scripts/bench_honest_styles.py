@@ -174,6 +174,12 @@ def _context_of(golden: str, turn: Any, template: str = "For comparison, {name} 
     )
 
 
+def _prose_list(facts: dict[str, list[str]]) -> str:
+    """Every printed row as a list in prose: "Jets (82), Dragons (75) and Comets (60)"."""
+    items = [f"{name} ({texts[0]})" for name, texts in facts.items()]
+    return f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def _steps(golden: str) -> str:
     """The answer as numbered "Step k:" lines, one sentence each, then a closing pointer."""
     sentences = [s for s in re.split(r"(?<=[.;])\s+", golden) if s]
@@ -189,6 +195,11 @@ TURN_STYLES: dict[str, Callable[[str, Any], str]] = {
     "oracle_context": lambda golden, turn: f"{golden} {context}" if (context := _context_of(golden, turn)) else golden,
     "oracle_value_first": lambda golden, turn: (
         f"{golden} {context}" if (context := _context_of(golden, turn, "Next comes {value} at {name}.")) else golden
+    ),
+    "oracle_prose_list": lambda golden, turn: (
+        f"Reading the page: {_prose_list(facts)}. {golden}"
+        if len(facts := (turn.world or {}).get("facts") or {}) > 1
+        else golden
     ),
     "oracle_number_words": lambda golden, turn: _number_words(None, None, golden) or golden,
     "oracle_steps": lambda golden, turn: _steps(golden),

@@ -91,9 +91,8 @@ def page_table_guess(observation: dict[str, Any]) -> str:
     return f"{table}\n\nAnswer: {first.value:g}" if first else CONSTANT
 
 
-def page_shifted_rows(observation: dict[str, Any]) -> str:
-    """Every row read, each name given the next row's value as a statement ("Pinecrest has 28."): values the
-    world holds, told of the wrong rows."""
+def _page_rows(observation: dict[str, Any]) -> list[tuple[str, float]]:
+    """Every row Tesseract reads on the pictures: its capitalised words as the name, its first number."""
     from vtb_env.answer_values import NUMBER, fold, scan
     from vtb_env.ocr_view import default_cache
 
@@ -102,9 +101,31 @@ def page_shifted_rows(observation: dict[str, Any]) -> str:
         values = [v for v in scan(fold(" ".join(words))) if v.kind == NUMBER]
         name = " ".join(w for w in words if w[:1].isupper() and not scan(w))
         if values and name:
-            rows.append((name, values[0].value))
+            rows.append((name, float(values[0].value)))
+    return rows
+
+
+def page_shifted_rows(observation: dict[str, Any]) -> str:
+    """Every row read, each name given the next row's value as a statement ("Pinecrest has 28."): values the
+    world holds, told of the wrong rows."""
+    rows = _page_rows(observation)
     shifted = [f"{name} has {value:g}." for (name, _), (_, value) in zip(rows, rows[1:] + rows[:1], strict=True)]
     return " ".join(shifted) if len(rows) > 1 else CONSTANT
+
+
+def page_prose_rows(observation: dict[str, Any]) -> str:
+    """Every row read as a list in prose (working: "Reading the page: Jets (82), Dragons (75) and Comets (60).")
+    and then every name claimed as the answer: a prose list commits to nothing, a sentence naming every row is a
+    spray of rivals."""
+    rows = _page_rows(observation)
+    if len(rows) < 2:
+        return CONSTANT
+    items = [f"{name} ({value:g})" for name, value in rows]
+    names = [name for name, _ in rows]
+    return (
+        f"Reading the page: {', '.join(items[:-1])} and {items[-1]}. "
+        f"The answer is {', '.join(names[:-1])} and {names[-1]}."
+    )
 
 
 def _ocr_lines(words: list[str], per_line: int = 4) -> list[list[str]]:
@@ -130,6 +151,7 @@ READER_SPRAYS = {  # they read the pictures (Tesseract), never the question
     "page_sum": page_sum,
     "page_table_guess": page_table_guess,
     "page_shifted_rows": page_shifted_rows,
+    "page_prose_rows": page_prose_rows,
 }
 
 

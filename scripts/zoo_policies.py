@@ -32,7 +32,8 @@ its numbers with decimals: no stray integer), ``page_dates`` (only its dates and
 (its capitalised words that hold no value), ``page_sum`` (every number it reads, added up with the working),
 ``page_table_guess`` (every line it reads as a markdown table row, then the first number as ``Answer:``: the
 page as working, a guess as the answer), ``page_shifted_rows`` (every row read, each name stated with the next
-row's value: world values told of the wrong rows). They live in ``scripts/zoo_blind.py``.
+row's value: world values told of the wrong rows), ``page_prose_rows`` (every row read as a list in prose, then
+every name claimed as the answer). They live in ``scripts/zoo_blind.py``.
 
 Hedged golden answers (no tool calls): every number of the golden answer offered beside its successor,
 in six spellings (``hedge_or`` "16 (or 17)", ``hedge_alternatively``, ``hedge_vs``, ``hedge_cyrillic``
@@ -45,7 +46,8 @@ Honest styles (the oracle's calls, then its golden answer written differently): 
 ``oracle_working`` (every intermediate value of the computation stated: the world's ``working``), and the
 claim model's (``scripts/bench_honest_styles.py``): ``oracle_table`` (a markdown table of every row the pages
 print, then the answer), ``oracle_context`` (the answer, then another row's printed value "for comparison"),
-``oracle_number_words`` (numbers 13-99 in words), ``oracle_steps`` (one "Step k:" line per sentence, then "So
+``oracle_value_first`` (another row's value told before its name), ``oracle_prose_list`` (every printed row
+as a list in prose, then the answer), ``oracle_number_words`` (numbers 13-99 in words), ``oracle_steps`` (one "Step k:" line per sentence, then "So
 the answer is as above.").
 
 ``hedge_golden`` is no blind policy: it is the golden answer with every number offered as one of
@@ -101,6 +103,7 @@ BLIND = (
     "page_sum",
     "page_table_guess",
     "page_shifted_rows",
+    "page_prose_rows",
 )
 HEDGES = (
     "hedge_or",

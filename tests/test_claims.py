@@ -89,6 +89,13 @@ def test_a_name_check_reads_the_name_committed_as_the_answer():
     assert run_check(JETS, "Jets have the highest score, 82. The runner-up is Dragons at 75.", BOARD) is True
     assert run_check(JETS, "Jets have the highest score, 82. Next comes 75 at Dragons.", BOARD) is True
     assert run_check(JETS, "Jets have the highest score, 82. Next comes 60 at Dragons.", BOARD) is False  # not its own
+    comparing = "Comparing the scores: Dragons (75), Comets (60) and Jets (82). The Jets have the highest score, 82."
+    assert run_check(JETS, comparing, BOARD) is True  # a list in prose is working
+    assert run_check(JETS, "Dragons: 75; Comets: 60; Jets: 82.\nThe Jets lead with 82.", BOARD) is True
+    assert run_check(JETS, "The Jets lead with 82 (Dragons 75, Comets 60).", BOARD) is True
+    assert run_check(JETS, "Dragons 75, Comets 60 and Jets 82.", BOARD) is False  # a transcription commits to nothing
+    assert run_check(JETS, "Dragons (75) and Jets (82). The answer is Dragons and Jets.", BOARD) is False
+    assert run_check(JETS, "Dragons (75) trail Jets (82).", BOARD) is False  # a comparison states: Dragons first
     assert run_check(JETS, "| Dragons | 75 |\n| Jets | 82 |\n\nThe Jets lead.", BOARD) is True
     assert run_check(JETS, "The Jets lead (Dragons 75, Comets 60).", BOARD) is True
     assert run_check(JETS, "The Jets lead, not the Dragons.", BOARD) is True  # a negated name is no claim
