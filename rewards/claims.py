@@ -116,17 +116,17 @@ class Claims:
                 and not _ANSWER_MARK.search(self.text[start:end])
                 and all(self.true_fact(v) for v in values)
                 and all(self.carries_own_value(m) for m in self.mentions[i:j])
-                and self._only_items(self.mentions[i].start, end)
+                and self._only_items(self.mentions[i:j], self.mentions[i].start, end)
             ):
                 spans.append((start, end))
             start = end
         return spans
 
-    def _only_items(self, start: int, end: int) -> bool:
-        """Does ``[start, end)`` hold only names and values, a unit word after a value, "and" and punctuation (a
-        list, not a statement: "Pinecrest (30) leads, ahead of 28 at Brookfield" compares)?"""
+    def _only_items(self, mentions: list[Mention], start: int, end: int) -> bool:
+        """Does ``[start, end)`` (holding ``mentions``) hold only names and values, a unit word after a value, "and"
+        and punctuation (a list, not a statement: "Pinecrest (30) leads, ahead of 28 at Brookfield" compares)?"""
         marks = sorted(
-            [(m.start, m.end, "name") for m in self.mentions if start <= m.start < end]
+            [(m.start, m.end, "name") for m in mentions]
             + [(v.start, v.end, "value") for v in self.values_between(start, end)]
         )
         previous, position = None, start

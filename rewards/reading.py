@@ -54,7 +54,8 @@ class ReadAnswer:
         self.text = _digits(_unquote(fold(answer), [fold(p) for p in world.get("dialogue", ())]))
         self.slot = world.get("slot")  # answer_format="slot": how many values of each kind the slot may hold
         self.lower = self.text.lower()
-        self.values = [v for v in scan(self.text) if not is_reference(self.text, v, world)]
+        numbers = allowed_values(world.get("numbers", ()), NUMBER)
+        self.values = [v for v in scan(self.text) if not is_reference(self.text, v, world.get("pictures"), numbers)]
         self.world = world
         self.claims = Claims(self.text, self.values, world)
         self.whole = whole or self
@@ -144,13 +145,12 @@ _COUNT_AFTER = re.compile(r"\s+(?:[a-z]+\s+)?([a-z]+)", re.I)  # "6 rows", "6 pr
 _ROW_NOUNS = ("row", "entry", "item", "line", "record")
 
 
-def is_reference(text: str, value: Value, world: Mapping[str, Any]) -> bool:
+def is_reference(text: str, value: Value, pictures: Mapping[str, Any] | None, numbers: Any) -> bool:
     """Is ``value`` a reference to the pictures, not a value: a picture's ordinal ("image 2", "page #1") or a
     shown picture's row count before a noun that counts rows ("6 rows", "7 printed items"), by the world's
     ``pictures``? A reference is no claim: it neither answers nor rivals, and a hedge cannot offer it as a
-    candidate ("0.0 (or 1.0) mm" offers 1.0, not image 1). A count the world holds as a value stays one (the
-    asked number of stops may be a page's row count)."""
-    pictures = world.get("pictures")
+    candidate ("0.0 (or 1.0) mm" offers 1.0, not image 1). A count the world's ``numbers`` (``allowed_values``
+    form) hold stays a value (the asked number of stops may be a page's row count)."""
     if not pictures or value.kind != NUMBER or value.decimals or not float(value.value).is_integer():
         return False
     n = int(float(value.value))
@@ -159,7 +159,7 @@ def is_reference(text: str, value: Value, world: Mapping[str, Any]) -> bool:
     counted = _COUNT_AFTER.match(text, value.end)
     if not counted or n not in pictures.get("row_counts", ()):
         return False
-    if accounted_for(value, allowed_values(world.get("numbers", ()), NUMBER)):
+    if accounted_for(value, numbers):
         return False
     noun = counted.group(1).lower()
     return any(
