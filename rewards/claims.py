@@ -4,8 +4,9 @@ An LLM judge reads what an answer *claims*; the exact checks (``vtb_rewards.chec
 in three parts:
 
 - **Statements and working.** A table (a line with two or more ``|``) and a list (lines that start with a
-  bullet or an enumerator, or two or more lines ``Name: value`` that start with a printed name) are the
-  answer's *working*: what it read and compared. A true fact in parentheses is working too (an aside:
+  bullet or an enumerator, two or more lines ``Name: value`` that start with a printed name, or a sentence
+  that only lists two or more printed names with their own values) are the answer's *working*: what it read
+  and compared. A true fact in parentheses is working too (an aside:
   "Magnesium is 2.0 (the page also lists Urea, 18.0)"), unless the parenthesis computes ("(39 km + 7 km)"
   states its values); any other value or word in parentheses is a statement ("Budapest (102 m)").
   Everything else is a *statement*; so is a line that gives the answer (``Answer:``, ``\\boxed{}``)
