@@ -47,8 +47,8 @@ Honest styles (the oracle's calls, then its golden answer written differently): 
 claim model's (``scripts/bench_honest_styles.py``): ``oracle_table`` (a markdown table of every row the pages
 print, then the answer), ``oracle_context`` (the answer, then another row's printed value "for comparison"),
 ``oracle_value_first`` (another row's value told before its name), ``oracle_prose_list`` (every printed row
-as a list in prose, then the answer), ``oracle_number_words`` (numbers 13-99 in words), ``oracle_steps`` (one "Step k:" line per sentence, then "So
-the answer is as above.").
+as a list in prose, then the answer), ``oracle_number_words`` (numbers 13-99 in words), ``oracle_steps`` (one
+"Step k:" line per sentence, then "So the answer is as above.").
 
 ``hedge_golden`` is no blind policy: it is the golden answer with every number offered as one of
 three ("105.71 or 106.71 or 107.71") and both directions added, what a policy that half-reads an
